@@ -1,0 +1,76 @@
+"""The one error tree of drasi_ray.
+
+Every error the package raises on purpose derives from :class:`DrasiRayError`, so callers can
+catch the whole family with one ``except``. Errors from redis-py and Ray are translated at the
+boundary where they happen (the stream backend, the actor wrappers) and keep the original as
+``__cause__``.
+"""
+
+from __future__ import annotations
+
+
+class DrasiRayError(Exception):
+    """Base of every error raised by drasi_ray."""
+
+
+class ConfigError(DrasiRayError):
+    """A setting is missing, unknown or out of range. The message names the setting."""
+
+
+class DecodeError(DrasiRayError):
+    """A stream entry is malformed. ``reason`` names the offending field.
+
+    The consumer dead-letters the entry with this reason and its raw fields, then acks it.
+    """
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class QueryError(DrasiRayError):
+    """A continuous query cannot be registered or evaluated."""
+
+
+class QuerySyntaxError(QueryError):
+    """The query text does not parse, or uses a feature outside the supported subset.
+
+    ``line`` and ``column`` are 1-based positions in the query text.
+    """
+
+    def __init__(self, message: str, line: int, column: int) -> None:
+        super().__init__(f"{message} (line {line}, column {column})")
+        self.message = message
+        self.line = line
+        self.column = column
+
+
+class UnsupportedQueryError(QuerySyntaxError):
+    """The query is valid Cypher but uses a feature drasi_ray does not support."""
+
+
+class QueryEvaluationError(QueryError):
+    """An expression cannot be evaluated (wrong argument types, unknown function...)."""
+
+
+class StreamError(DrasiRayError):
+    """A Redis Streams operation failed. The message never contains credentials."""
+
+
+class RedisUnavailableError(StreamError):
+    """Redis cannot be reached (connection refused, reset, timed out)."""
+
+
+class RedisRejectedError(StreamError):
+    """Redis answered with an error that retrying will not fix (OOM, READONLY, NOAUTH...)."""
+
+
+class NotRunningError(DrasiRayError):
+    """The operation needs a started app (``DrasiRay.start()``)."""
+
+
+class UnknownComponentError(DrasiRayError, KeyError):
+    """A source or query id that was never added."""
+
+    def __str__(self) -> str:  # KeyError quotes its argument; keep the plain message
+        return str(self.args[0]) if self.args else ""
