@@ -1,0 +1,52 @@
+"""drasi_ray: Drasi-style continuous queries over Redis Streams change feeds, on Ray.
+
+The public API::
+
+    from drasi_ray import DrasiRay, PlatformSource, PlatformSourceConfig, Query
+
+Heavy optional parts (Spark analytics through RayDP) are imported lazily where used.
+"""
+
+from drasi_ray.app import DrasiRay
+from drasi_ray.config import AppConfig, DispatchMode, PlatformSourceConfig, QueryConfig, RayConfig
+from drasi_ray.errors import (
+    ConfigError,
+    DecodeError,
+    DrasiRayError,
+    NotRunningError,
+    QueryError,
+    QuerySyntaxError,
+    StreamError,
+    UnknownComponentError,
+    UnsupportedQueryError,
+)
+from drasi_ray.query.definition import Query
+from drasi_ray.results import ControlResult, ControlSignal, QueryResult
+from drasi_ray.sources.platform import PlatformSource
+from drasi_ray.subscription import Subscription
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AppConfig",
+    "ConfigError",
+    "ControlResult",
+    "ControlSignal",
+    "DecodeError",
+    "DispatchMode",
+    "DrasiRay",
+    "DrasiRayError",
+    "NotRunningError",
+    "PlatformSource",
+    "PlatformSourceConfig",
+    "Query",
+    "QueryConfig",
+    "QueryError",
+    "QueryResult",
+    "QuerySyntaxError",
+    "RayConfig",
+    "StreamError",
+    "Subscription",
+    "UnknownComponentError",
+    "UnsupportedQueryError",
+]

@@ -1,0 +1,1 @@
+"""Sources: where change events come from."""

@@ -1,0 +1,63 @@
+"""Consumer actors: ``drasi/<source>/consumer-<i>``, one named Redis consumer each.
+
+An async Ray actor (``max_restarts=-1``) whose ``__init__`` starts the consume loop and the
+reclaim timer as asyncio tasks of the actor's event loop, with a ``redis.asyncio`` client created
+inside the actor (clients do not pickle; the actor gets settings). Its Redis consumer name is
+stable, so a restarted actor re-reads its own pending entries first.
+
+Both loops stay in the default concurrency group: each Ray concurrency group has its own thread
+and event loop, and the loops share the Redis client and the batch lock.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from typing import Any
+
+import ray
+
+from drasi_ray.actors.names import COORDINATOR
+from drasi_ray.changes import DecodedEntry
+from drasi_ray.config import PlatformSourceConfig
+from drasi_ray.consumer import StreamConsumer
+from drasi_ray.streams.backend import RedisStreamBackend
+
+
+@ray.remote
+class ConsumerActor:
+    """Ray wrapper of :class:`StreamConsumer` dispatching each batch to the coordinator."""
+
+    def __init__(
+        self,
+        source_id: str,
+        settings: PlatformSourceConfig,
+        consumer_name: str,
+        namespace: str,
+    ) -> None:
+        self._coordinator = ray.get_actor(COORDINATOR, namespace=namespace)
+        self._source_id = source_id
+        backend = RedisStreamBackend.from_url(settings.redis_url)
+        self._consumer = StreamConsumer(
+            source_id, settings, consumer_name, backend, self._dispatch
+        )
+        self._restarted = ray.get_runtime_context().was_current_actor_reconstructed
+        self._consumer.start()
+
+    async def _dispatch(self, entries: list[DecodedEntry]) -> object:
+        # One Ray call per batch, never per event.
+        return await self._coordinator.apply_batch.remote(self._source_id, entries)
+
+    async def ready(self, timeout_s: float = 60.0) -> str:
+        """Return the consumer name once the group exists and own pending entries are done."""
+        await asyncio.wait_for(self._consumer.wait_ready(), timeout_s)
+        return self._consumer.name
+
+    async def stop(self) -> None:
+        await self._consumer.stop()
+
+    def stats(self) -> dict[str, Any]:
+        stats = dataclasses.asdict(self._consumer.stats)
+        stats["name"] = self._consumer.name
+        stats["restarted"] = self._restarted
+        return stats

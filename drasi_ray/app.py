@@ -1,0 +1,322 @@
+"""``DrasiRay``: the application users configure, start, subscribe to and stop.
+
+    app = DrasiRay()
+    app.add_source(PlatformSource.builder("sensors").with_redis_url(url)
+                   .with_stream_key("sensor-changes").build())
+    app.add_query(Query.cypher("hot").query("MATCH (s:Sensor) WHERE s.temperature > 70 "
+                                            "RETURN s.id AS id").from_source("sensors").build())
+    app.start()
+    with app.subscribe("hot") as results:
+        for result in results:
+            print(result.results)
+
+``start()`` connects to Ray (a running cluster if one is reachable, else a local Ray), starts
+the coordinator, one actor per query and ``consumers`` actors per source, and returns once every
+consumer group exists and every consumer is reading: nothing published after it is missed.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import ray
+import redis
+
+from drasi_ray.actors import names
+from drasi_ray.actors.consumer import ConsumerActor
+from drasi_ray.actors.coordinator import CoordinatorActor
+from drasi_ray.actors.query import QueryActor
+from drasi_ray.config import AppConfig, DispatchMode, QueryConfig, RayConfig
+from drasi_ray.errors import ConfigError, NotRunningError, UnknownComponentError
+from drasi_ray.query.engine import ContinuousQuery
+from drasi_ray.sources.platform import PlatformSource
+from drasi_ray.streams import progress
+from drasi_ray.subscription import Subscription
+
+logger = logging.getLogger("drasi_ray.app")
+
+IDLE_POLL_S = 0.01
+STOP_TIMEOUT_S = 30.0
+
+
+class DrasiRay:
+    """An application: sources, continuous queries and the Ray actors that run them."""
+
+    def __init__(self, app_id: str = "default", *, ray_config: RayConfig | None = None) -> None:
+        AppConfig(id=app_id)  # validates the id
+        self.app_id = app_id
+        self.namespace = names.namespace(app_id)
+        self._ray = ray_config or RayConfig()
+        self._sources: dict[str, PlatformSource] = {}
+        self._queries: dict[str, QueryConfig] = {}
+        self._engines: dict[str, ContinuousQuery] = {}
+        self._coordinator: Any = None
+        self._consumers: dict[str, list[Any]] = {}
+        self._query_actors: dict[str, Any] = {}
+        self._redis: dict[str, redis.Redis] = {}
+        self._owns_ray = False
+
+    # -- configuration ------------------------------------------------------------------
+
+    @classmethod
+    def from_config(cls, config: AppConfig) -> DrasiRay:
+        app = cls(config.id, ray_config=config.ray)
+        for spec in config.sources:
+            app.add_source(PlatformSource.from_spec(spec))
+        for query in config.queries:
+            app.add_query(query)
+        return app
+
+    @classmethod
+    def from_yaml(cls, path: str | Path) -> DrasiRay:
+        """Build an app from Drasi's YAML schema (``sources``) plus ``queries`` and ``ray``."""
+        return cls.from_config(AppConfig.from_yaml(path))
+
+    def add_source(self, source: PlatformSource) -> DrasiRay:
+        if source.id in self._sources:
+            raise ConfigError(f"source {source.id!r} is already added")
+        self._sources[source.id] = source
+        if self.running and source.auto_start:
+            self._start_source(source)
+        return self
+
+    def add_query(self, query: QueryConfig) -> DrasiRay:
+        """Add a continuous query; its text is parsed now, so errors surface here."""
+        if query.id in self._queries:
+            raise ConfigError(f"query {query.id!r} is already added")
+        engine = ContinuousQuery(query.id, query.query, query.parameters)
+        self._queries[query.id] = query
+        self._engines[query.id] = engine
+        if self.running and query.auto_start:
+            self._check_sources(query)
+            self._start_query(query)
+        return self
+
+    @property
+    def query_ids(self) -> list[str]:
+        return list(self._queries)
+
+    @property
+    def source_ids(self) -> list[str]:
+        return list(self._sources)
+
+    @property
+    def running(self) -> bool:
+        return self._coordinator is not None
+
+    # -- lifecycle ----------------------------------------------------------------------
+
+    def start(self) -> DrasiRay:
+        """Start every auto-start source and query; return once all consumers are reading."""
+        if self.running:
+            return self
+        for query in self._queries.values():
+            self._check_sources(query)
+        self._ensure_ray()
+        self._coordinator = CoordinatorActor.options(  # type: ignore[attr-defined]
+            name=names.COORDINATOR,
+            namespace=self.namespace,
+            get_if_exists=True,
+            max_restarts=-1,
+            num_cpus=self._ray.actor_num_cpus,
+        ).remote(self.namespace)
+        for query in self._queries.values():
+            if query.auto_start:
+                self._start_query(query)
+        for source in self._sources.values():
+            if source.auto_start:
+                self._start_source(source)
+        return self
+
+    def _check_sources(self, query: QueryConfig) -> None:
+        missing = [source for source in query.sources if source not in self._sources]
+        if missing:
+            raise ConfigError(f"query {query.id!r} reads unknown source(s) {missing}")
+
+    def _ensure_ray(self) -> None:
+        if ray.is_initialized():
+            return
+        options: dict[str, Any] = {"namespace": self.namespace, "log_to_driver": True}
+        if self._ray.address is not None:
+            options["address"] = self._ray.address
+        if self._ray.num_cpus is not None:
+            options["num_cpus"] = self._ray.num_cpus
+        ray.init(**options)
+        self._owns_ray = True
+
+    def _start_query(self, query: QueryConfig) -> None:
+        engine = self._engines[query.id]
+        actor_name = names.query_actor(query.id)
+        actor = QueryActor.options(  # type: ignore[attr-defined]
+            name=actor_name,
+            namespace=self.namespace,
+            get_if_exists=True,
+            max_restarts=-1,
+            max_task_retries=0,
+            num_cpus=self._ray.actor_num_cpus,
+        ).remote(query, self.namespace, actor_name)
+        self._query_actors[query.id] = actor
+        ray.get(
+            self._coordinator.register_query.remote(
+                query.id,
+                actor_name,
+                query.sources,
+                _labels(engine.node_labels),
+                _labels(engine.relation_labels),
+            )
+        )
+
+    def _start_source(self, source: PlatformSource) -> None:
+        config = source.config
+        # The group exists before start() returns, so nothing published after it is missed.
+        progress.ensure_group(self._client(config.redis_url), config)
+        actors = [
+            ConsumerActor.options(  # type: ignore[attr-defined]
+                name=names.consumer_actor(source.id, index),
+                namespace=self.namespace,
+                get_if_exists=True,
+                max_restarts=-1,
+                max_task_retries=-1,
+                num_cpus=self._ray.actor_num_cpus,
+            ).remote(source.id, config, consumer_name, self.namespace)
+            for index, consumer_name in enumerate(source.consumer_names)
+        ]
+        self._consumers[source.id] = actors
+        ray.get([actor.ready.remote() for actor in actors])
+
+    def stop(self) -> None:
+        """Drain in-flight batches, stop every actor, and shut Ray down if we started it."""
+        if not self.running:
+            return
+        consumers = [actor for actors in self._consumers.values() for actor in actors]
+        _best_effort(lambda: ray.get([a.stop.remote() for a in consumers], timeout=STOP_TIMEOUT_S))
+        for actor in [*consumers, *self._query_actors.values(), self._coordinator]:
+            _best_effort(lambda actor=actor: ray.kill(actor))
+        self._consumers.clear()
+        self._query_actors.clear()
+        self._coordinator = None
+        for client in self._redis.values():
+            client.close()
+        self._redis.clear()
+        if self._owns_ray:
+            ray.shutdown()
+            self._owns_ray = False
+
+    def __enter__(self) -> DrasiRay:
+        return self.start()
+
+    def __exit__(self, *_exc: object) -> None:
+        self.stop()
+
+    # -- results ------------------------------------------------------------------------
+
+    def subscribe(
+        self,
+        query_id: str,
+        *,
+        capacity: int | None = None,
+        mode: DispatchMode | None = None,
+        include_control: bool = False,
+    ) -> Subscription:
+        """Subscribe to a query's results from now on.
+
+        The buffer's size and dispatch mode default to the ``dispatch_buffer_capacity`` and
+        ``dispatch_mode`` of the query's first source.
+        """
+        actor = self._query_actor(query_id)
+        source = self._sources[self._queries[query_id].sources[0]]
+        subscriber_id = ray.get(
+            actor.subscribe.remote(
+                capacity or source.dispatch_buffer_capacity, mode or source.dispatch_mode
+            )
+        )
+        return Subscription(query_id, actor, subscriber_id, include_control)
+
+    def results(self, query_id: str) -> list[dict[str, Any]]:
+        """The query's current result rows."""
+        rows: list[dict[str, Any]] = ray.get(self._query_actor(query_id).results.remote())
+        return rows
+
+    def _query_actor(self, query_id: str) -> Any:
+        if query_id not in self._queries:
+            raise UnknownComponentError(f"unknown query {query_id!r}")
+        if not self.running or query_id not in self._query_actors:
+            raise NotRunningError(f"query {query_id!r} is not running; call start()")
+        return self._query_actors[query_id]
+
+    def wait_until_idle(self, timeout: float = 30.0) -> None:
+        """Return once every entry appended to the source streams before this call is acked.
+
+        Acked means applied and delivered to subscriptions (consumers ack after the
+        coordinator and the query actors confirmed). Raises TimeoutError otherwise.
+        """
+        if not self.running:
+            raise NotRunningError("the app is not running; call start()")
+        deadline = time.monotonic() + timeout
+        targets = [
+            (self._client(src.config.redis_url), src.config, progress.last_id(
+                self._client(src.config.redis_url), src.config.stream_key))
+            for src in self._sources.values()
+            if src.id in self._consumers
+        ]
+        for client, config, last_id in targets:
+            while not progress.drained(client, config, last_id):
+                if time.monotonic() > deadline:
+                    raise TimeoutError(
+                        f"stream {config.stream_key!r} not drained up to {last_id} "
+                        f"within {timeout:.1f}s"
+                    )
+                time.sleep(IDLE_POLL_S)
+
+    def _client(self, url: str) -> redis.Redis:
+        client = self._redis.get(url)
+        if client is None:
+            client = self._redis[url] = redis.Redis.from_url(url)
+        return client
+
+    # -- introspection ------------------------------------------------------------------
+
+    def status(self) -> dict[str, Any]:
+        """A snapshot of every component: consumers, coordinator, queries."""
+        if not self.running:
+            return {"app": self.app_id, "running": False}
+        return {
+            "app": self.app_id,
+            "running": True,
+            "coordinator": ray.get(self._coordinator.stats.remote()),
+            "sources": {
+                source_id: ray.get([actor.stats.remote() for actor in actors])
+                for source_id, actors in self._consumers.items()
+            },
+            "queries": {
+                query_id: ray.get(actor.info.remote())
+                for query_id, actor in self._query_actors.items()
+            },
+        }
+
+    def consumer_actors(self, source_id: str) -> list[Any]:
+        """The Ray handles of a source's consumer actors (for operations and tests)."""
+        if source_id not in self._consumers:
+            raise UnknownComponentError(f"source {source_id!r} is not running")
+        return list(self._consumers[source_id])
+
+    def elements(self, source_id: str) -> list[Any]:
+        """The coordinator's current graph of a source."""
+        if not self.running:
+            raise NotRunningError("the app is not running; call start()")
+        return list(ray.get(self._coordinator.elements.remote(source_id)))
+
+
+def _labels(labels: Iterable[str] | None) -> list[str] | None:
+    return None if labels is None else sorted(labels)
+
+
+def _best_effort(action: Any) -> None:
+    try:
+        action()
+    except Exception as exc:  # stopping must go on whatever one actor does
+        logger.debug("ignored during stop: %s", exc)

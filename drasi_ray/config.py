@@ -1,0 +1,168 @@
+"""Validated settings: small pydantic models, one documented default per field.
+
+Unknown keys are errors (a typo in a setting must not be silently ignored). Environment
+variables are read only at the entry points (``cli``), never here.
+
+The platform source's options mirror Drasi's ``PlatformSourceConfig`` (seeds/000) and add what
+scaling out with Ray needs: ``consumers``, ``claim_idle_ms``, ``reclaim_interval_ms``,
+``start_id``.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from drasi_ray.errors import ConfigError
+
+_ENTRY_ID = re.compile(r"^\d+(-\d+)?$")
+
+
+class DispatchMode(str, enum.Enum):
+    """How results are handed to subscribers (Drasi's dispatch modes).
+
+    CHANNEL: bounded buffer per subscriber; a full buffer blocks the query (backpressure,
+    nothing lost). BROADCAST: never blocks; a full buffer drops its oldest result and counts it.
+    """
+
+    CHANNEL = "channel"
+    BROADCAST = "broadcast"
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, use_enum_values=False)
+
+
+class PlatformSourceConfig(_Model):
+    """Settings of a platform source: a Redis stream read by a consumer group."""
+
+    redis_url: str = Field(description="redis:// or rediss:// URL of the server holding the stream")
+    stream_key: str = Field(min_length=1, description="stream to consume")
+    consumer_group: str = Field("drasi-core", min_length=1)
+    consumer_name: str | None = Field(
+        None, description="base consumer name; default: the source id. Consumer i is '<name>-<i>'"
+    )
+    batch_size: int = Field(100, ge=1, le=100_000, description="XREADGROUP COUNT")
+    block_ms: int = Field(5000, ge=1, le=600_000, description="XREADGROUP BLOCK in ms")
+    consumers: int = Field(1, ge=1, le=1024, description="consumer actors in the group")
+    claim_idle_ms: int = Field(
+        30_000, ge=1, description="a peer's pending entry idle this long is reclaimed (XAUTOCLAIM)"
+    )
+    reclaim_interval_ms: int = Field(1000, ge=10, description="period of each reclaim timer")
+    start_id: str = Field(
+        "$", description="where a newly created group starts: '$' latest (Drasi), '0' earliest"
+    )
+    dead_letter_stream: str | None = Field(
+        None, description="stream for malformed entries; default '<stream_key>:dlq'"
+    )
+
+    @field_validator("redis_url")
+    @classmethod
+    def _check_url(cls, value: str) -> str:
+        if not value.startswith(("redis://", "rediss://", "unix://")):
+            raise ValueError("must start with redis://, rediss:// or unix://")
+        return value
+
+    @field_validator("start_id")
+    @classmethod
+    def _check_start_id(cls, value: str) -> str:
+        if value != "$" and not _ENTRY_ID.match(value):
+            raise ValueError("must be '$', '0' or a stream entry id like '1700000000000-0'")
+        return value
+
+    @property
+    def dead_letter_key(self) -> str:
+        from drasi_ray.streams.keys import dead_letter_stream
+
+        return self.dead_letter_stream or dead_letter_stream(self.stream_key)
+
+    def consumer_names(self, source_id: str) -> list[str]:
+        """Stable Redis consumer names, the same after any restart."""
+        from drasi_ray.streams.keys import consumer_name
+
+        base = self.consumer_name or source_id
+        return [consumer_name(base, index) for index in range(self.consumers)]
+
+
+class SourceSpec(_Model):
+    """A source entry of the YAML schema (Drasi's ``sources:`` list)."""
+
+    id: str = Field(min_length=1)
+    source_type: Literal["platform"] = "platform"
+    auto_start: bool = True
+    dispatch_mode: DispatchMode = DispatchMode.CHANNEL
+    dispatch_buffer_capacity: int = Field(1000, ge=1)
+    properties: PlatformSourceConfig
+
+
+class QueryConfig(_Model):
+    """A continuous query: Cypher text over one or more sources."""
+
+    id: str = Field(min_length=1)
+    query: str = Field(min_length=1)
+    sources: tuple[str, ...] = Field(min_length=1)
+    query_language: Literal["cypher"] = "cypher"
+    parameters: dict[str, Any] = Field(default_factory=dict)
+    auto_start: bool = True
+
+
+class RayConfig(_Model):
+    """How to reach Ray. ``address`` None: connect to a running cluster if there is one
+    (``RAY_ADDRESS``, or a local head), else start Ray locally."""
+
+    address: str | None = None
+    num_cpus: int | None = Field(None, ge=1, description="only when starting Ray locally")
+    actor_num_cpus: float = Field(
+        0.0, ge=0.0, description="CPU reserved per drasi_ray actor (0 packs any number per node)"
+    )
+
+
+class AppConfig(_Model):
+    """The whole application as a YAML file describes it."""
+
+    id: str = Field("default", min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
+    sources: tuple[SourceSpec, ...] = ()
+    queries: tuple[QueryConfig, ...] = ()
+    ray: RayConfig = RayConfig()
+
+    @classmethod
+    def from_yaml(cls, path: str | Path) -> AppConfig:
+        """Read and validate a YAML file; errors name the file and the offending key."""
+        text = Path(path).read_text(encoding="utf-8")
+        try:
+            raw = yaml.safe_load(text) or {}
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"{path}: invalid YAML: {exc}") from exc
+        return cls.from_mapping(raw, origin=str(path))
+
+    @classmethod
+    def from_mapping(cls, raw: Any, origin: str = "config") -> AppConfig:
+        if not isinstance(raw, dict):
+            raise ConfigError(f"{origin}: top level must be a mapping")
+        try:
+            return cls.model_validate(raw)
+        except ValidationError as exc:
+            raise ConfigError(f"{origin}: {format_validation_error(exc)}") from exc
+
+
+def format_validation_error(exc: ValidationError) -> str:
+    """One line per problem: ``sources.0.properties.batch_sise: unknown key``."""
+    lines = []
+    for error in exc.errors():
+        where = ".".join(str(part) for part in error["loc"]) or "(root)"
+        message = "unknown key" if error["type"] == "extra_forbidden" else error["msg"]
+        lines.append(f"{where}: {message}")
+    return "; ".join(lines)
+
+
+def validated(model: type[_Model], **values: Any) -> Any:
+    """Build ``model`` translating pydantic's error into ConfigError."""
+    try:
+        return model(**values)
+    except ValidationError as exc:
+        raise ConfigError(f"{model.__name__}: {format_validation_error(exc)}") from exc

@@ -1,0 +1,172 @@
+"""Run Drasi conformance scenarios (``tests/scenarios/*.json``) through the public API.
+
+A scenario file holds queries and cases; each case starts from an empty graph with fresh
+queries, publishes its ``bootstrap`` events, then for each step publishes one event, waits until
+the app is idle and compares the diffs the step produced, per query, as a multiset (numbers by
+value, floats to 1e-9 relative). Format: ``tests/scenarios/README.md``.
+
+Each case runs in its own app (fresh actors, a fresh stream), with as many consumers as asked.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from drasi_ray.app import DrasiRay
+from drasi_ray.config import RayConfig
+from drasi_ray.decode import encode_cloud_event
+from drasi_ray.query.definition import Query
+from drasi_ray.sources.platform import PlatformSource
+from drasi_ray.streams.publisher import Publisher
+from drasi_ray.subscription import Subscription
+
+REL_TOLERANCE = 1e-9
+
+
+@dataclass(frozen=True, slots=True)
+class StepMismatch:
+    case: str
+    step: int
+    query_id: str
+    expected: list[dict[str, Any]]
+    actual: list[dict[str, Any]]
+
+    def __str__(self) -> str:
+        return (
+            f"{self.case} step {self.step} query {self.query_id}:\n"
+            f"  expected {json.dumps(self.expected, sort_keys=True, default=str)}\n"
+            f"  actual   {json.dumps(self.actual, sort_keys=True, default=str)}"
+        )
+
+
+@dataclass(slots=True)
+class CaseOutcome:
+    scenario: str
+    case: str
+    steps: int = 0
+    mismatches: list[StepMismatch] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return not self.mismatches
+
+
+def load_scenario(path: str | Path) -> dict[str, Any]:
+    scenario: dict[str, Any] = json.loads(Path(path).read_text(encoding="utf-8"))
+    return scenario
+
+
+def iter_cases(scenario: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
+    yield from scenario["cases"]
+
+
+def run_case(
+    scenario: Mapping[str, Any],
+    case: Mapping[str, Any],
+    redis_url: str,
+    consumers: int = 1,
+    ray_config: RayConfig | None = None,
+    idle_timeout: float = 30.0,
+) -> CaseOutcome:
+    """Run one case in a fresh app; return its outcome (mismatches per step and query)."""
+    tag = uuid.uuid4().hex[:8]
+    stream = f"scenario-{scenario['name']}-{case['name']}-{tag}"
+    app = DrasiRay(f"conformance-{tag}", ray_config=ray_config)
+    source_id = scenario.get("source_id") or "source"
+    app.add_source(
+        PlatformSource.builder(source_id)
+        .with_redis_url(redis_url)
+        .with_stream_key(stream)
+        .with_consumers(consumers)
+        .with_batch_size(50)
+        .with_block_ms(100)
+        .with_dispatch_buffer_capacity(100_000)
+        .build()
+    )
+    for query_id in case["queries"]:
+        text = scenario["queries"][query_id]
+        app.add_query(Query.cypher(query_id).query(text).from_source(source_id).build())
+    outcome = CaseOutcome(scenario["name"], case["name"])
+    app.start()
+    try:
+        subscriptions = {query_id: app.subscribe(query_id) for query_id in case["queries"]}
+        with Publisher(redis_url) as publisher:
+            _run_steps(app, publisher, stream, case, subscriptions, outcome, idle_timeout)
+    finally:
+        app.stop()
+    return outcome
+
+
+def _run_steps(
+    app: DrasiRay,
+    publisher: Publisher,
+    stream: str,
+    case: Mapping[str, Any],
+    subscriptions: Mapping[str, Subscription],
+    outcome: CaseOutcome,
+    idle_timeout: float,
+) -> None:
+    bootstrap = [encode_cloud_event([event]) for event in case.get("bootstrap", [])]
+    if bootstrap:
+        publisher.publish(stream, bootstrap)
+    app.wait_until_idle(idle_timeout)
+    for subscription in subscriptions.values():
+        subscription.drain()
+    for number, step in enumerate(case["steps"], start=1):
+        publisher.publish(stream, [encode_cloud_event([step["event"]])])
+        app.wait_until_idle(idle_timeout)
+        outcome.steps += 1
+        for query_id, subscription in subscriptions.items():
+            actual = [diff for result in subscription.drain() for diff in result.results]
+            expected = list(step["expect"].get(query_id, []))
+            if not diffs_match(expected, actual):
+                outcome.mismatches.append(
+                    StepMismatch(case["name"], number, query_id, expected, actual)
+                )
+
+
+def diffs_match(expected: Sequence[Any], actual: Sequence[Any]) -> bool:
+    """Multiset equality of diff lists, numbers compared by value (floats 1e-9 relative)."""
+    if len(expected) != len(actual):
+        return False
+    unmatched = list(actual)
+    for want in expected:
+        index = next((i for i, got in enumerate(unmatched) if values_equal(want, got)), None)
+        if index is None:
+            return False
+        unmatched.pop(index)
+    return True
+
+
+def values_equal(left: Any, right: Any) -> bool:
+    """Structural equality where 5 == 5.0 and floats match to 1e-9 relative."""
+    if _is_number(left) and _is_number(right):
+        return math.isclose(float(left), float(right), rel_tol=REL_TOLERANCE, abs_tol=1e-12)
+    if isinstance(left, Mapping) and isinstance(right, Mapping):
+        return left.keys() == right.keys() and all(values_equal(left[k], right[k]) for k in left)
+    if isinstance(left, (list, tuple)) and isinstance(right, (list, tuple)):
+        return len(left) == len(right) and all(
+            values_equal(a, b) for a, b in zip(left, right, strict=True)
+        )
+    return type(left) is type(right) and bool(left == right)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def run_scenario_file(
+    path: str | Path, redis_url: str, consumers: int = 1, ray_config: RayConfig | None = None
+) -> list[CaseOutcome]:
+    """Run every case of a scenario file."""
+    scenario = load_scenario(path)
+    return [
+        run_case(scenario, case, redis_url, consumers, ray_config)
+        for case in iter_cases(scenario)
+    ]

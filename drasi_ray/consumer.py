@@ -1,0 +1,261 @@
+"""One named consumer of a consumer group: read, decode, dispatch, ack; reclaim on a timer.
+
+Resume contract: on start (and after any failure) the consumer first re-reads its *own* pending
+entries from id ``0`` until none are left, then reads new ones with ``>``. A peer that died for
+good is covered by every live consumer's reclaim timer (``XAUTOCLAIM`` of entries idle longer
+than ``claim_idle_ms``). Entries are acked only after the dispatch call returned, i.e. after the
+coordinator confirmed the batch applied and delivered: at-least-once, and applying twice is a
+no-op thanks to the versioned store.
+
+Malformed entries never reach the dispatch: they are written to the dead-letter stream with the
+decode error and their raw fields, and only then acked.
+
+Failures never hot-loop: Redis outages and dispatch failures back off exponentially with jitter
+(capped at :data:`MAX_BACKOFF_S`); a missing group (NOGROUP after a flush or restart) is
+recreated with the configured ``start_id`` and reported.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+
+from drasi_ray.changes import DecodedEntry
+from drasi_ray.config import PlatformSourceConfig
+from drasi_ray.decode import decode_entry
+from drasi_ray.errors import DecodeError, GroupMissingError, StreamError
+from drasi_ray.streams.backend import RedisStreamBackend
+from drasi_ray.streams.records import DeadLetter, StreamEntry
+
+logger = logging.getLogger("drasi_ray.consumer")
+
+Dispatch = Callable[[list[DecodedEntry]], Awaitable[object]]
+"""Hands one decoded batch downstream; returns when it is applied (raises if it was not)."""
+
+MAX_BACKOFF_S = 5.0
+INITIAL_BACKOFF_S = 0.05
+
+
+@dataclass(slots=True)
+class ConsumerStats:
+    """Counters of one consumer, reported by ``status()``."""
+
+    read: int = 0
+    batches: int = 0
+    dispatched: int = 0
+    dead_lettered: int = 0
+    acked: int = 0
+    reclaimed: int = 0
+    deleted_acked: int = 0
+    errors: int = 0
+    group_recreated: int = 0
+    state: str = "starting"
+    last_error: str | None = None
+    extra: dict[str, int] = field(default_factory=dict)
+
+
+class Backoff:
+    """Capped exponential backoff with full jitter."""
+
+    def __init__(self, initial_s: float = INITIAL_BACKOFF_S, cap_s: float = MAX_BACKOFF_S) -> None:
+        self._initial = initial_s
+        self._cap = cap_s
+        self._attempt = 0
+
+    def reset(self) -> None:
+        self._attempt = 0
+
+    async def wait(self) -> None:
+        ceiling = min(self._cap, self._initial * (2**self._attempt))
+        self._attempt += 1
+        await asyncio.sleep(random.uniform(ceiling / 2, ceiling))
+
+
+class StreamConsumer:
+    """The consume loop and reclaim timer of one consumer (no Ray: tested directly)."""
+
+    def __init__(
+        self,
+        source_id: str,
+        settings: PlatformSourceConfig,
+        consumer_name: str,
+        backend: RedisStreamBackend,
+        dispatch: Dispatch,
+    ) -> None:
+        self.source_id = source_id
+        self.settings = settings
+        self.name = consumer_name
+        self.stats = ConsumerStats()
+        self._backend = backend
+        self._dispatch = dispatch
+        self._stream = settings.stream_key
+        self._group = settings.consumer_group
+        self._ready = asyncio.Event()
+        self._stopping = False
+        self._tasks: list[asyncio.Task[None]] = []
+        self._batch_lock = asyncio.Lock()
+
+    # -- lifecycle ----------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start the consume loop and the reclaim timer as tasks of the running loop."""
+        loop = asyncio.get_running_loop()
+        self._tasks = [
+            loop.create_task(self._consume_loop(), name=f"consume:{self.name}"),
+            loop.create_task(self._reclaim_loop(), name=f"reclaim:{self.name}"),
+        ]
+
+    async def wait_ready(self) -> None:
+        """Return once the group exists and this consumer's pending entries are drained."""
+        await self._ready.wait()
+
+    async def stop(self) -> None:
+        """Stop reading; let the batch in hand finish (and be acked); close the client."""
+        self._stopping = True
+        async with self._batch_lock:
+            for task in self._tasks:
+                task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self.stats.state = "stopped"
+        await self._backend.close()
+
+    # -- loops --------------------------------------------------------------------------
+
+    async def _consume_loop(self) -> None:
+        backoff = Backoff()
+        while not self._stopping:
+            try:
+                await self._ensure_group()
+                await self._drain_own_pending()
+                self._ready.set()
+                self.stats.state = "running"
+                await self._read_new_forever()
+            except asyncio.CancelledError:
+                raise
+            except GroupMissingError as exc:
+                self._note_error(exc)
+            except Exception as exc:  # any failure: back off, then resume from own pending
+                self._note_error(exc)
+                await backoff.wait()
+            else:
+                backoff.reset()
+
+    async def _ensure_group(self) -> None:
+        created = await self._backend.ensure_group(
+            self._stream, self._group, self.settings.start_id
+        )
+        if created and self._ready.is_set():
+            self.stats.group_recreated += 1
+            logger.warning(
+                "consumer %s: group %s of stream %s was missing; recreated at %s",
+                self.name,
+                self._group,
+                self._stream,
+                self.settings.start_id,
+            )
+
+    async def _drain_own_pending(self) -> None:
+        while not self._stopping:
+            entries = await self._backend.read_pending(
+                self._stream, self._group, self.name, self.settings.batch_size
+            )
+            if not entries:
+                return
+            await self._handle(entries)
+
+    async def _read_new_forever(self) -> None:
+        while not self._stopping:
+            entries = await self._backend.read_new(
+                self._stream,
+                self._group,
+                self.name,
+                self.settings.batch_size,
+                self.settings.block_ms,
+            )
+            if entries:
+                await self._handle(entries)
+
+    async def _reclaim_loop(self) -> None:
+        interval = self.settings.reclaim_interval_ms / 1000
+        while not self._stopping:
+            await asyncio.sleep(interval)
+            if not self._ready.is_set():
+                continue
+            try:
+                await self._reclaim_once()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                self._note_error(exc)
+
+    async def _reclaim_once(self) -> None:
+        claim = await self._backend.autoclaim(
+            self._stream,
+            self._group,
+            self.name,
+            self.settings.claim_idle_ms,
+            self.settings.batch_size,
+        )
+        if claim.deleted_ids:
+            await self._ack(claim.deleted_ids)
+            self.stats.deleted_acked += len(claim.deleted_ids)
+        if claim.entries:
+            self.stats.reclaimed += len(claim.entries)
+            logger.info("consumer %s reclaimed %d idle entries", self.name, len(claim.entries))
+            await self._handle(list(claim.entries))
+
+    # -- one batch ----------------------------------------------------------------------
+
+    async def _handle(self, entries: Sequence[StreamEntry]) -> None:
+        """Decode, dead-letter the malformed, dispatch the rest in ONE call, then ack all."""
+        async with self._batch_lock:
+            self.stats.read += len(entries)
+            self.stats.batches += 1
+            decoded, dead = self._decode(entries)
+            if dead:
+                await self._backend.dead_letter(self.settings.dead_letter_key, dead, None)
+                self.stats.dead_lettered += len(dead)
+            if decoded:
+                await self._dispatch(decoded)
+                self.stats.dispatched += len(decoded)
+            await self._ack([entry.id for entry in entries])
+
+    def _decode(self, entries: Sequence[StreamEntry]) -> tuple[list[DecodedEntry], list[DeadLetter]]:
+        decoded: list[DecodedEntry] = []
+        dead: list[DeadLetter] = []
+        for entry in entries:
+            if entry.fields is None:
+                self.stats.deleted_acked += 1
+                continue
+            try:
+                decoded.append(decode_entry(entry.id, entry.fields))
+            except DecodeError as exc:
+                logger.warning(
+                    "consumer %s: dead-lettering entry %s: %s", self.name, entry.id, exc.reason
+                )
+                dead.append(self._dead_letter(entry, exc.reason))
+        return decoded, dead
+
+    def _dead_letter(self, entry: StreamEntry, reason: str) -> DeadLetter:
+        return DeadLetter(
+            entry_id=entry.id,
+            reason=reason,
+            fields=entry.fields,
+            source_stream=self._stream,
+            consumer=self.name,
+            delivery_count=1,
+        )
+
+    async def _ack(self, ids: Sequence[str]) -> None:
+        await self._backend.ack(self._stream, self._group, list(ids))
+        self.stats.acked += len(ids)
+
+    def _note_error(self, exc: BaseException) -> None:
+        self.stats.errors += 1
+        self.stats.last_error = f"{type(exc).__name__}: {exc}"
+        self.stats.state = "recovering"
+        level = logging.WARNING if isinstance(exc, StreamError) else logging.ERROR
+        logger.log(level, "consumer %s: %s", self.name, self.stats.last_error)

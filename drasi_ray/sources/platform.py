@@ -1,0 +1,129 @@
+"""``PlatformSource``: a Redis stream of Drasi platform change events, read by N consumers.
+
+Configured like Drasi's platform source (seeds/000), with a builder or a config object::
+
+    source = (
+        PlatformSource.builder("sensors")
+        .with_redis_url("redis://localhost:6379")
+        .with_stream_key("sensor-changes")
+        .with_consumers(3)
+        .build()
+    )
+    source = PlatformSource("sensors", PlatformSourceConfig(redis_url=..., stream_key=...))
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from drasi_ray.config import DispatchMode, PlatformSourceConfig, SourceSpec, validated
+from drasi_ray.errors import ConfigError
+
+
+@dataclass(frozen=True, slots=True)
+class PlatformSource:
+    """A source definition; the app turns it into consumer actors when it starts."""
+
+    id: str
+    config: PlatformSourceConfig
+    dispatch_mode: DispatchMode = DispatchMode.CHANNEL
+    dispatch_buffer_capacity: int = 1000
+    auto_start: bool = True
+
+    def __post_init__(self) -> None:
+        if not self.id:
+            raise ConfigError("source id must not be empty")
+        if self.dispatch_buffer_capacity < 1:
+            raise ConfigError("dispatch_buffer_capacity must be >= 1")
+
+    @staticmethod
+    def builder(source_id: str) -> PlatformSourceBuilder:
+        return PlatformSourceBuilder(source_id)
+
+    @classmethod
+    def from_spec(cls, spec: SourceSpec) -> PlatformSource:
+        return cls(
+            spec.id,
+            spec.properties,
+            dispatch_mode=spec.dispatch_mode,
+            dispatch_buffer_capacity=spec.dispatch_buffer_capacity,
+            auto_start=spec.auto_start,
+        )
+
+    @property
+    def consumer_names(self) -> list[str]:
+        return self.config.consumer_names(self.id)
+
+
+class PlatformSourceBuilder:
+    """Fluent construction of a :class:`PlatformSource`; ``build()`` validates everything."""
+
+    def __init__(self, source_id: str) -> None:
+        self._id = source_id
+        self._settings: dict[str, Any] = {}
+        self._dispatch_mode = DispatchMode.CHANNEL
+        self._dispatch_buffer_capacity = 1000
+        self._auto_start = True
+
+    def _set(self, key: str, value: Any) -> PlatformSourceBuilder:
+        self._settings[key] = value
+        return self
+
+    def with_redis_url(self, url: str) -> PlatformSourceBuilder:
+        return self._set("redis_url", url)
+
+    def with_stream_key(self, stream_key: str) -> PlatformSourceBuilder:
+        return self._set("stream_key", stream_key)
+
+    def with_consumer_group(self, group: str) -> PlatformSourceBuilder:
+        return self._set("consumer_group", group)
+
+    def with_consumer_name(self, name: str) -> PlatformSourceBuilder:
+        return self._set("consumer_name", name)
+
+    def with_consumers(self, count: int) -> PlatformSourceBuilder:
+        return self._set("consumers", count)
+
+    def with_batch_size(self, size: int) -> PlatformSourceBuilder:
+        return self._set("batch_size", size)
+
+    def with_block_ms(self, block_ms: int) -> PlatformSourceBuilder:
+        return self._set("block_ms", block_ms)
+
+    def with_claim_idle_ms(self, idle_ms: int) -> PlatformSourceBuilder:
+        return self._set("claim_idle_ms", idle_ms)
+
+    def with_reclaim_interval_ms(self, interval_ms: int) -> PlatformSourceBuilder:
+        return self._set("reclaim_interval_ms", interval_ms)
+
+    def with_start_id(self, start_id: str) -> PlatformSourceBuilder:
+        return self._set("start_id", start_id)
+
+    def with_dead_letter_stream(self, stream_key: str) -> PlatformSourceBuilder:
+        return self._set("dead_letter_stream", stream_key)
+
+    def with_dispatch_mode(self, mode: DispatchMode | str) -> PlatformSourceBuilder:
+        try:
+            self._dispatch_mode = DispatchMode(mode)
+        except ValueError as exc:
+            raise ConfigError(f"dispatch_mode: unknown mode {mode!r}") from exc
+        return self
+
+    def with_dispatch_buffer_capacity(self, capacity: int) -> PlatformSourceBuilder:
+        self._dispatch_buffer_capacity = capacity
+        return self
+
+    def with_auto_start(self, auto_start: bool) -> PlatformSourceBuilder:
+        self._auto_start = auto_start
+        return self
+
+    def build(self) -> PlatformSource:
+        config = validated(PlatformSourceConfig, **self._settings)
+        return PlatformSource(
+            self._id,
+            config,
+            dispatch_mode=self._dispatch_mode,
+            dispatch_buffer_capacity=self._dispatch_buffer_capacity,
+            auto_start=self._auto_start,
+        )
