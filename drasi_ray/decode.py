@@ -1,0 +1,414 @@
+"""Decode Redis stream entries of the Drasi platform format into typed changes (SEMANTICS.md §1).
+
+This is the boundary: raw entry fields go in, a :class:`~drasi_ray.changes.DecodedEntry` of
+immutable changes comes out, or a :class:`~drasi_ray.errors.DecodeError` whose ``reason`` names
+the offending field. The consumer dead-letters a rejected entry with that reason and its raw
+fields, then acks it.
+
+Contract of :func:`decode_entry`:
+
+- The entry's JSON is read from the first present field of ``data``, ``event``, ``payload``,
+  ``message`` (bytes keys, as redis-py returns them with ``decode_responses=False``).
+- The JSON is a CloudEvent object whose ``data`` is an array of events. Only ``data`` matters.
+  An empty array is a valid entry with no changes.
+- **All or nothing:** one malformed event rejects the whole entry, so a consumer never applies
+  half an entry.
+- Each event's version is ``(entry ms, entry seq, index in data)``; ``effective_from`` is
+  ``ts_ns // 1_000_000`` (``ts_ns`` a non-negative integer; ``true`` is not an integer).
+- Element data is ``payload.after`` for ``i``/``u`` and ``payload.before`` for ``d``.
+  ``properties`` must be an object, except that a delete may omit it (a delete only needs the
+  element's identity, and producers commonly send just ``id`` and ``labels``): then it is empty.
+- Property values: integers beyond the signed 64-bit range become floats (as in Drasi); lists
+  and maps stay lists and maps (better than Drasi, which turns them into JSON text). Nested
+  values are shared, not copied: treat them as read-only.
+- ``reactivatorStart_ns`` / ``reactivatorEnd_ns`` are optional profiling data: a value that is
+  not a non-negative integer is ignored rather than rejecting the change it describes.
+- **Control entries:** when the first event's ``payload.source.db`` is ``drasi`` (any case),
+  every event of the entry is a control event whose type is ``payload.source.table``.
+  ``SourceSubscription`` gives a :class:`~drasi_ray.changes.SubscriptionControl`; one missing
+  ``queryId`` or ``queryNodeId`` is skipped with a warning (Drasi's behaviour), not an error.
+  Other types give :class:`~drasi_ray.changes.UnknownControl`; the caller logs them at info.
+
+Speed: decoding is the per-event hot path, so validation is plain code over ``type(x) is T``
+checks, with no schema library. Measured on the development machine (2 cores, Python 3.11,
+orjson 3.8): about 2.4 µs per event for a one-event entry of the README's node insert (JSON
+parse included) and about 1.6 µs per event in a 100-event entry.
+
+The encoders at the end (:func:`encode_cloud_event`, :func:`change_event`,
+:func:`subscription_event`) produce this format, for producers, tests and the demo;
+``decode_entry`` inverts them.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timezone
+from typing import Any, Final
+
+import orjson
+
+from drasi_ray.changes import (
+    ControlEvent,
+    DecodedEntry,
+    Element,
+    ElementChange,
+    ElementKind,
+    FrozenMap,
+    Op,
+    SubscriptionControl,
+    Timing,
+    UnknownControl,
+    Version,
+    parse_entry_id,
+)
+from drasi_ray.errors import DecodeError
+
+__all__ = [
+    "change_event",
+    "decode_entry",
+    "encode_cloud_event",
+    "subscription_event",
+]
+
+_log = logging.getLogger("drasi_ray.decode")
+
+_ENTRY_FIELDS: Final = (b"data", b"event", b"payload", b"message")
+_OPS: Final = {"i": Op.INSERT, "u": Op.UPDATE, "d": Op.DELETE}
+_TABLES: Final = {
+    "node": ElementKind.NODE,
+    "rel": ElementKind.RELATION,
+    "relation": ElementKind.RELATION,
+}
+_I64_MAX: Final = 2**63 - 1  # orjson already gives floats below i64 min and above u64 max
+_NS_PER_MS: Final = 1_000_000
+_SUBSCRIPTION: Final = "SourceSubscription"
+
+_NO_DATA: Final = "no event data found in stream entry"
+_BAD_DATA: Final = "missing or invalid 'data' array"
+_BAD_EVENT: Final = "invalid event in 'data' array: not an object"
+_BAD_OP: Final = "missing or invalid 'op' field"
+_BAD_PAYLOAD: Final = "missing or invalid 'payload' field"
+_BAD_SOURCE: Final = "missing or invalid 'payload.source' field"
+_BAD_TABLE: Final = "missing or invalid 'payload.source.table' field"
+_BAD_TS: Final = "missing or invalid 'payload.source.ts_ns' field"
+_BAD_AFTER: Final = "missing or invalid 'payload.after' field"
+_BAD_BEFORE: Final = "missing or invalid 'payload.before' field"
+_BAD_ID: Final = "missing or invalid element 'id' field"
+_BAD_LABELS: Final = "missing or invalid element 'labels' field"
+_EMPTY_LABELS: Final = "labels array is empty"
+_BAD_LABEL: Final = "invalid element 'labels' field: every label must be a string"
+_BAD_PROPERTIES: Final = "missing or invalid element 'properties' field"
+_BAD_START: Final = "missing or invalid 'startId'"
+_BAD_END: Final = "missing or invalid 'endId'"
+
+
+# --------------------------------------------------------------------------------------------
+# decoding
+# --------------------------------------------------------------------------------------------
+
+
+def decode_entry(entry_id: str, fields: Mapping[bytes, bytes]) -> DecodedEntry:
+    """Decode one stream entry into element changes or control events.
+
+    Raises :class:`DecodeError` naming the offending field if the entry or any of its events is
+    malformed; nothing of a rejected entry is returned.
+    """
+    events = _read_events(fields)
+    if not events:
+        return DecodedEntry(entry_id)
+    ms, seq = _entry_position(entry_id)
+    if _is_control(events[0]):
+        return DecodedEntry(entry_id, controls=_decode_controls(entry_id, events, ms, seq))
+    changes = tuple([_decode_change(event, (ms, seq, index)) for index, event in enumerate(events)])
+    return DecodedEntry(entry_id, changes=changes)
+
+
+def _read_events(fields: Mapping[bytes, bytes]) -> list[Any]:
+    """The ``data`` array of the entry's CloudEvent, from the first present payload field."""
+    for key in _ENTRY_FIELDS:
+        raw = fields.get(key)
+        if raw is not None:
+            break
+    else:
+        raise DecodeError(_NO_DATA)
+    try:
+        document = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise DecodeError(f"invalid JSON in field '{key.decode()}': {exc}") from exc
+    if type(document) is not dict:
+        raise DecodeError(_BAD_DATA)
+    events = document.get("data")
+    if type(events) is not list:
+        raise DecodeError(_BAD_DATA)
+    return events
+
+
+def _entry_position(entry_id: str) -> tuple[int, int]:
+    try:
+        return parse_entry_id(entry_id)
+    except ValueError as exc:
+        raise DecodeError(f"invalid stream entry id {entry_id!r}") from exc
+
+
+def _is_control(event: Any) -> bool:
+    """Whether ``event`` (the entry's first) marks a control entry: ``payload.source.db``."""
+    if type(event) is not dict:
+        return False
+    payload = event.get("payload")
+    if type(payload) is not dict:
+        return False
+    source = payload.get("source")
+    if type(source) is not dict:
+        return False
+    db = source.get("db")
+    return type(db) is str and len(db) == 5 and db.lower() == "drasi"
+
+
+def _decode_change(event: Any, version: Version) -> ElementChange:
+    """One data event -> :class:`ElementChange`. Raises :class:`DecodeError`."""
+    op, payload = _op_and_payload(event)
+    source = payload.get("source")
+    if type(source) is not dict:
+        raise DecodeError(_BAD_SOURCE)
+    kind = _table_kind(source.get("table"))
+    ts_ns = source.get("ts_ns")
+    if type(ts_ns) is not int or ts_ns < 0:
+        raise DecodeError(_BAD_TS)
+    data = _element_data(op, payload)
+    element = _decode_element(data, kind, op is Op.DELETE, ts_ns // _NS_PER_MS)
+    timing = Timing(
+        ts_ns,
+        _optional_ns(event.get("reactivatorStart_ns")),
+        _optional_ns(event.get("reactivatorEnd_ns")),
+    )
+    return ElementChange(op, element, version, timing)
+
+
+def _op_and_payload(event: Any) -> tuple[Op, dict[str, Any]]:
+    if type(event) is not dict:
+        raise DecodeError(_BAD_EVENT)
+    code = event.get("op")
+    op = _OPS.get(code) if type(code) is str else None
+    if op is None:
+        if type(code) is str:
+            raise DecodeError(f"unknown operation type '{code}'")
+        raise DecodeError(_BAD_OP)
+    payload = event.get("payload")
+    if type(payload) is not dict:
+        raise DecodeError(_BAD_PAYLOAD)
+    return op, payload
+
+
+def _table_kind(table: Any) -> ElementKind:
+    if type(table) is not str:
+        raise DecodeError(_BAD_TABLE)
+    kind = _TABLES.get(table)
+    if kind is None:
+        raise DecodeError(f"unknown table type '{table}'")
+    return kind
+
+
+def _element_data(op: Op, payload: dict[str, Any]) -> dict[str, Any]:
+    """``after`` for inserts and updates, ``before`` for deletes."""
+    if op is Op.DELETE:
+        data = payload.get("before")
+        if type(data) is not dict:
+            raise DecodeError(_BAD_BEFORE)
+    else:
+        data = payload.get("after")
+        if type(data) is not dict:
+            raise DecodeError(_BAD_AFTER)
+    return data
+
+
+def _decode_element(
+    data: dict[str, Any], kind: ElementKind, is_delete: bool, effective_from: int
+) -> Element:
+    element_id = data.get("id")
+    if type(element_id) is not str or not element_id:
+        raise DecodeError(_BAD_ID)
+    labels = _labels(data.get("labels"))
+    properties = _properties(data.get("properties"), is_delete)
+    if kind is ElementKind.NODE:
+        return Element(kind, element_id, labels, properties, None, None, effective_from)
+    start_id = data.get("startId")
+    if type(start_id) is not str:
+        raise DecodeError(_BAD_START)
+    end_id = data.get("endId")
+    if type(end_id) is not str:
+        raise DecodeError(_BAD_END)
+    return Element(kind, element_id, labels, properties, start_id, end_id, effective_from)
+
+
+def _labels(labels: Any) -> tuple[str, ...]:
+    if type(labels) is not list:
+        raise DecodeError(_BAD_LABELS)
+    if not labels:
+        raise DecodeError(_EMPTY_LABELS)
+    for label in labels:
+        if type(label) is not str:
+            raise DecodeError(_BAD_LABEL)
+    return tuple(labels)
+
+
+def _properties(properties: Any, is_delete: bool) -> FrozenMap:
+    """The element's property map; a delete may omit it (see the module docstring)."""
+    if type(properties) is not dict:
+        if properties is None and is_delete:
+            return FrozenMap()
+        raise DecodeError(_BAD_PROPERTIES)
+    for value in properties.values():
+        kind = type(value)
+        if kind is list or kind is dict or (kind is int and value > _I64_MAX):
+            return FrozenMap({key: _property_value(item) for key, item in properties.items()})
+    return FrozenMap(properties)
+
+
+def _property_value(value: Any) -> Any:
+    """Integers beyond i64 become floats, at any depth; lists and maps keep their shape."""
+    kind = type(value)
+    if kind is int:
+        return float(value) if value > _I64_MAX else value
+    if kind is list:
+        return [_property_value(item) for item in value]
+    if kind is dict:
+        return {key: _property_value(item) for key, item in value.items()}
+    return value
+
+
+def _optional_ns(value: Any) -> int | None:
+    return value if type(value) is int and value >= 0 else None
+
+
+# --------------------------------------------------------------------------------------------
+# control events
+# --------------------------------------------------------------------------------------------
+
+
+def _decode_controls(
+    entry_id: str, events: list[Any], ms: int, seq: int
+) -> tuple[ControlEvent, ...]:
+    controls: list[ControlEvent] = []
+    for index, event in enumerate(events):
+        control = _decode_control(entry_id, event, (ms, seq, index))
+        if control is not None:
+            controls.append(control)
+    return tuple(controls)
+
+
+def _decode_control(entry_id: str, event: Any, version: Version) -> ControlEvent | None:
+    """One control event; ``None`` for a subscription without its ids (logged as a warning)."""
+    op, payload = _op_and_payload(event)
+    source = payload.get("source")
+    if type(source) is not dict:
+        raise DecodeError(_BAD_SOURCE)
+    control_type = source.get("table")
+    if type(control_type) is not str:
+        raise DecodeError(_BAD_TABLE)
+    if control_type != _SUBSCRIPTION:
+        return UnknownControl(control_type, version)
+    data = payload.get("before" if op is Op.DELETE else "after")
+    data = data if type(data) is dict else {}
+    query_id = data.get("queryId")
+    query_node_id = data.get("queryNodeId")
+    if type(query_id) is not str or type(query_node_id) is not str:
+        _log.warning(
+            "skipping %s control event %s[%d]: missing or invalid 'queryId' or 'queryNodeId'",
+            _SUBSCRIPTION,
+            entry_id,
+            version[2],
+        )
+        return None
+    node_labels = _label_filter(data.get("nodeLabels"), "nodeLabels")
+    relation_labels = _label_filter(data.get("relLabels"), "relLabels")
+    return SubscriptionControl(op, query_id, query_node_id, node_labels, relation_labels, version)
+
+
+def _label_filter(labels: Any, name: str) -> tuple[str, ...]:
+    """An optional label list of a subscription: absent or null means none."""
+    if labels is None:
+        return ()
+    if type(labels) is not list or any(type(label) is not str for label in labels):
+        raise DecodeError(f"invalid '{name}' array: must be a list of strings")
+    return tuple(labels)
+
+
+# --------------------------------------------------------------------------------------------
+# encoding (producers, tests, the demo)
+# --------------------------------------------------------------------------------------------
+
+
+def encode_cloud_event(
+    events: Sequence[Mapping[str, Any]], *, source: str = "drasi-ray", topic: str | None = None
+) -> bytes:
+    """Wrap platform events in a CloudEvent, as JSON bytes for the ``data`` field of XADD.
+
+    ``topic`` is included only when given. ``id`` is a fresh UUID and ``time`` the current UTC
+    time: neither matters to the decoder, which orders changes by the stream entry id.
+    """
+    document: dict[str, Any] = {
+        "id": str(uuid.uuid4()),
+        "source": source,
+        "type": "com.dapr.event.sent",
+        "specversion": "1.0",
+        "datacontenttype": "application/json",
+        "time": datetime.now(timezone.utc),
+    }
+    if topic is not None:
+        document["topic"] = topic
+    document["data"] = [event if type(event) is dict else dict(event) for event in events]
+    return orjson.dumps(document, option=orjson.OPT_UTC_Z)
+
+
+def change_event(
+    op: Op | str, element: Element, ts_ns: int, db: str = "drasi-ray"
+) -> dict[str, Any]:
+    """The platform event saying ``op`` happened to ``element`` at ``ts_ns`` (nanoseconds).
+
+    ``decode_entry`` turns it back into an :class:`ElementChange` whose element equals
+    ``element`` with ``effective_from = ts_ns // 1_000_000``. Relations use table ``rel``.
+    """
+    code = Op(op)
+    data: dict[str, Any] = {
+        "id": element.id,
+        "labels": list(element.labels),
+        "properties": dict(element.properties),
+    }
+    if element.kind is ElementKind.RELATION:
+        data["startId"] = element.start_id
+        data["endId"] = element.end_id
+    table = "node" if element.kind is ElementKind.NODE else "rel"
+    return {
+        "op": code.value,
+        "payload": {
+            "before" if code is Op.DELETE else "after": data,
+            "source": {"db": db, "table": table, "ts_ns": ts_ns},
+        },
+    }
+
+
+def subscription_event(
+    op: Op | str,
+    query_id: str,
+    query_node_id: str = "default",
+    node_labels: Sequence[str] = (),
+    relation_labels: Sequence[str] = (),
+    ts_ns: int = 0,
+) -> dict[str, Any]:
+    """A ``SourceSubscription`` control event (``i`` subscribe, ``u`` change, ``d`` leave)."""
+    code = Op(op)
+    data = {
+        "queryId": query_id,
+        "queryNodeId": query_node_id,
+        "nodeLabels": list(node_labels),
+        "relLabels": list(relation_labels),
+    }
+    return {
+        "op": code.value,
+        "payload": {
+            "before" if code is Op.DELETE else "after": data,
+            "source": {"db": "Drasi", "table": _SUBSCRIPTION, "ts_ns": ts_ns},
+        },
+    }

@@ -1,0 +1,397 @@
+"""The versioned element store: what the graph of one source is (SEMANTICS.md §2).
+
+Plain semantics (Drasi's): an **insert** replaces the element whole; an **update** is an upsert
+that merges, keeping properties absent from the update; a **delete** of an unknown element does
+nothing.
+
+Versions make those semantics independent of arrival order. Every change carries its
+:data:`~drasi_ray.changes.Version` (stream entry id, then position in the entry), and the store
+keeps, per element:
+
+- ``reset``: the version of the latest insert or delete (the latest change that replaced or
+  removed everything before it). A change not newer than ``reset`` can alter nothing, so it is
+  dropped on sight: that is how redeliveries, duplicates and overtaken changes become no-ops.
+  After a delete the record stays as a *tombstone* holding ``reset``, which blocks older changes
+  arriving later.
+- ``head``: the version of the newest insert/update, which set the labels, the kind, the relation
+  endpoints and ``effective_from``.
+- per property, its value and the version that set it. A property takes a value only from a
+  newer version than the one that set it; an insert or delete removes the properties set by
+  older versions.
+
+The state is therefore a function of the *set* of changes applied, not of their order: for the
+set S it is "the newest insert/update's labels; for each property key, the value of the newest
+insert/update not older than the newest insert/delete in S; present iff some insert/update is
+newer than every delete". That is exactly what applying S in version order gives, so whatever the
+interleaving of consumers (and however often a change is redelivered) the store converges to
+the in-order result; a late older change can only fill in what in-order application would have
+had. Applied in order, every change is newer than everything stored and the store performs
+Drasi's plain upsert semantics step for step.
+
+:meth:`ElementStore.apply` returns an :class:`~drasi_ray.changes.ElementDelta` only when the
+visible element changed. "Changed" is strict: ``1``, ``1.0`` and ``true`` are different values
+here even though Python's ``==`` says otherwise, so a type change is never lost.
+
+Tombstones are kept forever (a bounded-lag compaction is a later concern): forgetting one would
+let an older change that arrives late resurrect a deleted element.
+
+**Persisted record format** (:meth:`ElementStore.snapshot_element`, orjson, never pickle)::
+
+    {"format": 1,
+     "reset": [ms, seq, index] | null,   # latest insert/delete; null: none yet
+     "head": [ms, seq, index] | null,    # newest insert/update (labels, kind, endpoints, time)
+     "alive": true | false,              # false: a tombstone (or not yet inserted)
+     "kind": "node" | "relation" | null,
+     "labels": ["Label", ...],
+     "startId": str | null, "endId": str | null,
+     "effectiveFrom": int,               # ms, of the change at ``head``
+     "properties": {"key": [value, [ms, seq, index]], ...}}
+
+Values are stored as JSON: a tuple nested in a property comes back as a list.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any, Final
+
+import orjson
+
+from drasi_ray.changes import (
+    Element,
+    ElementChange,
+    ElementDelta,
+    ElementKind,
+    FrozenMap,
+    Op,
+    Version,
+)
+from drasi_ray.errors import DrasiRayError
+
+__all__ = ["ElementStore"]
+
+_NEVER: Final[Version] = (-1, -1, -1)
+"""Older than every real version: the reset/head of a record nothing has set yet."""
+
+RECORD_FORMAT: Final = 1
+
+
+class _Record:
+    """The versioned state of one element id (see the module docstring for the invariants)."""
+
+    __slots__ = (
+        "alive",
+        "effective_from",
+        "element",
+        "end_id",
+        "head",
+        "kind",
+        "labels",
+        "reset",
+        "start_id",
+        "values",
+        "versions",
+    )
+
+    def __init__(self) -> None:
+        self.reset: Version = _NEVER
+        self.head: Version = _NEVER
+        self.alive = False
+        self.kind: ElementKind | None = None
+        self.labels: tuple[str, ...] = ()
+        self.start_id: str | None = None
+        self.end_id: str | None = None
+        self.effective_from = 0
+        self.values: dict[str, Any] = {}
+        self.versions: dict[str, Version] = {}
+        self.element: Element | None = None  # the current visible element, built once per change
+
+    def set_head(self, element: Element, version: Version) -> None:
+        self.head = version
+        self.alive = True
+        self.kind = element.kind
+        self.labels = element.labels
+        self.start_id = element.start_id
+        self.end_id = element.end_id
+        self.effective_from = element.effective_from
+
+    def insert(self, element: Element, version: Version) -> None:
+        """Replace: only the insert's properties and those set by newer versions remain."""
+        self.reset = version
+        values: dict[str, Any] = dict(element.properties)
+        versions = dict.fromkeys(values, version)
+        for key, set_by in self.versions.items():
+            if set_by > version:  # an update newer than this insert, applied before it arrived
+                values[key] = self.values[key]
+                versions[key] = set_by
+        self.values = values
+        self.versions = versions
+        if version > self.head:
+            self.set_head(element, version)
+
+    def update(self, element: Element, version: Version) -> bool:
+        """Merge; returns whether anything was written (False: every part was set by newer)."""
+        wrote = False
+        values = self.values
+        versions = self.versions
+        for key, value in element.properties.items():
+            set_by = versions.get(key)
+            if set_by is None or set_by < version:
+                values[key] = value
+                versions[key] = version
+                wrote = True
+        if version > self.head:
+            self.set_head(element, version)
+            wrote = True
+        return wrote
+
+    def delete(self, version: Version) -> None:
+        """Remove everything set by older versions; the element survives only if newer exists."""
+        self.reset = version
+        if self.head < version:  # every property was set at or before head: all go
+            self.alive = False
+            self.values = {}
+            self.versions = {}
+            return
+        older = [key for key, set_by in self.versions.items() if set_by < version]
+        for key in older:
+            del self.values[key]
+            del self.versions[key]
+
+    def build(self, element_id: str) -> Element | None:
+        if not self.alive or self.kind is None:
+            return None
+        return Element(
+            self.kind,
+            element_id,
+            self.labels,
+            FrozenMap(self.values),
+            self.start_id,
+            self.end_id,
+            self.effective_from,
+        )
+
+
+class ElementStore:
+    """The versioned element store of one source. Not thread-safe: one owner applies changes.
+
+    ``apply`` is the only mutator besides ``load_element``; both mark the element id *dirty*
+    so a persister can write exactly the records that changed (:meth:`take_dirty`).
+    """
+
+    __slots__ = ("_alive", "_dirty", "_records")
+
+    def __init__(self) -> None:
+        self._records: dict[str, _Record] = {}
+        self._dirty: set[str] = set()
+        self._alive = 0
+
+    def apply(self, change: ElementChange) -> ElementDelta | None:
+        """Apply one change by its version; the delta, or ``None`` if nothing visible changed.
+
+        ``None`` covers redeliveries, duplicates, changes overtaken by a newer insert or delete,
+        a delete of an unknown element, and late older changes that only fill in the version
+        bookkeeping. The delta's ``after.effective_from`` is that of the newest change that set
+        the element; its ``source_time_ms`` is the applied change's ``effective_from``.
+        """
+        element = change.element
+        element_id = element.id
+        version = change.version
+        record = self._records.get(element_id)
+        if record is None:
+            record = self._records[element_id] = _Record()
+        elif version <= record.reset:
+            return None
+        op = change.op
+        if op is Op.UPDATE:
+            if not record.update(element, version):
+                return None
+        elif op is Op.INSERT:
+            record.insert(element, version)
+        else:
+            record.delete(version)
+        self._dirty.add(element_id)
+        return self._settle(record, element_id, version, change.effective_from)
+
+    def _settle(
+        self, record: _Record, element_id: str, version: Version, source_time_ms: int
+    ) -> ElementDelta | None:
+        """Rebuild the visible element after a write; a delta if it differs from before."""
+        before = record.element
+        after = record.build(element_id)
+        if before is None:
+            if after is None:
+                return None
+            self._alive += 1
+        elif after is None:
+            self._alive -= 1
+        elif same_element(before, after):
+            return None
+        record.element = after
+        return ElementDelta(before, after, version, source_time_ms)
+
+    def get(self, element_id: str) -> Element | None:
+        """The element as it stands, or ``None`` if it does not exist (or is deleted)."""
+        record = self._records.get(element_id)
+        return None if record is None else record.element
+
+    def elements(self) -> Iterator[Element]:
+        """Every existing element, as of the call (later applies do not disturb the iteration)."""
+        current = [r.element for r in self._records.values() if r.element is not None]
+        return iter(current)
+
+    def __len__(self) -> int:
+        """The number of existing elements (tombstones do not count)."""
+        return self._alive
+
+    def __contains__(self, element_id: object) -> bool:
+        record = self._records.get(element_id) if isinstance(element_id, str) else None
+        return record is not None and record.element is not None
+
+    def take_dirty(self) -> set[str]:
+        """The ids whose record changed since the last call (including tombstones); clears it."""
+        dirty = self._dirty
+        self._dirty = set()
+        return dirty
+
+    def snapshot_element(self, element_id: str) -> bytes:
+        """The record of ``element_id`` in the persisted format (module docstring).
+
+        Raises ``KeyError`` if the store has no record for it (never seen, not even deleted).
+        """
+        return _dump_record(self._records[element_id])
+
+    def load_element(self, element_id: str, data: bytes) -> None:
+        """Replace the record of ``element_id`` with a persisted one (e.g. after a restart).
+
+        Raises :class:`DrasiRayError` naming the problem if ``data`` is not a valid record.
+        """
+        record = _load_record(element_id, data)
+        old = self._records.get(element_id)
+        self._alive += (record.element is not None) - (old is not None and old.element is not None)
+        self._records[element_id] = record
+        self._dirty.add(element_id)
+
+
+# --------------------------------------------------------------------------------------------
+# strict equality: 1, 1.0 and True are different property values
+# --------------------------------------------------------------------------------------------
+
+
+def same_element(a: Element, b: Element) -> bool:
+    """Whether two elements are indistinguishable to a query, value types included."""
+    return (
+        a.effective_from == b.effective_from
+        and a.labels == b.labels
+        and a.kind is b.kind
+        and a.id == b.id
+        and a.start_id == b.start_id
+        and a.end_id == b.end_id
+        and same_map(a.properties, b.properties)
+    )
+
+
+def same_map(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    if a.keys() != b.keys():
+        return False
+    return all(same_value(value, b[key]) for key, value in a.items())
+
+
+def same_value(a: Any, b: Any) -> bool:
+    """``==`` that also requires equal types, at any depth (``1 == True`` is not the same)."""
+    if a is b:
+        return True
+    kind = type(a)
+    if kind is not type(b):
+        return False
+    if kind is list or kind is tuple:
+        return len(a) == len(b) and all(map(same_value, a, b))
+    if isinstance(a, dict):
+        return same_map(a, b)
+    return bool(a == b)
+
+
+# --------------------------------------------------------------------------------------------
+# persistence
+# --------------------------------------------------------------------------------------------
+
+
+def _dump_record(record: _Record) -> bytes:
+    versions = record.versions
+    return orjson.dumps(
+        {
+            "format": RECORD_FORMAT,
+            "reset": None if record.reset == _NEVER else record.reset,
+            "head": None if record.head == _NEVER else record.head,
+            "alive": record.alive,
+            "kind": None if record.kind is None else record.kind.value,
+            "labels": record.labels,
+            "startId": record.start_id,
+            "endId": record.end_id,
+            "effectiveFrom": record.effective_from,
+            "properties": {key: (value, versions[key]) for key, value in record.values.items()},
+        }
+    )
+
+
+class _RecordError(DrasiRayError):
+    pass
+
+
+def _load_record(element_id: str, data: bytes) -> _Record:
+    try:
+        doc = orjson.loads(data)
+        if type(doc) is not dict or doc.get("format") != RECORD_FORMAT:
+            raise _RecordError("not an element record of format 1")
+        record = _Record()
+        record.reset = _load_version(doc.get("reset"), "reset", allow_null=True)
+        record.head = _load_version(doc.get("head"), "head", allow_null=True)
+        record.alive = _field(doc, "alive", bool)
+        kind = doc.get("kind")
+        record.kind = None if kind is None else ElementKind(kind)
+        record.labels = tuple(_strings(doc.get("labels"), "labels"))
+        record.start_id = _optional_str(doc.get("startId"), "startId")
+        record.end_id = _optional_str(doc.get("endId"), "endId")
+        record.effective_from = _field(doc, "effectiveFrom", int)
+        _load_properties(record, _field(doc, "properties", dict))
+    except (orjson.JSONDecodeError, ValueError, _RecordError) as exc:
+        raise DrasiRayError(f"invalid element record for {element_id!r}: {exc}") from exc
+    if record.alive and record.kind is None:
+        raise DrasiRayError(f"invalid element record for {element_id!r}: alive without a kind")
+    record.element = record.build(element_id)
+    return record
+
+
+def _load_properties(record: _Record, properties: dict[str, Any]) -> None:
+    for key, pair in properties.items():
+        if type(pair) is not list or len(pair) != 2:
+            raise _RecordError(f"property {key!r} is not a [value, version] pair")
+        record.values[key] = pair[0]
+        record.versions[key] = _load_version(pair[1], f"properties.{key}", allow_null=False)
+
+
+def _load_version(value: Any, name: str, *, allow_null: bool) -> Version:
+    if value is None and allow_null:
+        return _NEVER
+    if type(value) is list and len(value) == 3 and all(type(part) is int for part in value):
+        return (value[0], value[1], value[2])
+    raise _RecordError(f"invalid version in {name!r}")
+
+
+def _field(doc: dict[str, Any], name: str, kind: type) -> Any:
+    value = doc.get(name)
+    if type(value) is not kind:
+        raise _RecordError(f"missing or invalid {name!r}")
+    return value
+
+
+def _strings(value: Any, name: str) -> list[str]:
+    if type(value) is not list or any(type(item) is not str for item in value):
+        raise _RecordError(f"missing or invalid {name!r}")
+    return value
+
+
+def _optional_str(value: Any, name: str) -> str | None:
+    if value is not None and type(value) is not str:
+        raise _RecordError(f"invalid {name!r}")
+    return value
