@@ -1,0 +1,99 @@
+"""The whole Redis key schema of drasi_ray, documented once.
+
+Every Redis key or consumer name the package touches is built by a function in this module;
+nothing else formats key strings. The schema:
+
+================================  ===============================================================
+key                               what it holds
+================================  ===============================================================
+``<stream_key>``                  a source's change feed (a stream). Named by the user, used as
+                                  given, never prefixed: producers already write to it.
+``<stream_key>:dlq``              that source's dead-letter stream: entries that could not be
+                                  decoded, or were delivered too often (see
+                                  :class:`drasi_ray.streams.records.DeadLetter`).
+``<query_id>-results``            a query's result stream, the Drasi platform reaction convention
+                                  (so existing Drasi reactions can read it unchanged).
+``drasi:<app>:store:<source_id>``  a hash: the versioned element store of one source.
+``drasi:<app>:subscriptions``     a hash: the subscription table (query id -> labels).
+``drasi:<app>:seq:<query_id>``    a counter: the last sequence number written to a query's
+                                  result stream.
+================================  ===============================================================
+
+Consumer names inside a group are ``<base>-<i>`` (``i`` = 0, 1, ...): stable across actor
+restarts, so a restarted consumer finds its own pending entries again instead of leaving a ghost
+consumer behind (a per-restart random name would strand them).
+
+Keys under ``drasi:<app>:`` belong to one app, so two apps can share a Redis database. ``app``
+must not contain ``:`` (it would make the namespace ambiguous).
+
+All functions are pure; the module holds no state.
+"""
+
+from __future__ import annotations
+
+from drasi_ray.errors import ConfigError
+
+NAMESPACE = "drasi"
+"""First component of every key drasi_ray owns (user-named streams excepted)."""
+
+DEAD_LETTER_SUFFIX = ":dlq"
+RESULTS_SUFFIX = "-results"
+
+
+def _require(name: str, value: str) -> str:
+    if not value:
+        raise ConfigError(f"{name} must be a non-empty string")
+    return value
+
+
+def _require_app(app: str) -> str:
+    _require("app", app)
+    if ":" in app:
+        raise ConfigError(f"app must not contain ':' (got {app!r})")
+    return app
+
+
+def dead_letter_stream(stream_key: str) -> str:
+    """The dead-letter stream of a source stream: ``<stream_key>:dlq``."""
+    return _require("stream_key", stream_key) + DEAD_LETTER_SUFFIX
+
+
+def result_stream(query_id: str) -> str:
+    """A query's result stream: ``<query_id>-results`` (Drasi's reaction convention)."""
+    return _require("query_id", query_id) + RESULTS_SUFFIX
+
+
+def element_store(app: str, source_id: str) -> str:
+    """The element-store hash of one source: ``drasi:<app>:store:<source_id>``."""
+    return f"{NAMESPACE}:{_require_app(app)}:store:{_require('source_id', source_id)}"
+
+
+def subscriptions(app: str) -> str:
+    """The subscription-table hash of an app: ``drasi:<app>:subscriptions``."""
+    return f"{NAMESPACE}:{_require_app(app)}:subscriptions"
+
+
+def result_sequence(app: str, query_id: str) -> str:
+    """The result-sequence counter of a query: ``drasi:<app>:seq:<query_id>``."""
+    return f"{NAMESPACE}:{_require_app(app)}:seq:{_require('query_id', query_id)}"
+
+
+def consumer_name(base: str, index: int) -> str:
+    """The name of consumer number ``index`` (>= 0) in a group: ``<base>-<index>``."""
+    if index < 0:
+        raise ConfigError(f"consumer index must be >= 0 (got {index})")
+    return f"{_require('base', base)}-{index}"
+
+
+def consumer_index(base: str, name: str) -> int | None:
+    """The inverse of :func:`consumer_name`: the index, or None if ``name`` is not ours.
+
+    Lets a supervisor recognise its own consumers among ``XINFO CONSUMERS`` (and spot ghosts).
+    """
+    prefix = f"{base}-"
+    if not name.startswith(prefix):
+        return None
+    digits = name[len(prefix) :]
+    if not (digits.isascii() and digits.isdigit()) or (len(digits) > 1 and digits[0] == "0"):
+        return None
+    return int(digits)
