@@ -74,3 +74,37 @@ class UnknownComponentError(DrasiRayError, KeyError):
 
     def __str__(self) -> str:  # KeyError quotes its argument; keep the plain message
         return str(self.args[0]) if self.args else ""
+
+
+class GroupMissingError(StreamError):
+    """The consumer group (or its stream) does not exist: Redis answered ``NOGROUP``.
+
+    Happens after ``XGROUP DESTROY``, a ``FLUSHALL`` or a Redis restart without persistence.
+    The caller recreates the group (``ensure_group``) and reads on; it must not hot-loop.
+    ``stream`` and ``group`` name what is missing.
+    """
+
+    def __init__(self, message: str, stream: str, group: str) -> None:
+        super().__init__(message)
+        self.stream = stream
+        self.group = group
+
+    def __reduce__(self) -> tuple[type[GroupMissingError], tuple[str, str, str]]:
+        # crosses Ray process boundaries: rebuild with every constructor argument
+        return (type(self), (str(self), self.stream, self.group))
+
+
+class AckError(StreamError):
+    """Some ids of an ``XACK`` batch could not be acknowledged, even one by one.
+
+    ``acked`` counts the ids Redis did acknowledge; ``failed`` maps each failed id to the
+    reason Redis gave. The failed entries stay pending and are redelivered later.
+    """
+
+    def __init__(self, message: str, acked: int, failed: dict[str, str]) -> None:
+        super().__init__(message)
+        self.acked = acked
+        self.failed = failed
+
+    def __reduce__(self) -> tuple[type[AckError], tuple[str, int, dict[str, str]]]:
+        return (type(self), (str(self), self.acked, self.failed))
