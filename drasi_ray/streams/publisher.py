@@ -1,0 +1,169 @@
+"""Appending payloads to a stream: ``Publisher`` (sync) and ``AsyncPublisher`` (asyncio).
+
+For drivers, tests, the CLI and reactions writing result streams. Each payload becomes one
+entry with a single field (``data`` by default, the Drasi platform convention); building the
+payload bytes is the caller's job (e.g. ``decode.encode_cloud_event``).
+
+Writes are pipelined, ``chunk`` XADDs per round trip, non-transactional: if a chunk fails
+midway, the entries before the failure are in the stream and the error says how many ids were
+written. ``maxlen`` trims with ``MAXLEN ~`` by default (``approximate=True``), which lets Redis
+trim whole macro nodes cheaply; the stream may then stay a little above ``maxlen``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from itertools import islice
+from typing import Any
+
+import redis
+import redis.asyncio as aioredis
+from redis import exceptions as rexc
+
+from drasi_ray.errors import StreamError
+from drasi_ray.streams import redis_errors
+
+DEFAULT_FIELD = b"data"
+
+
+def _chunks(payloads: Iterable[bytes], size: int) -> Iterator[list[bytes]]:
+    if size < 1:
+        raise ValueError(f"chunk must be >= 1 (got {size})")
+    it = iter(payloads)
+    while batch := list(islice(it, size)):
+        yield batch
+
+
+def _ids(raw: list[Any]) -> list[str]:
+    return [item.decode() if isinstance(item, bytes) else str(item) for item in raw]
+
+
+class Publisher:
+    """Synchronous publisher over a redis-py client (not thread-safe across pipelines)."""
+
+    def __init__(
+        self, client: redis.Redis, *, target: str = "redis", secrets: tuple[str, ...] = ()
+    ) -> None:
+        """Wrap ``client`` (``decode_responses`` must be False). Prefer :meth:`from_url`."""
+        self._client = client
+        self._target = target
+        self._secrets = secrets
+
+    @classmethod
+    def from_url(cls, url: str, **options: Any) -> Publisher:
+        """Connect lazily to ``url``; ``options`` go to ``redis.Redis.from_url``."""
+        options["decode_responses"] = False
+        client = redis.Redis.from_url(url, **options)
+        return cls(
+            client, target=redis_errors.redact_url(url), secrets=redis_errors.url_secrets(url)
+        )
+
+    def publish(
+        self,
+        stream: str,
+        payloads: Iterable[bytes],
+        field: bytes = DEFAULT_FIELD,
+        maxlen: int | None = None,
+        approximate: bool = True,
+        chunk: int = 1000,
+    ) -> list[str]:
+        """XADD one entry per payload, in order; returns the new entry ids in order."""
+        ids: list[str] = []
+        for batch in _chunks(payloads, chunk):
+            pipe = self._client.pipeline(transaction=False)
+            for payload in batch:
+                pipe.xadd(stream, {field: payload}, maxlen=maxlen, approximate=approximate)
+            try:
+                ids += _ids(pipe.execute())
+            except (rexc.RedisError, OSError) as exc:
+                raise self._error(exc, stream, len(ids)) from exc
+        return ids
+
+    def publish_one(
+        self,
+        stream: str,
+        payload: bytes,
+        field: bytes = DEFAULT_FIELD,
+        maxlen: int | None = None,
+        approximate: bool = True,
+    ) -> str:
+        """XADD one entry; returns its id."""
+        return self.publish(stream, [payload], field, maxlen, approximate)[0]
+
+    def _error(self, exc: BaseException, stream: str, written: int) -> StreamError:
+        operation = f"XADD to {stream!r} (after {written} entries written)"
+        return redis_errors.translate(exc, operation, self._target, self._secrets)
+
+    def close(self) -> None:
+        self._client.close()
+
+    def __enter__(self) -> Publisher:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+
+class AsyncPublisher:
+    """The asyncio twin of :class:`Publisher` (same arguments, same contract)."""
+
+    def __init__(
+        self, client: aioredis.Redis, *, target: str = "redis", secrets: tuple[str, ...] = ()
+    ) -> None:
+        self._client = client
+        self._target = target
+        self._secrets = secrets
+
+    @classmethod
+    def from_url(cls, url: str, **options: Any) -> AsyncPublisher:
+        """Connect lazily to ``url``; ``options`` go to ``redis.asyncio.Redis.from_url``."""
+        options["decode_responses"] = False
+        client = aioredis.Redis.from_url(url, **options)
+        return cls(
+            client, target=redis_errors.redact_url(url), secrets=redis_errors.url_secrets(url)
+        )
+
+    async def publish(
+        self,
+        stream: str,
+        payloads: Iterable[bytes],
+        field: bytes = DEFAULT_FIELD,
+        maxlen: int | None = None,
+        approximate: bool = True,
+        chunk: int = 1000,
+    ) -> list[str]:
+        """XADD one entry per payload, in order; returns the new entry ids in order."""
+        ids: list[str] = []
+        for batch in _chunks(payloads, chunk):
+            pipe = self._client.pipeline(transaction=False)
+            for payload in batch:
+                pipe.xadd(stream, {field: payload}, maxlen=maxlen, approximate=approximate)
+            try:
+                ids += _ids(await pipe.execute())
+            except (rexc.RedisError, OSError) as exc:
+                raise self._error(exc, stream, len(ids)) from exc
+        return ids
+
+    async def publish_one(
+        self,
+        stream: str,
+        payload: bytes,
+        field: bytes = DEFAULT_FIELD,
+        maxlen: int | None = None,
+        approximate: bool = True,
+    ) -> str:
+        """XADD one entry; returns its id."""
+        return (await self.publish(stream, [payload], field, maxlen, approximate))[0]
+
+    def _error(self, exc: BaseException, stream: str, written: int) -> StreamError:
+        operation = f"XADD to {stream!r} (after {written} entries written)"
+        return redis_errors.translate(exc, operation, self._target, self._secrets)
+
+    async def close(self) -> None:
+        await self._client.aclose(close_connection_pool=True)
+
+    async def __aenter__(self) -> AsyncPublisher:
+        return self
+
+    async def __aexit__(self, *_exc: object) -> None:
+        await self.close()
