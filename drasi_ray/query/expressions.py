@@ -1,0 +1,415 @@
+"""Compile AST expressions into nested Python closures.
+
+:func:`compile_expression` walks the AST once, when a query is registered, and returns a
+closure that evaluates the expression against a *row*: a mapping from variable name to value,
+where a graph-bound variable holds a :class:`~drasi_ray.changes.Element`. Evaluating does no
+dispatch on node types (that happened at compile time), which keeps per-change work small.
+
+Evaluation follows :mod:`drasi_ray.query.values`; a closure may raise
+:class:`~drasi_ray.query.values.RowDropped` (the engine drops that row) or
+:class:`~drasi_ray.errors.QueryEvaluationError` (a type error).
+
+Aggregate calls cannot be compiled here: the engine evaluates them and substitutes their
+value (compiling one raises :class:`~drasi_ray.errors.QueryEvaluationError`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, TypeAlias
+
+from drasi_ray.changes import Element
+from drasi_ray.errors import QueryError, QueryEvaluationError
+from drasi_ray.query import ast, functions, values
+
+Row: TypeAlias = Mapping[str, Any]
+Evaluator: TypeAlias = Callable[[Row], Any]
+Predicate: TypeAlias = Callable[[Row], bool]
+
+
+def compile_expression(expr: ast.Expr, parameters: Mapping[str, Any]) -> Evaluator:
+    """Compile ``expr`` into ``evaluate(row) -> value``.
+
+    ``parameters`` binds ``$name`` parameters; they are read now, so a missing one raises
+    :class:`~drasi_ray.errors.QueryError` at compile time rather than on the first change.
+    """
+    return _Compiler(parameters).compile(expr)
+
+
+def compile_predicate(expr: ast.Expr, parameters: Mapping[str, Any]) -> Predicate:
+    """Compile a WHERE condition: the row passes only when ``expr`` is exactly ``true``
+    (null and false both fail, as Drasi)."""
+    evaluate = compile_expression(expr, parameters)
+
+    def predicate(row: Row) -> bool:
+        return evaluate(row) is True
+
+    return predicate
+
+
+# --------------------------------------------------------------------------- tree queries
+
+
+def child_expressions(expr: ast.Expr) -> tuple[ast.Expr, ...]:
+    """The direct sub-expressions of ``expr``."""
+    handler = _CHILDREN.get(type(expr))
+    return handler(expr) if handler is not None else ()
+
+
+def walk(expr: ast.Expr) -> Iterator[ast.Expr]:
+    """Every node of ``expr``, parents before children."""
+    yield expr
+    for child in child_expressions(expr):
+        yield from walk(child)
+
+
+def contains_aggregate(expr: ast.Expr) -> bool:
+    """True if an aggregate function is called anywhere in ``expr``."""
+    return any(
+        isinstance(node, ast.FunctionCall) and node.name in ast.AGGREGATE_FUNCTIONS
+        for node in walk(expr)
+    )
+
+
+def referenced_variables(expr: ast.Expr) -> frozenset[str]:
+    """The free variables ``expr`` reads from its row.
+
+    Variables bound inside the expression (a list comprehension's or reduce's) are not free.
+    """
+    if isinstance(expr, ast.Variable):
+        return frozenset((expr.name,))
+    if isinstance(expr, ast.ListComprehension):
+        inner = _free(expr.predicate, expr.projection) - {expr.variable}
+        return referenced_variables(expr.source) | inner
+    if isinstance(expr, ast.Reduce):
+        inner = referenced_variables(expr.expression) - {expr.variable, expr.accumulator}
+        return referenced_variables(expr.init) | referenced_variables(expr.source) | inner
+    return _free(*child_expressions(expr))
+
+
+def _free(*exprs: ast.Expr | None) -> frozenset[str]:
+    found: frozenset[str] = frozenset()
+    for expr in exprs:
+        if expr is not None:
+            found |= referenced_variables(expr)
+    return found
+
+
+def _case_children(case: ast.Case) -> tuple[ast.Expr, ...]:
+    parts: list[ast.Expr] = [] if case.subject is None else [case.subject]
+    for when in case.whens:
+        parts.extend((when.when, when.then))
+    if case.default is not None:
+        parts.append(case.default)
+    return tuple(parts)
+
+
+def _present(*items: ast.Expr | None) -> tuple[ast.Expr, ...]:
+    return tuple(item for item in items if item is not None)
+
+
+_CHILDREN: dict[type, Callable[[Any], tuple[ast.Expr, ...]]] = {
+    ast.PropertyAccess: lambda node: (node.subject,),
+    ast.Index: lambda node: (node.subject, node.index),
+    ast.Slice: lambda node: _present(node.subject, node.start, node.end),
+    ast.ListLiteral: lambda node: node.items,
+    ast.MapLiteral: lambda node: tuple(value for _key, value in node.items),
+    ast.Unary: lambda node: (node.operand,),
+    ast.Binary: lambda node: (node.left, node.right),
+    ast.IsNull: lambda node: (node.operand,),
+    ast.FunctionCall: lambda node: node.args,
+    ast.Case: _case_children,
+    ast.ListComprehension: lambda node: _present(node.source, node.predicate, node.projection),
+    ast.Reduce: lambda node: (node.init, node.source, node.expression),
+}
+
+
+# --------------------------------------------------------------------------- the compiler
+
+_BINARY_FUNCTIONS: dict[ast.BinaryOp, Callable[[Any, Any], Any]] = {
+    ast.BinaryOp.XOR: values.logical_xor,
+    ast.BinaryOp.EQ: values.equals,
+    ast.BinaryOp.NE: values.not_equals,
+    ast.BinaryOp.LT: values.less_than,
+    ast.BinaryOp.LE: values.less_equal,
+    ast.BinaryOp.GT: values.greater_than,
+    ast.BinaryOp.GE: values.greater_equal,
+    ast.BinaryOp.ADD: values.add,
+    ast.BinaryOp.SUB: values.subtract,
+    ast.BinaryOp.MUL: values.multiply,
+    ast.BinaryOp.DIV: values.divide,
+    ast.BinaryOp.MOD: values.modulo,
+    ast.BinaryOp.POW: values.power,
+    ast.BinaryOp.IN: values.in_list,
+    ast.BinaryOp.STARTS_WITH: values.starts_with,
+    ast.BinaryOp.ENDS_WITH: values.ends_with,
+    ast.BinaryOp.CONTAINS: values.contains,
+}
+
+_UNARY_FUNCTIONS: dict[ast.UnaryOp, Callable[[Any], Any]] = {
+    ast.UnaryOp.NOT: values.logical_not,
+    ast.UnaryOp.NEGATE: values.negate,
+    ast.UnaryOp.PLUS: values.unary_plus,
+}
+
+
+class _Compiler:
+    """Turns one AST into closures; dispatch on node type happens here, once."""
+
+    def __init__(self, parameters: Mapping[str, Any]) -> None:
+        self._parameters = parameters
+        self._dispatch: dict[type, Callable[[Any], Evaluator]] = {
+            ast.Literal: self._literal,
+            ast.Parameter: self._parameter,
+            ast.Variable: self._variable,
+            ast.PropertyAccess: self._property,
+            ast.Index: self._index,
+            ast.Slice: self._slice,
+            ast.ListLiteral: self._list,
+            ast.MapLiteral: self._map,
+            ast.Unary: self._unary,
+            ast.Binary: self._binary,
+            ast.IsNull: self._is_null,
+            ast.FunctionCall: self._call,
+            ast.Case: self._case,
+            ast.ListComprehension: self._comprehension,
+            ast.Reduce: self._reduce,
+        }
+
+    def compile(self, expr: ast.Expr) -> Evaluator:
+        handler = self._dispatch.get(type(expr))
+        if handler is None:
+            raise QueryEvaluationError(f"cannot compile expression node {expr!r}")
+        return handler(expr)
+
+    # ------------------------------------------------------------------ leaves
+
+    def _literal(self, expr: ast.Literal) -> Evaluator:
+        return _constant(expr.value)
+
+    def _parameter(self, expr: ast.Parameter) -> Evaluator:
+        if expr.name not in self._parameters:
+            raise QueryError(f"parameter ${expr.name} is not defined")
+        return _constant(self._parameters[expr.name])
+
+    def _variable(self, expr: ast.Variable) -> Evaluator:
+        name = expr.name
+
+        def variable(row: Row) -> Any:
+            try:
+                return row[name]
+            except KeyError:
+                raise QueryEvaluationError(f"variable '{name}' is not defined") from None
+
+        return variable
+
+    # ------------------------------------------------------------------ access
+
+    def _property(self, expr: ast.PropertyAccess) -> Evaluator:
+        subject, key = self.compile(expr.subject), expr.key
+        property_of = values.property_of
+
+        def access(row: Row) -> Any:
+            value = subject(row)
+            # Elements are by far the most common subject: read them without a call.
+            if type(value) is Element:
+                return value.properties.get(key)
+            return property_of(value, key)
+
+        return access
+
+    def _index(self, expr: ast.Index) -> Evaluator:
+        subject, index = self.compile(expr.subject), self.compile(expr.index)
+        return lambda row: values.index(subject(row), index(row))
+
+    def _slice(self, expr: ast.Slice) -> Evaluator:
+        subject = self.compile(expr.subject)
+        start = self._optional(expr.start)
+        end = self._optional(expr.end)
+
+        def slice_(row: Row) -> Any:
+            lower, upper = start(row), end(row)
+            # An explicit null bound makes the whole slice null (openCypher).
+            if (lower is None and expr.start is not None) or (
+                upper is None and expr.end is not None
+            ):
+                return None
+            return values.slice_list(subject(row), lower, upper)
+
+        return slice_
+
+    def _optional(self, expr: ast.Expr | None) -> Evaluator:
+        return _constant(None) if expr is None else self.compile(expr)
+
+    # ------------------------------------------------------------------ collections
+
+    def _list(self, expr: ast.ListLiteral) -> Evaluator:
+        items = tuple(self.compile(item) for item in expr.items)
+        return lambda row: [item(row) for item in items]
+
+    def _map(self, expr: ast.MapLiteral) -> Evaluator:
+        entries = tuple((key, self.compile(value)) for key, value in expr.items)
+        return lambda row: {key: value(row) for key, value in entries}
+
+    # ------------------------------------------------------------------ operators
+
+    def _unary(self, expr: ast.Unary) -> Evaluator:
+        operand, operator = self.compile(expr.operand), _UNARY_FUNCTIONS[expr.op]
+        return lambda row: operator(operand(row))
+
+    def _binary(self, expr: ast.Binary) -> Evaluator:
+        left, right = self.compile(expr.left), self.compile(expr.right)
+        if expr.op is ast.BinaryOp.AND:
+            return _and(left, right)
+        if expr.op is ast.BinaryOp.OR:
+            return _or(left, right)
+        operator = _BINARY_FUNCTIONS[expr.op]
+        return lambda row: operator(left(row), right(row))
+
+    def _is_null(self, expr: ast.IsNull) -> Evaluator:
+        operand = self.compile(expr.operand)
+        if expr.negated:
+            return lambda row: operand(row) is not None
+        return lambda row: operand(row) is None
+
+    # ------------------------------------------------------------------ calls
+
+    def _call(self, expr: ast.FunctionCall) -> Evaluator:
+        if expr.name in ast.AGGREGATE_FUNCTIONS:
+            raise QueryEvaluationError(
+                f"aggregate function {expr.name}() must be evaluated by the engine, "
+                "not compiled as a scalar expression"
+            )
+        spec = functions.lookup(expr.name)
+        if spec is None:
+            raise QueryEvaluationError(f"unknown function '{expr.name}'")
+        if not spec.accepts(len(expr.args)):
+            raise QueryEvaluationError(
+                f"{expr.name}() takes {spec.arity_text()}, got {len(expr.args)}"
+            )
+        return _call(spec.impl, tuple(self.compile(arg) for arg in expr.args))
+
+    # ------------------------------------------------------------------ CASE
+
+    def _case(self, expr: ast.Case) -> Evaluator:
+        whens = tuple((self.compile(w.when), self.compile(w.then)) for w in expr.whens)
+        default = self._optional(expr.default)
+        if expr.subject is None:
+            return _searched_case(whens, default)
+        return _simple_case(self.compile(expr.subject), whens, default)
+
+    # ------------------------------------------------------------------ list forms
+
+    def _comprehension(self, expr: ast.ListComprehension) -> Evaluator:
+        source, name = self.compile(expr.source), expr.variable
+        predicate = None if expr.predicate is None else self.compile(expr.predicate)
+        projection = None if expr.projection is None else self.compile(expr.projection)
+
+        def comprehension(row: Row) -> Any:
+            items = _iterable(source(row), "list comprehension")
+            if items is None:
+                return None
+            result = []
+            for item in items:
+                scope = {**row, name: item}
+                if predicate is not None and predicate(scope) is not True:
+                    continue
+                result.append(item if projection is None else projection(scope))
+            return result
+
+        return comprehension
+
+    def _reduce(self, expr: ast.Reduce) -> Evaluator:
+        init, source, body = (
+            self.compile(expr.init),
+            self.compile(expr.source),
+            self.compile(expr.expression),
+        )
+        accumulator, name = expr.accumulator, expr.variable
+
+        def reduce_(row: Row) -> Any:
+            items = _iterable(source(row), "reduce")
+            if items is None:
+                return None
+            value = init(row)
+            for item in items:
+                value = body({**row, accumulator: value, name: item})
+            return value
+
+        return reduce_
+
+
+# --------------------------------------------------------------------------- closure makers
+
+
+def _constant(value: Any) -> Evaluator:
+    return lambda _row: value
+
+
+def _and(left: Evaluator, right: Evaluator) -> Evaluator:
+    logical_and = values.logical_and
+
+    def and_(row: Row) -> Any:
+        first = left(row)
+        # false AND anything is false: skip the right side (three-valued logic allows it).
+        if first is False:
+            return False
+        return logical_and(first, right(row))
+
+    return and_
+
+
+def _or(left: Evaluator, right: Evaluator) -> Evaluator:
+    logical_or = values.logical_or
+
+    def or_(row: Row) -> Any:
+        first = left(row)
+        if first is True:
+            return True
+        return logical_or(first, right(row))
+
+    return or_
+
+
+def _call(impl: Callable[..., Any], args: tuple[Evaluator, ...]) -> Evaluator:
+    """Specialise the common arities so a call costs one Python call per argument."""
+    if not args:
+        return lambda _row: impl()
+    if len(args) == 1:
+        (only,) = args
+        return lambda row: impl(only(row))
+    if len(args) == 2:
+        first, second = args
+        return lambda row: impl(first(row), second(row))
+    return lambda row: impl(*[arg(row) for arg in args])
+
+
+def _searched_case(whens: tuple[tuple[Evaluator, Evaluator], ...], default: Evaluator) -> Evaluator:
+    def case(row: Row) -> Any:
+        for when, then in whens:
+            if when(row) is True:
+                return then(row)
+        return default(row)
+
+    return case
+
+
+def _simple_case(
+    subject: Evaluator, whens: tuple[tuple[Evaluator, Evaluator], ...], default: Evaluator
+) -> Evaluator:
+    equals = values.equals
+
+    def case(row: Row) -> Any:
+        value = subject(row)
+        for when, then in whens:
+            if equals(value, when(row)):
+                return then(row)
+        return default(row)
+
+    return case
+
+
+def _iterable(value: Any, construct: str) -> Any:
+    if value is None or values.is_list(value):
+        return value
+    raise QueryEvaluationError(f"{construct} expects a List, got {values.type_name(value)}")

@@ -1,0 +1,590 @@
+"""The scalar function registry: lower-case name (with namespace) -> implementation.
+
+Every implementation takes its already-evaluated arguments positionally and follows
+openCypher's null rule: a null in the argument that carries the value gives null out
+(``toUpper(null)`` is null), while ``coalesce`` and friends look at nulls on purpose.
+Wrong argument types raise :class:`~drasi_ray.errors.QueryEvaluationError`.
+
+Aggregates (count, sum, avg, min, max, collect) are *named* here, in :data:`AGGREGATES`, so
+the parser can recognise them, but they are evaluated by the engine, never by this module.
+
+The parser checks every call's name and argument count against :data:`FUNCTIONS` when a query
+is registered, so an unknown function is a registration error, not a runtime one.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import random
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from decimal import ROUND_HALF_UP, Decimal
+from typing import Any
+
+from drasi_ray.changes import Element
+from drasi_ray.errors import QueryEvaluationError
+from drasi_ray.query import ast, temporal
+from drasi_ray.query.values import equals, is_list, is_number, to_string, type_name
+
+AGGREGATES: frozenset[str] = ast.AGGREGATE_FUNCTIONS
+"""Aggregate function names (lower-case); the engine evaluates them."""
+
+_NO_ARGUMENT: Any = object()
+"""Default of the temporal constructors: called with no argument they mean "now"."""
+
+
+@dataclass(frozen=True, slots=True)
+class FunctionSpec:
+    """A scalar function: ``impl(*args)`` with ``min_args <= len(args) <= max_args``
+    (``max_args`` None: any number). ``name`` is the lower-case registry key."""
+
+    name: str
+    impl: Callable[..., Any]
+    min_args: int
+    max_args: int | None
+
+    def accepts(self, count: int) -> bool:
+        return count >= self.min_args and (self.max_args is None or count <= self.max_args)
+
+    def arity_text(self) -> str:
+        if self.max_args == self.min_args:
+            return f"{self.min_args} argument{'s' if self.min_args != 1 else ''}"
+        if self.max_args is None:
+            return f"at least {self.min_args} arguments"
+        return f"{self.min_args} to {self.max_args} arguments"
+
+
+# --------------------------------------------------------------------------- argument checks
+
+
+def _bad_argument(function: str, expected: str, value: Any) -> QueryEvaluationError:
+    return QueryEvaluationError(f"{function}() expects {expected}, got {type_name(value)}")
+
+
+def _string(function: str, value: Any) -> str:
+    if not isinstance(value, str):
+        raise _bad_argument(function, "a String", value)
+    return value
+
+
+def _integer(function: str, value: Any) -> int:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise _bad_argument(function, "an Integer", value)
+    return value
+
+
+def _number(function: str, value: Any) -> int | float:
+    if not is_number(value):
+        raise _bad_argument(function, "a number", value)
+    result: int | float = value
+    return result
+
+
+def _sequence(function: str, value: Any) -> Sequence[Any]:
+    if not is_list(value):
+        raise _bad_argument(function, "a List", value)
+    result: Sequence[Any] = value
+    return result
+
+
+def _element(function: str, value: Any) -> Element:
+    if not isinstance(value, Element):
+        raise _bad_argument(function, "a node or relationship", value)
+    return value
+
+
+# --------------------------------------------------------------------------- text
+
+
+def to_upper(value: Any) -> str | None:
+    return None if value is None else _string("toUpper", value).upper()
+
+
+def to_lower(value: Any) -> str | None:
+    return None if value is None else _string("toLower", value).lower()
+
+
+def trim(value: Any) -> str | None:
+    return None if value is None else _string("trim", value).strip()
+
+
+def ltrim(value: Any) -> str | None:
+    return None if value is None else _string("ltrim", value).lstrip()
+
+
+def rtrim(value: Any) -> str | None:
+    return None if value is None else _string("rtrim", value).rstrip()
+
+
+def reverse(value: Any) -> Any:
+    """Reverse a String or a List."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return value[::-1]
+    return list(reversed(_sequence("reverse", value)))
+
+
+def _length(function: str, value: Any) -> int | None:
+    if value is None:
+        return None
+    length = _integer(function, value)
+    if length < 0:
+        raise QueryEvaluationError(f"{function}() length must not be negative, got {length}")
+    return length
+
+
+def left(value: Any, length: Any) -> str | None:
+    count = _length("left", length)
+    if value is None or count is None:
+        return None
+    return _string("left", value)[:count]
+
+
+def right(value: Any, length: Any) -> str | None:
+    count = _length("right", length)
+    if value is None or count is None:
+        return None
+    text = _string("right", value)
+    return text[len(text) - count :] if count else ""
+
+
+def replace(value: Any, search: Any, replacement: Any) -> str | None:
+    if value is None or search is None or replacement is None:
+        return None
+    return _string("replace", value).replace(
+        _string("replace", search), _string("replace", replacement)
+    )
+
+
+def split(value: Any, delimiter: Any) -> list[str] | None:
+    if value is None or delimiter is None:
+        return None
+    text, separator = _string("split", value), _string("split", delimiter)
+    # Python refuses an empty separator; Cypher splits into characters.
+    return list(text) if separator == "" else text.split(separator)
+
+
+def substring(value: Any, start: Any, length: Any = None) -> str | None:
+    """``substring(s, start[, length])``: 0-based start; a negative start is an error."""
+    if value is None or start is None:
+        return None
+    text, begin = _string("substring", value), _integer("substring", start)
+    if begin < 0:
+        raise QueryEvaluationError(f"substring() start must not be negative, got {begin}")
+    count = _length("substring", length)
+    return text[begin:] if count is None else text[begin : begin + count]
+
+
+def to_string_function(value: Any) -> str | None:
+    return to_string(value)
+
+
+# --------------------------------------------------------------------------- numeric
+
+
+def absolute(value: Any) -> int | float | None:
+    return None if value is None else abs(_number("abs", value))
+
+
+def ceil(value: Any) -> float | None:
+    """Always Float (SEMANTICS.md §3)."""
+    return None if value is None else float(math.ceil(_number("ceil", value)))
+
+
+def floor(value: Any) -> float | None:
+    """Always Float (SEMANTICS.md §3)."""
+    return None if value is None else float(math.floor(_number("floor", value)))
+
+
+def round_number(value: Any, precision: Any = 0) -> float | None:
+    """Round half away from zero (``round(2.5)`` = 3.0, ``round(-2.5)`` = -3.0); Float."""
+    if value is None or precision is None:
+        return None
+    number, places = _number("round", value), _integer("round", precision)
+    if isinstance(number, float) and not math.isfinite(number):
+        return number
+    quantum = Decimal(1).scaleb(-places)
+    return float(Decimal(str(number)).quantize(quantum, rounding=ROUND_HALF_UP))
+
+
+def sign(value: Any) -> int | None:
+    if value is None:
+        return None
+    number = _number("sign", value)
+    return (number > 0) - (number < 0)
+
+
+def rand() -> float:
+    return random.random()
+
+
+def _float_function(name: str, impl: Callable[[float], float]) -> Callable[[Any], float | None]:
+    def call(value: Any) -> float | None:
+        if value is None:
+            return None
+        try:
+            return impl(float(_number(name, value)))
+        except ValueError:  # sqrt(-1), log(0): NaN as openCypher
+            return math.nan
+
+    return call
+
+
+# --------------------------------------------------------------------------- scalar
+
+
+def size(value: Any) -> int | None:
+    """Length of a String or List (or the number of entries of a Map)."""
+    if value is None:
+        return None
+    if isinstance(value, (str, Mapping)) or is_list(value):
+        return len(value)
+    raise _bad_argument("size", "a String or a List", value)
+
+
+def coalesce(*values: Any) -> Any:
+    return next((value for value in values if value is not None), None)
+
+
+def head(value: Any) -> Any:
+    if value is None:
+        return None
+    items = _sequence("head", value)
+    return items[0] if items else None
+
+
+def last(value: Any) -> Any:
+    if value is None:
+        return None
+    items = _sequence("last", value)
+    return items[-1] if items else None
+
+
+def to_integer(value: Any) -> int | None:
+    """Numbers truncate toward zero; unparsable strings give null (as openCypher)."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        return int(value) if math.isfinite(value) else None
+    if isinstance(value, str):
+        return _parse_integer(value)
+    raise _bad_argument("toInteger", "a String, number or Boolean", value)
+
+
+def _parse_integer(text: str) -> int | None:
+    try:
+        return int(text.strip())
+    except ValueError:
+        number = _parse_float(text)
+        return int(number) if number is not None and math.isfinite(number) else None
+
+
+def _parse_float(text: str) -> float | None:
+    try:
+        return float(text.strip())
+    except ValueError:
+        return None
+
+
+def to_float(value: Any) -> float | None:
+    if value is None:
+        return None
+    if is_number(value):
+        return float(value)
+    if isinstance(value, str):
+        return _parse_float(value)
+    raise _bad_argument("toFloat", "a String or number", value)
+
+
+def to_boolean(value: Any) -> bool | None:
+    """``'true'``/``'false'`` in any case (surrounding spaces ignored); other strings null."""
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        return {"true": True, "false": False}.get(value.strip().lower())
+    if isinstance(value, int):
+        return value != 0
+    raise _bad_argument("toBoolean", "a String, Integer or Boolean", value)
+
+
+def null_if(value: Any, other: Any) -> Any:
+    return None if equals(value, other) else value
+
+
+def is_empty(value: Any) -> bool | None:
+    if value is None:
+        return None
+    if isinstance(value, (str, Mapping)) or is_list(value):
+        return len(value) == 0
+    raise _bad_argument("isEmpty", "a String, List or Map", value)
+
+
+def timestamp() -> int:
+    """Milliseconds since the epoch, now."""
+    return time.time_ns() // 1_000_000
+
+
+# --------------------------------------------------------------------------- lists
+
+
+def range_list(start: Any, end: Any, step: Any = 1) -> list[int]:
+    """``range(start, end[, step])``: inclusive of ``end``, as Cypher."""
+    first, stop = _integer("range", start), _integer("range", end)
+    stride = _integer("range", step)
+    if stride == 0:
+        raise QueryEvaluationError("range() step must not be zero")
+    return list(range(first, stop + (1 if stride > 0 else -1), stride))
+
+
+def tail(value: Any) -> list[Any] | None:
+    return None if value is None else list(_sequence("tail", value)[1:])
+
+
+# --------------------------------------------------------------------------- graph
+
+
+def element_id(value: Any) -> str | None:
+    """The element's id only (Drasi's elementId without the source prefix)."""
+    return None if value is None else _element("elementId", value).id
+
+
+def keys(value: Any) -> list[str] | None:
+    if value is None:
+        return None
+    if isinstance(value, Element):
+        return list(value.properties)
+    if isinstance(value, Mapping):
+        return [str(key) for key in value]
+    raise _bad_argument("keys", "a node, relationship or Map", value)
+
+
+def labels(value: Any) -> list[str] | None:
+    return None if value is None else list(_element("labels", value).labels)
+
+
+def relationship_type(value: Any) -> str | None:
+    if value is None:
+        return None
+    element = _element("type", value)
+    if not element.is_relation:
+        raise _bad_argument("type", "a relationship", value)
+    return element.labels[0] if element.labels else None
+
+
+def properties(value: Any) -> dict[str, Any] | None:
+    if value is None:
+        return None
+    if isinstance(value, Element):
+        return dict(value.properties)
+    if isinstance(value, Mapping):
+        return dict(value)
+    raise _bad_argument("properties", "a node, relationship or Map", value)
+
+
+def change_date_time(value: Any) -> dt.datetime | None:
+    """``drasi.changeDateTime(e)``: when the element last changed (its effective_from), UTC."""
+    if value is None:
+        return None
+    return temporal.from_epoch_millis(_element("drasi.changeDateTime", value).effective_from)
+
+
+# --------------------------------------------------------------------------- temporal
+
+
+def date(value: Any = _NO_ARGUMENT) -> dt.date | None:
+    if value is _NO_ARGUMENT:
+        return temporal.now().date()
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return temporal.parse_date(value)
+    if isinstance(value, Mapping):
+        return temporal.date_from_map(value)
+    if isinstance(value, dt.datetime):
+        return value.date()
+    if isinstance(value, dt.date):
+        return value
+    raise _bad_argument("date", "a String, Map or temporal value", value)
+
+
+def datetime(value: Any = _NO_ARGUMENT) -> dt.datetime | None:
+    if value is _NO_ARGUMENT:
+        return temporal.now()
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return temporal.parse_datetime(value)
+    if isinstance(value, Mapping):
+        return temporal.datetime_from_map(value)
+    if isinstance(value, dt.datetime):
+        return value if value.tzinfo is not None else value.replace(tzinfo=dt.timezone.utc)
+    if isinstance(value, dt.date):
+        return dt.datetime.combine(value, dt.time(0), tzinfo=dt.timezone.utc)
+    raise _bad_argument("datetime", "a String, Map or temporal value", value)
+
+
+def local_datetime(value: Any = _NO_ARGUMENT) -> dt.datetime | None:
+    if value is _NO_ARGUMENT:
+        return temporal.now().replace(tzinfo=None)
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return temporal.parse_local_datetime(value)
+    if isinstance(value, Mapping):
+        return temporal.local_datetime_from_map(value)
+    if isinstance(value, dt.datetime):
+        return value.replace(tzinfo=None)
+    if isinstance(value, dt.date):
+        return dt.datetime.combine(value, dt.time(0))
+    raise _bad_argument("localdatetime", "a String, Map or temporal value", value)
+
+
+def local_time(value: Any = _NO_ARGUMENT) -> dt.time | None:
+    if value is _NO_ARGUMENT:
+        return temporal.now().time()
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return temporal.parse_local_time(value)
+    if isinstance(value, Mapping):
+        return temporal.time_from_map(value)
+    if isinstance(value, dt.datetime):
+        return value.time()
+    if isinstance(value, dt.time):
+        return value.replace(tzinfo=None)
+    raise _bad_argument("localtime", "a String, Map or temporal value", value)
+
+
+def zoned_time(value: Any = _NO_ARGUMENT) -> dt.time | None:
+    if value is _NO_ARGUMENT:
+        return temporal.now().timetz()
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return temporal.parse_time(value)
+    if isinstance(value, Mapping):
+        zone = temporal.zone_from_map(value)
+        offset = zone.utcoffset(None) if zone is not None else None
+        tz = dt.timezone(offset) if offset is not None else dt.timezone.utc
+        return temporal.time_from_map(value).replace(tzinfo=tz)
+    if isinstance(value, dt.datetime):
+        return value.timetz() if value.tzinfo else value.time().replace(tzinfo=dt.timezone.utc)
+    if isinstance(value, dt.time):
+        return value if value.tzinfo else value.replace(tzinfo=dt.timezone.utc)
+    raise _bad_argument("time", "a String, Map or temporal value", value)
+
+
+def duration(value: Any) -> temporal.Duration | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return temporal.parse_duration(value)
+    if isinstance(value, Mapping):
+        return temporal.duration_from_map(value)
+    if isinstance(value, temporal.Duration):
+        return value
+    raise _bad_argument("duration", "a String or Map", value)
+
+
+def datetime_from_epoch_millis(millis: Any) -> dt.datetime | None:
+    return (
+        None if millis is None else temporal.from_epoch_millis(_integer("fromEpochMillis", millis))
+    )
+
+
+def datetime_from_epoch(seconds: Any, nanoseconds: Any = 0) -> dt.datetime | None:
+    if seconds is None or nanoseconds is None:
+        return None
+    return temporal.from_epoch_seconds(
+        _number("fromEpoch", seconds), _integer("fromEpoch", nanoseconds)
+    )
+
+
+# --------------------------------------------------------------------------- the registry
+
+
+def _spec(
+    name: str, impl: Callable[..., Any], min_args: int, max_args: int | None = -1
+) -> FunctionSpec:
+    return FunctionSpec(name, impl, min_args, min_args if max_args == -1 else max_args)
+
+
+def _build_registry() -> dict[str, FunctionSpec]:
+    specs = [
+        _spec("toupper", to_upper, 1),
+        _spec("tolower", to_lower, 1),
+        _spec("upper", to_upper, 1),
+        _spec("lower", to_lower, 1),
+        _spec("trim", trim, 1),
+        _spec("ltrim", ltrim, 1),
+        _spec("rtrim", rtrim, 1),
+        _spec("reverse", reverse, 1),
+        _spec("left", left, 2),
+        _spec("right", right, 2),
+        _spec("replace", replace, 3),
+        _spec("split", split, 2),
+        _spec("substring", substring, 2, 3),
+        _spec("tostring", to_string_function, 1),
+        _spec("abs", absolute, 1),
+        _spec("ceil", ceil, 1),
+        _spec("floor", floor, 1),
+        _spec("round", round_number, 1, 2),
+        _spec("sign", sign, 1),
+        _spec("rand", rand, 0),
+        _spec("sqrt", _float_function("sqrt", math.sqrt), 1),
+        _spec("exp", _float_function("exp", math.exp), 1),
+        _spec("log", _float_function("log", math.log), 1),
+        _spec("log10", _float_function("log10", math.log10), 1),
+        _spec("pi", lambda: math.pi, 0),
+        _spec("e", lambda: math.e, 0),
+        _spec("size", size, 1),
+        _spec("coalesce", coalesce, 1, None),
+        _spec("head", head, 1),
+        _spec("last", last, 1),
+        _spec("tointeger", to_integer, 1),
+        _spec("tofloat", to_float, 1),
+        _spec("toboolean", to_boolean, 1),
+        _spec("nullif", null_if, 2),
+        _spec("isempty", is_empty, 1),
+        _spec("timestamp", timestamp, 0),
+        _spec("range", range_list, 2, 3),
+        _spec("tail", tail, 1),
+        _spec("elementid", element_id, 1),
+        _spec("keys", keys, 1),
+        _spec("labels", labels, 1),
+        _spec("type", relationship_type, 1),
+        _spec("properties", properties, 1),
+        _spec("drasi.changedatetime", change_date_time, 1),
+        _spec("date", date, 0, 1),
+        _spec("datetime", datetime, 0, 1),
+        _spec("localdatetime", local_datetime, 0, 1),
+        _spec("localtime", local_time, 0, 1),
+        _spec("time", zoned_time, 0, 1),
+        _spec("duration", duration, 1),
+        _spec("datetime.fromepochmillis", datetime_from_epoch_millis, 1),
+        _spec("datetime.fromepoch", datetime_from_epoch, 1, 2),
+        _spec("duration.between", temporal.between, 2),
+        _spec("duration.inseconds", temporal.in_seconds, 2),
+        _spec("duration.indays", temporal.in_days, 2),
+    ]
+    return {spec.name: spec for spec in specs}
+
+
+FUNCTIONS: Mapping[str, FunctionSpec] = _build_registry()
+"""Every scalar function, by lower-case name. Built at import: it is a constant."""
+
+
+def lookup(name: str) -> FunctionSpec | None:
+    """The scalar function called ``name`` (any case), or None."""
+    return FUNCTIONS.get(name.lower())
+
+
+def is_aggregate(name: str) -> bool:
+    return name.lower() in AGGREGATES

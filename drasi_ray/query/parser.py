@@ -1,0 +1,641 @@
+"""Cypher text -> :class:`drasi_ray.query.ast.Query` (SEMANTICS.md §3).
+
+:func:`parse_query` is the only entry point. It parses with lark's LALR parser and contextual
+lexer (grammar in ``grammar.lark``), builds the typed AST, and rejects everything outside the
+supported subset *at registration*, each error carrying the 1-based line and column of the
+offending token:
+
+- :class:`~drasi_ray.errors.QuerySyntaxError` for text that is not Cypher, unknown functions,
+  wrong argument counts and misplaced aggregates;
+- :class:`~drasi_ray.errors.UnsupportedQueryError` for valid Cypher that continuous queries do
+  not support (ORDER BY, SKIP, LIMIT, DISTINCT, UNWIND, UNION, CREATE..., count(*),
+  variable-length paths).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any, NoReturn
+
+from lark import Lark, Token, Transformer, v_args
+from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken, VisitError
+from lark.lexer import PatternStr
+from lark.tree import Meta
+
+from drasi_ray.errors import QueryError, QuerySyntaxError, UnsupportedQueryError
+from drasi_ray.query import ast, functions
+from drasi_ray.query.expressions import walk
+
+_I64_MAX = 2**63 - 1
+
+# Clause keywords of full Cypher that continuous queries reject, with the message's subject.
+_UNSUPPORTED_WORDS: dict[str, str] = {
+    "ORDER": "ORDER BY",
+    "SKIP": "SKIP",
+    "LIMIT": "LIMIT",
+    "DISTINCT": "DISTINCT",
+    "UNWIND": "UNWIND",
+    "UNION": "UNION",
+    "CREATE": "CREATE",
+    "MERGE": "MERGE",
+    "SET": "SET",
+    "DELETE": "DELETE",
+    "REMOVE": "REMOVE",
+    "DETACH": "DETACH DELETE",
+    "CALL": "CALL",
+    "FOREACH": "FOREACH",
+    "LOAD": "LOAD CSV",
+    "USE": "USE",
+}
+
+
+# Words the grammar uses as keywords: not usable as unquoted variable names.
+_RESERVED = frozenset(
+    "MATCH OPTIONAL WHERE WITH RETURN AS AND OR XOR NOT IN STARTS ENDS CONTAINS IS NULL TRUE "
+    "FALSE CASE WHEN THEN ELSE END DISTINCT REDUCE".split()
+)
+
+
+def parse_query(text: str) -> ast.Query:
+    """Parse a continuous query.
+
+    Returns the query's AST with column names resolved. Raises
+    :class:`~drasi_ray.errors.QuerySyntaxError` (or its subclass
+    :class:`~drasi_ray.errors.UnsupportedQueryError`) naming the line and column of the first
+    problem found.
+    """
+    try:
+        tree = _parser().parse(text)
+    except UnexpectedInput as error:
+        raise _syntax_error(text, error) from None
+    try:
+        query = _AstBuilder(text).transform(tree)
+    except VisitError as error:
+        if isinstance(error.orig_exc, QueryError):
+            raise error.orig_exc from None
+        raise
+    assert isinstance(query, ast.Query)
+    return query
+
+
+@functools.lru_cache(maxsize=1)
+def _parser() -> Lark:
+    """The LALR parser, built once per process on first use (building takes ~50 ms)."""
+    grammar = resources.files("drasi_ray.query").joinpath("grammar.lark").read_text("utf-8")
+    return Lark(
+        grammar,
+        parser="lalr",
+        lexer="contextual",
+        propagate_positions=True,
+        maybe_placeholders=True,
+    )
+
+
+# --------------------------------------------------------------------------- syntax errors
+
+
+def _syntax_error(text: str, error: UnexpectedInput) -> QuerySyntaxError:
+    """Translate lark's error into ours, recognising unsupported clauses by their keyword."""
+    line, column = _error_position(text, error)
+    distinct = _distinct_before(text, line, column)
+    if distinct is not None:
+        # `RETURN DISTINCT n`: DISTINCT lexed as a name, so the parse fails one word later.
+        return UnsupportedQueryError("DISTINCT is not supported in continuous queries", *distinct)
+    word = _word_at(text, line, column)
+    if word.upper() in _UNSUPPORTED_WORDS:
+        subject = _UNSUPPORTED_WORDS[word.upper()]
+        return UnsupportedQueryError(
+            f"{subject} is not supported in continuous queries", line, column
+        )
+    if isinstance(error, UnexpectedToken) and error.token.type == "$END":
+        return QuerySyntaxError(
+            f"unexpected end of query; expected {_expected_text(error.expected)}", line, column
+        )
+    if isinstance(error, UnexpectedToken):
+        return QuerySyntaxError(
+            f"unexpected {error.token.value!r}; expected {_expected_text(error.expected)}",
+            line,
+            column,
+        )
+    if isinstance(error, UnexpectedCharacters):
+        return QuerySyntaxError(f"unexpected character {error.char!r}", line, column)
+    return QuerySyntaxError("invalid query", line, column)
+
+
+def _error_position(text: str, error: UnexpectedInput) -> tuple[int, int]:
+    if isinstance(error, UnexpectedToken) and error.token.type == "$END":
+        return _end_position(text)
+    line, column = getattr(error, "line", None), getattr(error, "column", None)
+    if isinstance(line, int) and isinstance(column, int) and line > 0:
+        return line, column
+    return _end_position(text)
+
+
+def _end_position(text: str) -> tuple[int, int]:
+    """Position just after the last non-blank character."""
+    stripped = text.rstrip()
+    lines = stripped.split("\n")
+    return len(lines), len(lines[-1]) + 1
+
+
+def _word_at(text: str, line: int, column: int) -> str:
+    lines = text.split("\n")
+    if line > len(lines):
+        return ""
+    match = re.match(r"[A-Za-z_]+", lines[line - 1][column - 1 :])
+    return match.group(0) if match else ""
+
+
+def _distinct_before(text: str, line: int, column: int) -> tuple[int, int] | None:
+    """Line and column of a ``DISTINCT`` right before the error position, if there is one."""
+    lines = text.split("\n")
+    if line > len(lines):
+        return None
+    before = lines[line - 1][: column - 1]
+    match = re.search(r"\b(distinct)\s+$", before, re.IGNORECASE)
+    return (line, match.start(1) + 1) if match else None
+
+
+def _expected_text(expected: set[str]) -> str:
+    """Human names for lark's terminal names, e.g. ``RPAR`` -> ``')'``."""
+    names = sorted({_terminal_text(name) for name in expected})
+    if len(names) > 8:
+        names = [*names[:8], "..."]
+    return ", ".join(names) if names else "nothing"
+
+
+def _terminal_text(name: str) -> str:
+    try:
+        pattern = _parser().get_terminal(name).pattern
+    except KeyError:
+        return name
+    if isinstance(pattern, PatternStr):
+        return repr(pattern.value)
+    if name.isupper() and name.isalpha() and name not in ("NAME", "INTEGER", "FLOAT", "STRING"):
+        return name  # a keyword
+    return name.lower().replace("_", " ")
+
+
+# --------------------------------------------------------------------------- AST building
+
+
+@dataclass(frozen=True, slots=True)
+class _Clause:
+    """A WITH or RETURN clause while parts are assembled; ``position`` for error messages."""
+
+    projection: ast.Projection
+    is_return: bool
+    position: ast.Position
+
+
+def _position(meta: Meta) -> ast.Position:
+    return ast.Position(meta.line, meta.column)
+
+
+def _token_position(token: Token) -> ast.Position:
+    return ast.Position(token.line or 1, token.column or 1)
+
+
+def _fail(message: str, position: ast.Position, *, unsupported: bool = False) -> NoReturn:
+    error = UnsupportedQueryError if unsupported else QuerySyntaxError
+    raise error(message, position.line, position.column)
+
+
+def _tokens(children: list[Any]) -> list[Token]:
+    return [child for child in children if isinstance(child, Token)]
+
+
+def _values(children: list[Any]) -> list[Any]:
+    """Children that are not tokens nor empty placeholders."""
+    return [child for child in children if child is not None and not isinstance(child, Token)]
+
+
+_BINARY_OPERATORS: dict[str, ast.BinaryOp] = {
+    "OR": ast.BinaryOp.OR,
+    "XOR": ast.BinaryOp.XOR,
+    "AND": ast.BinaryOp.AND,
+    "=": ast.BinaryOp.EQ,
+    "<>": ast.BinaryOp.NE,
+    "!=": ast.BinaryOp.NE,
+    "<": ast.BinaryOp.LT,
+    "<=": ast.BinaryOp.LE,
+    ">": ast.BinaryOp.GT,
+    ">=": ast.BinaryOp.GE,
+    "IN": ast.BinaryOp.IN,
+    "+": ast.BinaryOp.ADD,
+    "-": ast.BinaryOp.SUB,
+    "*": ast.BinaryOp.MUL,
+    "/": ast.BinaryOp.DIV,
+    "%": ast.BinaryOp.MOD,
+    "^": ast.BinaryOp.POW,
+    "STARTS": ast.BinaryOp.STARTS_WITH,
+    "ENDS": ast.BinaryOp.ENDS_WITH,
+    "CONTAINS": ast.BinaryOp.CONTAINS,
+}
+
+_ESCAPES = {
+    "\\": "\\",
+    "'": "'",
+    '"': '"',
+    "n": "\n",
+    "t": "\t",
+    "r": "\r",
+    "b": "\b",
+    "f": "\f",
+}
+
+
+def _unescape(body: str, position: ast.Position) -> str:
+    """Resolve a string literal's backslash escapes (``\\n``, ``\\'``, ``\\u00e9``...)."""
+
+    def replace(match: re.Match[str]) -> str:
+        escape = match.group(1)
+        if escape[0] in "uU":
+            return chr(int(escape[1:], 16))
+        if escape in _ESCAPES:
+            return _ESCAPES[escape]
+        _fail(f"invalid escape sequence '\\{escape}' in string literal", position)
+
+    return re.sub(r"\\(u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|.)", replace, body, flags=re.S)
+
+
+@v_args(meta=True)
+class _AstBuilder(Transformer[Token, Any]):
+    """Builds the AST bottom-up and enforces the subset's rules that need positions.
+
+    Positions of function calls are remembered on the side (the AST nodes carry none), so
+    checks made higher up (an aggregate inside WHERE) can still point at the offending call.
+    """
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self._text = text
+        # id(call) -> (call, position, name as written); holding the call keeps its id unique.
+        self._calls: dict[int, tuple[ast.FunctionCall, ast.Position, str]] = {}
+
+    # ------------------------------------------------------------------ query structure
+
+    def start(self, meta: Meta, children: list[Any]) -> ast.Query:
+        parts: list[tuple[list[ast.MatchClause], _Clause]] = children
+        for _matches, clause in parts[:-1]:
+            if clause.is_return:
+                _fail("RETURN must be the last clause of a query", clause.position)
+        if not parts[-1][1].is_return:
+            line, column = _end_position(self._text)
+            _fail("a query must end with RETURN", ast.Position(line, column))
+        return ast.Query(
+            tuple(ast.QueryPart(tuple(matches), clause.projection) for matches, clause in parts),
+            self._text,
+        )
+
+    def part(self, meta: Meta, children: list[Any]) -> tuple[list[ast.MatchClause], _Clause]:
+        *matches, clause = children
+        return matches, clause
+
+    def match_clause(self, meta: Meta, children: list[Any]) -> ast.MatchClause:
+        optional = any(token.type == "OPTIONAL" for token in _tokens(children))
+        paths = tuple(child for child in children if isinstance(child, ast.PathPattern))
+        where = children[-1]
+        return ast.MatchClause(paths, optional, where)
+
+    def with_clause(self, meta: Meta, children: list[Any]) -> _Clause:
+        projection, where = children[1], children[2]
+        return _Clause(ast.Projection(projection, where), False, _position(meta))
+
+    def return_clause(self, meta: Meta, children: list[Any]) -> _Clause:
+        return _Clause(ast.Projection(children[1]), True, _position(meta))
+
+    def where(self, meta: Meta, children: list[Any]) -> ast.Expr:
+        return self._no_aggregates(children[1], "WHERE")
+
+    def projection(self, meta: Meta, children: list[Any]) -> tuple[ast.ProjectionItem, ...]:
+        items: tuple[ast.ProjectionItem, ...] = tuple(children)
+        seen: set[str] = set()
+        for item in items:
+            if item.name in seen:
+                _fail(f"column name '{item.name}' is used twice", _position(meta))
+            seen.add(item.name)
+        return items
+
+    def projection_item(self, meta: Meta, children: list[Any]) -> ast.ProjectionItem:
+        expression, _as, alias = children
+        if alias is not None:
+            return ast.ProjectionItem(expression, alias)
+        return ast.ProjectionItem(expression, self._column_name(expression, meta))
+
+    def _column_name(self, expression: ast.Expr, meta: Meta) -> str:
+        """Alias else property key else identifier else function name else the text."""
+        if isinstance(expression, ast.PropertyAccess):
+            return expression.key
+        if isinstance(expression, ast.Variable):
+            return expression.name
+        if isinstance(expression, ast.FunctionCall) and id(expression) in self._calls:
+            return self._calls[id(expression)][2]
+        return " ".join(self._text[meta.start_pos : meta.end_pos].split())
+
+    # ------------------------------------------------------------------ patterns
+
+    def pattern(self, meta: Meta, children: list[Any]) -> ast.PathPattern:
+        return ast.PathPattern(tuple(children[0::2]), tuple(children[1::2]))
+
+    def node_pattern(self, meta: Meta, children: list[Any]) -> ast.NodePattern:
+        variable, labels, properties, where = children
+        return ast.NodePattern(_name_of(variable), labels or (), properties, where)
+
+    def labels(self, meta: Meta, children: list[Any]) -> tuple[str, ...]:
+        return tuple(_values(children))
+
+    def label(self, meta: Meta, children: list[Any]) -> str:
+        name: str = _values(children)[0]
+        return name
+
+    def properties(self, meta: Meta, children: list[Any]) -> ast.MapLiteral:
+        (value,) = children
+        if not isinstance(value, ast.MapLiteral):
+            _fail(
+                "a parameter as a pattern's property map is not supported; use a map literal",
+                _position(meta),
+                unsupported=True,
+            )
+        for _key, expression in value.items:
+            self._no_aggregates(expression, "a pattern")
+        return value
+
+    def inline_where(self, meta: Meta, children: list[Any]) -> ast.Expr:
+        return self._no_aggregates(children[1], "WHERE")
+
+    def relationship(self, meta: Meta, children: list[Any]) -> ast.RelationPattern:
+        left_arrow, _minus, detail, _minus2, right_arrow = children
+        if (left_arrow is None) == (right_arrow is None):
+            direction = ast.Direction.BOTH
+        else:
+            direction = ast.Direction.IN if left_arrow is not None else ast.Direction.OUT
+        if detail is None:
+            return ast.RelationPattern(None, (), direction)
+        variable, labels, properties, where = detail
+        return ast.RelationPattern(_name_of(variable), labels or (), direction, properties, where)
+
+    def rel_detail(self, meta: Meta, children: list[Any]) -> tuple[Any, ...]:
+        variable, labels, var_length, properties, where = children
+        if var_length is not None:
+            _fail("variable-length paths are not supported", var_length, unsupported=True)
+        return variable, labels, properties, where
+
+    def var_length(self, meta: Meta, children: list[Any]) -> ast.Position:
+        return _position(meta)
+
+    def range(self, meta: Meta, children: list[Any]) -> None:
+        return None
+
+    # ------------------------------------------------------------------ operators
+
+    def binary(self, meta: Meta, children: list[Any]) -> ast.Binary:
+        left, operator, right = children
+        key = (
+            operator.value.upper()
+            if operator.type in ("OR", "XOR", "AND", "IN")
+            else (operator.value)
+        )
+        return ast.Binary(_BINARY_OPERATORS[key], left, right)
+
+    def string_predicate(self, meta: Meta, children: list[Any]) -> ast.Binary:
+        left, right = children[0], children[-1]
+        return ast.Binary(_BINARY_OPERATORS[children[1].type], left, right)
+
+    def is_null(self, meta: Meta, children: list[Any]) -> ast.IsNull:
+        return ast.IsNull(children[0], negated=False)
+
+    def is_not_null(self, meta: Meta, children: list[Any]) -> ast.IsNull:
+        return ast.IsNull(children[0], negated=True)
+
+    def unary(self, meta: Meta, children: list[Any]) -> ast.Expr:
+        operator, operand = children
+        if operator.type == "NOT":
+            return ast.Unary(ast.UnaryOp.NOT, operand)
+        if operator.type == "PLUS":
+            return ast.Unary(ast.UnaryOp.PLUS, operand)
+        # Fold `-5` into a literal: it is what the user means, and it lets -2^63 exist.
+        value = operand.value if isinstance(operand, ast.Literal) else None
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return ast.Literal(-value)
+        return ast.Unary(ast.UnaryOp.NEGATE, operand)
+
+    def property(self, meta: Meta, children: list[Any]) -> ast.PropertyAccess:
+        subject, key = children
+        return ast.PropertyAccess(subject, key)
+
+    def index(self, meta: Meta, children: list[Any]) -> ast.Index:
+        subject, index = children
+        return ast.Index(subject, index)
+
+    def slice(self, meta: Meta, children: list[Any]) -> ast.Slice:
+        subject, start, _dots, end = children
+        return ast.Slice(subject, start, end)
+
+    # ------------------------------------------------------------------ atoms
+
+    def integer(self, meta: Meta, children: list[Any]) -> ast.Literal:
+        text: str = children[0].value
+        value = int(text, 16) if text.lower().startswith("0x") else int(text)
+        # 2^63 is allowed here only so that the folded `-9223372036854775808` parses.
+        if value > _I64_MAX + 1:
+            _fail(f"integer literal {text} is too large", _position(meta))
+        return ast.Literal(value)
+
+    def float(self, meta: Meta, children: list[Any]) -> ast.Literal:
+        return ast.Literal(float(children[0].value))
+
+    def string(self, meta: Meta, children: list[Any]) -> ast.Literal:
+        return ast.Literal(_unescape(children[0].value[1:-1], _position(meta)))
+
+    def true(self, meta: Meta, children: list[Any]) -> ast.Literal:
+        return ast.Literal(True)
+
+    def false(self, meta: Meta, children: list[Any]) -> ast.Literal:
+        return ast.Literal(False)
+
+    def null(self, meta: Meta, children: list[Any]) -> ast.Literal:
+        return ast.Literal(None)
+
+    def parameter(self, meta: Meta, children: list[Any]) -> ast.Parameter:
+        return ast.Parameter(str(children[0]))
+
+    def variable(self, meta: Meta, children: list[Any]) -> ast.Variable:
+        name: str = children[0]
+        # The contextual lexer reads a keyword as a name where no keyword fits (`RETURN
+        # DISTINCT n`); catch that here, unless the name was quoted with backticks.
+        if not self._text.startswith("`", meta.start_pos) and name.upper() in _RESERVED:
+            if name.upper() == "DISTINCT":
+                _fail(
+                    "DISTINCT is not supported in continuous queries",
+                    _position(meta),
+                    unsupported=True,
+                )
+            _fail(
+                f"'{name}' is a reserved word; quote it as `{name}` to use it as a name",
+                _position(meta),
+            )
+        return ast.Variable(name)
+
+    def symbolic_name(self, meta: Meta, children: list[Any]) -> str:
+        token: Token = children[0]
+        if token.type == "ESCAPED_NAME":
+            return str(token.value)[1:-1].replace("``", "`")
+        return str(token.value)
+
+    def keyword_name(self, meta: Meta, children: list[Any]) -> str:
+        return str(children[0].value)
+
+    def property_key(self, meta: Meta, children: list[Any]) -> str:
+        key: str = children[0]
+        return key
+
+    def list_literal(self, meta: Meta, children: list[Any]) -> ast.ListLiteral:
+        return ast.ListLiteral(tuple(child for child in children if child is not None))
+
+    def map_literal(self, meta: Meta, children: list[Any]) -> ast.MapLiteral:
+        entries: list[tuple[str, ast.Expr]] = [child for child in children if child is not None]
+        seen: set[str] = set()
+        for key, _value in entries:
+            if key in seen:
+                _fail(f"duplicate key '{key}' in map literal", _position(meta))
+            seen.add(key)
+        return ast.MapLiteral(tuple(entries))
+
+    def map_entry(self, meta: Meta, children: list[Any]) -> tuple[str, ast.Expr]:
+        key, value = children
+        return key, value
+
+    def case_expression(self, meta: Meta, children: list[Any]) -> ast.Case:
+        whens = tuple(child for child in children if isinstance(child, ast.CaseWhen))
+        subject = children[1]
+        default = children[-2]
+        return ast.Case(subject, whens, default)
+
+    def case_when(self, meta: Meta, children: list[Any]) -> ast.CaseWhen:
+        return ast.CaseWhen(children[1], children[3])
+
+    def list_comprehension(self, meta: Meta, children: list[Any]) -> ast.ListComprehension:
+        head, *rest = children
+        variable, source = self._binding(head, meta, "list comprehension")
+        predicate: ast.Expr | None = None
+        projection: ast.Expr | None = None
+        for marker, value in zip(rest[0::2], rest[1::2], strict=False):
+            if isinstance(marker, Token) and marker.type == "WHERE":
+                predicate = value
+            elif isinstance(marker, Token) and marker.type == "PIPE":
+                projection = value
+        return ast.ListComprehension(variable, source, predicate, projection)
+
+    def reduce_expression(self, meta: Meta, children: list[Any]) -> ast.Reduce:
+        _reduce, accumulator, _eq, init, head, _pipe, expression = children
+        variable, source = self._binding(head, meta, "reduce")
+        return ast.Reduce(accumulator, init, variable, source, expression)
+
+    def _binding(self, head: ast.Expr, meta: Meta, construct: str) -> tuple[str, ast.Expr]:
+        """Check that ``head`` reads ``name IN list`` and split it."""
+        if (
+            isinstance(head, ast.Binary)
+            and head.op is ast.BinaryOp.IN
+            and isinstance(head.left, ast.Variable)
+        ):
+            return head.left.name, head.right
+        _fail(f"{construct} must start with 'variable IN list'", _position(meta))
+
+    # ------------------------------------------------------------------ function calls
+
+    def arguments(self, meta: Meta, children: list[Any]) -> tuple[bool, tuple[ast.Expr, ...]]:
+        distinct = children[0] is not None
+        return distinct, tuple(child for child in children[1:] if child is not None)
+
+    def function_call(self, meta: Meta, children: list[Any]) -> ast.FunctionCall:
+        name, (distinct, args) = children
+        return self._call(name, args, distinct, _position(meta))
+
+    def namespaced_call(self, meta: Meta, children: list[Any]) -> ast.FunctionCall:
+        subject, key, (distinct, args) = children
+        namespace = _dotted_name(subject)
+        if namespace is None:
+            _fail(f"'{key}(...)' is not a function call on a namespace", _position(meta))
+        return self._call(f"{namespace}.{key}", args, distinct, _position(meta))
+
+    def count_star(self, meta: Meta, children: list[Any]) -> NoReturn:
+        name = children[0]
+        _fail(
+            f"{name}(*) is not supported in continuous queries; count a variable instead, "
+            f"e.g. {name}(n)",
+            _position(meta),
+            unsupported=True,
+        )
+
+    def _call(
+        self, written: str, args: tuple[ast.Expr, ...], distinct: bool, position: ast.Position
+    ) -> ast.FunctionCall:
+        name = written.lower()
+        if functions.is_aggregate(name):
+            self._check_aggregate_call(written, args, position)
+        else:
+            self._check_scalar_call(written, args, distinct, position)
+        call = ast.FunctionCall(name, args, distinct)
+        self._calls[id(call)] = (call, position, written)
+        return call
+
+    def _check_aggregate_call(
+        self, written: str, args: tuple[ast.Expr, ...], position: ast.Position
+    ) -> None:
+        if len(args) != 1:
+            _fail(f"{written}() takes 1 argument, got {len(args)}", position)
+        nested = self._first_aggregate(args[0])
+        if nested is not None:
+            _fail(
+                f"aggregate function {nested[1]}() cannot be nested inside {written}()",
+                nested[0],
+            )
+
+    def _check_scalar_call(
+        self, written: str, args: tuple[ast.Expr, ...], distinct: bool, position: ast.Position
+    ) -> None:
+        spec = functions.lookup(written)
+        if spec is None:
+            _fail(f"unknown function '{written}'", position)
+        if distinct:
+            _fail(
+                f"DISTINCT is only allowed in aggregate functions, not in {written}()",
+                position,
+                unsupported=True,
+            )
+        if not spec.accepts(len(args)):
+            _fail(f"{written}() takes {spec.arity_text()}, got {len(args)}", position)
+
+    # ------------------------------------------------------------------ aggregate checks
+
+    def _no_aggregates(self, expression: ast.Expr, where: str) -> ast.Expr:
+        found = self._first_aggregate(expression)
+        if found is not None:
+            _fail(f"aggregate function {found[1]}() is not allowed in {where}", found[0])
+        return expression
+
+    def _first_aggregate(self, expression: ast.Expr) -> tuple[ast.Position, str] | None:
+        """Position and written name of the first aggregate call in ``expression``."""
+        for node in walk(expression):
+            if isinstance(node, ast.FunctionCall) and functions.is_aggregate(node.name):
+                _call, position, written = self._calls[id(node)]
+                return position, written
+        return None
+
+
+def _name_of(variable: ast.Variable | None) -> str | None:
+    return None if variable is None else variable.name
+
+
+def _dotted_name(expression: ast.Expr) -> str | None:
+    """``a.b.c`` built of a variable and property keys, as text; None for anything else."""
+    if isinstance(expression, ast.Variable):
+        return expression.name
+    if isinstance(expression, ast.PropertyAccess):
+        prefix = _dotted_name(expression.subject)
+        return None if prefix is None else f"{prefix}.{expression.key}"
+    return None

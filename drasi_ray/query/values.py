@@ -1,0 +1,465 @@
+"""Drasi's value semantics, as small functions the compiled expressions call.
+
+Values at evaluation time are plain Python objects: ``None`` (null), ``bool``, ``int``,
+``float``, ``str``, ``list``/``tuple`` (lists), ``dict`` (maps, including
+:class:`~drasi_ray.changes.FrozenMap`), :class:`~drasi_ray.changes.Element` (a graph-bound
+variable) and the temporal types of :mod:`drasi_ray.query.temporal`.
+
+Rules that differ from plain Python, and why:
+
+- ``bool`` is a subclass of ``int`` in Python but not a number in Cypher: ``true = 1`` is
+  false and ``true + 1`` is a type error, so every numeric check excludes ``bool``.
+- ``null = null`` is true and ``x = null`` is false (Drasi's rule): equality never yields null.
+  Ordering comparisons with null, or between incomparable types, yield null (openCypher).
+- Int and Float compare by value everywhere (``5 = 5.0``), as SEMANTICS.md §3 requires.
+- ``/`` always gives Float. Division (or ``%``) by zero raises :class:`RowDropped`: the engine
+  catches it and drops the row being evaluated instead of failing the whole query.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from drasi_ray.changes import Element
+from drasi_ray.errors import QueryEvaluationError
+from drasi_ray.query import temporal
+
+
+class RowDropped(Exception):
+    """Raised while evaluating a row that must be dropped (e.g. a division by zero).
+
+    Deliberately not a :class:`~drasi_ray.errors.DrasiRayError`: it never escapes the engine,
+    which catches it around each row's evaluation.
+    """
+
+
+# --------------------------------------------------------------------------- type tests
+
+
+def is_number(value: Any) -> bool:
+    """True for Int and Float (``bool`` is not a number in Cypher)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def is_list(value: Any) -> bool:
+    """Cypher lists are Python lists or tuples (never strings)."""
+    return isinstance(value, (list, tuple))
+
+
+def type_name(value: Any) -> str:
+    """The Cypher name of a value's type, for error messages."""
+    if value is None:
+        return "Null"
+    if isinstance(value, bool):
+        return "Boolean"
+    if isinstance(value, int):
+        return "Integer"
+    if isinstance(value, float):
+        return "Float"
+    if isinstance(value, str):
+        return "String"
+    if is_list(value):
+        return "List"
+    if isinstance(value, Element):
+        return "Node" if value.is_node else "Relationship"
+    if isinstance(value, Mapping):
+        return "Map"
+    return temporal.type_name(value) or type(value).__name__
+
+
+# --------------------------------------------------------------------------- equality
+
+
+def equals(left: Any, right: Any) -> bool:
+    """Cypher ``=`` with Drasi's null rule: total, never null.
+
+    Numbers compare by value across Int/Float; lists and maps compare element-wise with the
+    same rule; elements compare by identity (kind and id), not by their current properties.
+    """
+    if left is None or right is None:
+        return left is None and right is None
+    if isinstance(left, bool) or isinstance(right, bool):
+        return isinstance(left, bool) and isinstance(right, bool) and left == right
+    if is_number(left) and is_number(right):
+        return bool(left == right)
+    if is_list(left) and is_list(right):
+        return len(left) == len(right) and all(map(equals, left, right))
+    if isinstance(left, Element) or isinstance(right, Element):
+        return (
+            isinstance(left, Element)
+            and isinstance(right, Element)
+            and left.kind is right.kind
+            and left.id == right.id
+        )
+    if isinstance(left, Mapping) and isinstance(right, Mapping):
+        return left.keys() == right.keys() and all(equals(left[k], right[k]) for k in left)
+    if type(left) is not type(right) and not temporal.same_kind(left, right):
+        return False
+    return bool(left == right)
+
+
+def not_equals(left: Any, right: Any) -> bool:
+    """Cypher ``<>`` / ``!=``: the negation of :func:`equals` (so ``1 <> null`` is true)."""
+    return not equals(left, right)
+
+
+# --------------------------------------------------------------------------- ordering
+
+
+def _ordering_pair(left: Any, right: Any) -> tuple[Any, Any] | None:
+    """Return two Python-comparable stand-ins for ``left``/``right``, or None if incomparable."""
+    if left is None or right is None:
+        return None
+    if is_number(left) and is_number(right):
+        return left, right
+    if isinstance(left, bool) and isinstance(right, bool):
+        return left, right
+    if isinstance(left, str) and isinstance(right, str):
+        return left, right
+    if temporal.orderable(left, right):
+        return left, right
+    return None
+
+
+def less_than(left: Any, right: Any) -> bool | None:
+    """``<``: null when either side is null or the types are not comparable."""
+    pair = _ordering_pair(left, right)
+    return None if pair is None else bool(pair[0] < pair[1])
+
+
+def less_equal(left: Any, right: Any) -> bool | None:
+    pair = _ordering_pair(left, right)
+    return None if pair is None else bool(pair[0] <= pair[1])
+
+
+def greater_than(left: Any, right: Any) -> bool | None:
+    pair = _ordering_pair(left, right)
+    return None if pair is None else bool(pair[0] > pair[1])
+
+
+def greater_equal(left: Any, right: Any) -> bool | None:
+    pair = _ordering_pair(left, right)
+    return None if pair is None else bool(pair[0] >= pair[1])
+
+
+# --------------------------------------------------------------------------- boolean logic
+
+
+def _check_bool(value: Any, operator: str) -> None:
+    if value is not None and not isinstance(value, bool):
+        raise QueryEvaluationError(f"{operator} expects Boolean operands, got {type_name(value)}")
+
+
+def logical_and(left: Any, right: Any) -> bool | None:
+    """Three-valued AND: false wins over null, null wins over true."""
+    _check_bool(left, "AND")
+    _check_bool(right, "AND")
+    if left is False or right is False:
+        return False
+    if left is None or right is None:
+        return None
+    return True
+
+
+def logical_or(left: Any, right: Any) -> bool | None:
+    """Three-valued OR: true wins over null, null wins over false."""
+    _check_bool(left, "OR")
+    _check_bool(right, "OR")
+    if left is True or right is True:
+        return True
+    if left is None or right is None:
+        return None
+    return False
+
+
+def logical_xor(left: Any, right: Any) -> bool | None:
+    """Three-valued XOR: null if either side is null."""
+    _check_bool(left, "XOR")
+    _check_bool(right, "XOR")
+    if left is None or right is None:
+        return None
+    return bool(left) != bool(right)
+
+
+def logical_not(value: Any) -> bool | None:
+    """Three-valued NOT: ``NOT null`` is null."""
+    _check_bool(value, "NOT")
+    return None if value is None else not value
+
+
+# --------------------------------------------------------------------------- arithmetic
+
+
+def _type_error(operator: str, left: Any, right: Any) -> QueryEvaluationError:
+    return QueryEvaluationError(
+        f"cannot apply '{operator}' to {type_name(left)} and {type_name(right)}"
+    )
+
+
+def add(left: Any, right: Any) -> Any:
+    """``+``: numbers, string concatenation, list concatenation/append, temporal + duration."""
+    if left is None or right is None:
+        return None
+    if is_number(left) and is_number(right):
+        return left + right
+    if isinstance(left, str) and isinstance(right, str):
+        return left + right
+    if isinstance(left, str) and is_number(right):
+        return left + _number_text(right)
+    if is_number(left) and isinstance(right, str):
+        return _number_text(left) + right
+    if is_list(left):
+        return [*left, *right] if is_list(right) else [*left, right]
+    if is_list(right):
+        return [left, *right]
+    result = temporal.add(left, right)
+    if result is NotImplemented:
+        raise _type_error("+", left, right)
+    return result
+
+
+def subtract(left: Any, right: Any) -> Any:
+    """``-``: numbers, temporal - duration."""
+    if left is None or right is None:
+        return None
+    if is_number(left) and is_number(right):
+        return left - right
+    result = temporal.subtract(left, right)
+    if result is NotImplemented:
+        raise _type_error("-", left, right)
+    return result
+
+
+def multiply(left: Any, right: Any) -> Any:
+    """``*``: numbers, and duration * number."""
+    if left is None or right is None:
+        return None
+    if is_number(left) and is_number(right):
+        return left * right
+    result = temporal.multiply(left, right)
+    if result is NotImplemented:
+        raise _type_error("*", left, right)
+    return result
+
+
+def divide(left: Any, right: Any) -> Any:
+    """``/``: always Float (SEMANTICS.md §3); a zero divisor drops the row."""
+    if left is None or right is None:
+        return None
+    if is_number(left) and is_number(right):
+        if right == 0:
+            raise RowDropped("division by zero")
+        return float(left) / float(right)
+    result = temporal.divide(left, right)
+    if result is NotImplemented:
+        raise _type_error("/", left, right)
+    return result
+
+
+def modulo(left: Any, right: Any) -> Any:
+    """``%``: the remainder takes the dividend's sign (as in Java/openCypher); zero drops."""
+    if left is None or right is None:
+        return None
+    if not (is_number(left) and is_number(right)):
+        raise _type_error("%", left, right)
+    if right == 0:
+        raise RowDropped("modulo by zero")
+    if isinstance(left, int) and isinstance(right, int):
+        remainder = abs(left) % abs(right)
+        return -remainder if left < 0 else remainder
+    return math.fmod(left, right)
+
+
+def power(left: Any, right: Any) -> Any:
+    """``^``: always Float, as openCypher."""
+    if left is None or right is None:
+        return None
+    if not (is_number(left) and is_number(right)):
+        raise _type_error("^", left, right)
+    try:
+        return float(left) ** float(right)
+    except ZeroDivisionError as error:  # 0.0 ** -1
+        raise RowDropped("division by zero") from error
+    except OverflowError:
+        return math.inf
+
+
+def negate(value: Any) -> Any:
+    """Unary ``-``."""
+    if value is None:
+        return None
+    if is_number(value):
+        return -value
+    result = temporal.negate(value)
+    if result is NotImplemented:
+        raise QueryEvaluationError(f"cannot negate {type_name(value)}")
+    return result
+
+
+def unary_plus(value: Any) -> Any:
+    """Unary ``+``: a no-op on numbers and durations, a type error otherwise."""
+    if value is None or is_number(value) or temporal.is_duration(value):
+        return value
+    raise QueryEvaluationError(f"cannot apply unary '+' to {type_name(value)}")
+
+
+# --------------------------------------------------------------------------- string / list
+
+
+def starts_with(left: Any, right: Any) -> bool | None:
+    """``STARTS WITH``: null unless both sides are strings."""
+    if isinstance(left, str) and isinstance(right, str):
+        return left.startswith(right)
+    return None
+
+
+def ends_with(left: Any, right: Any) -> bool | None:
+    if isinstance(left, str) and isinstance(right, str):
+        return left.endswith(right)
+    return None
+
+
+def contains(left: Any, right: Any) -> bool | None:
+    if isinstance(left, str) and isinstance(right, str):
+        return right in left
+    return None
+
+
+def in_list(value: Any, candidates: Any) -> bool | None:
+    """``IN``: membership by :func:`equals`; null when the list is null."""
+    if candidates is None:
+        return None
+    if not is_list(candidates):
+        raise QueryEvaluationError(f"IN expects a List on its right, got {type_name(candidates)}")
+    return any(equals(value, candidate) for candidate in candidates)
+
+
+def index(subject: Any, key: Any) -> Any:
+    """``subject[key]``: list by Integer (negative from the end), map/element by String.
+
+    Out-of-range list indexes and missing keys give null.
+    """
+    if subject is None or key is None:
+        return None
+    if is_list(subject):
+        if not isinstance(key, int) or isinstance(key, bool):
+            raise QueryEvaluationError(f"list index must be an Integer, got {type_name(key)}")
+        if -len(subject) <= key < len(subject):
+            return subject[key]
+        return None
+    if isinstance(key, str):
+        return property_of(subject, key)
+    raise QueryEvaluationError(f"cannot index {type_name(subject)} with {type_name(key)}")
+
+
+def slice_list(subject: Any, start: Any, end: Any) -> Any:
+    """``subject[start..end]``: Python slice semantics on a list; null bounds give null."""
+    if subject is None:
+        return None
+    if not is_list(subject):
+        raise QueryEvaluationError(f"cannot slice {type_name(subject)}")
+    for bound in (start, end):
+        if bound is not None and (not isinstance(bound, int) or isinstance(bound, bool)):
+            raise QueryEvaluationError(f"slice bounds must be Integers, got {type_name(bound)}")
+    return list(subject[start:end])
+
+
+def property_of(subject: Any, key: str) -> Any:
+    """``subject.key``: an element's property, a map's entry or a temporal accessor.
+
+    Missing properties and keys give null, as does any access on null.
+    """
+    if isinstance(subject, Element):
+        return subject.properties.get(key)
+    if isinstance(subject, Mapping):
+        return subject.get(key)
+    if subject is None:
+        return None
+    accessor = temporal.accessor(subject, key)
+    if accessor is not None:
+        return accessor
+    raise QueryEvaluationError(f"cannot read property '{key}' of {type_name(subject)}")
+
+
+# --------------------------------------------------------------------------- conversions
+
+
+def to_string(value: Any) -> str | None:
+    """Cypher ``toString``: ``1.0`` -> ``"1.0"``, ``true`` -> ``"true"``, null -> null."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return _float_text(value)
+    if isinstance(value, (int, str)):
+        return str(value)
+    text = temporal.to_iso(value)
+    if text is not None:
+        return text
+    raise QueryEvaluationError(f"cannot convert {type_name(value)} to String")
+
+
+def _number_text(value: int | float) -> str:
+    return _float_text(value) if isinstance(value, float) else str(value)
+
+
+def _float_text(value: float) -> str:
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "Infinity" if value > 0 else "-Infinity"
+    return repr(value)
+
+
+def to_output(value: Any) -> Any:
+    """Convert an evaluated value to its JSON-able result form.
+
+    An element becomes a plain dict of its properties; temporal values and durations become
+    ISO-8601 strings; lists and maps are converted recursively.
+    """
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, Element):
+        return {key: to_output(item) for key, item in value.properties.items()}
+    if isinstance(value, Mapping):
+        return {str(key): to_output(item) for key, item in value.items()}
+    if is_list(value):
+        return [to_output(item) for item in value]
+    text = temporal.to_iso(value)
+    if text is not None:
+        return text
+    raise QueryEvaluationError(f"cannot output a value of type {type_name(value)}")
+
+
+_BOOL_TAG = "\x00bool"
+_LIST_TAG = "\x00list"
+_MAP_TAG = "\x00map"
+_ELEMENT_TAG = "\x00element"
+
+
+def hashable_key(value: Any) -> Any:
+    """A hashable stand-in for ``value`` such that equal values (by :func:`equals`) map to
+    equal keys: usable to index rows and groups in dicts.
+
+    ``5`` and ``5.0`` give the same key (Python already hashes them alike); booleans are
+    tagged so that ``true`` and ``1`` differ; lists, maps and elements are tagged tuples
+    (an element is keyed by its kind and id, as :func:`equals` compares it).
+    """
+    if value is None or isinstance(value, (str, float)):
+        return value
+    if isinstance(value, bool):
+        return (_BOOL_TAG, value)
+    if isinstance(value, int):
+        return value
+    if isinstance(value, Element):
+        return (_ELEMENT_TAG, value.kind.value, value.id)
+    if isinstance(value, Mapping):
+        return (_MAP_TAG, tuple(sorted((str(k), hashable_key(v)) for k, v in value.items())))
+    if isinstance(value, Sequence):
+        return (_LIST_TAG, tuple(hashable_key(item) for item in value))
+    if temporal.type_name(value) is not None:
+        return value  # temporal values are immutable and hash consistently with ==
+    raise QueryEvaluationError(f"a {type_name(value)} cannot be used as a key")
