@@ -35,7 +35,8 @@ here even though Python's ``==`` says otherwise, so a type change is never lost.
 Tombstones are kept forever (a bounded-lag compaction is a later concern): forgetting one would
 let an older change that arrives late resurrect a deleted element.
 
-**Persisted record format** (:meth:`ElementStore.snapshot_element`, orjson, never pickle)::
+**Persisted record format** (:meth:`ElementStore.snapshot_element`, orjson with sorted keys,
+never pickle; the same set of applied changes gives the same bytes, whatever their order)::
 
     {"format": 1,
      "reset": [ms, seq, index] | null,   # latest insert/delete; null: none yet
@@ -106,6 +107,19 @@ class _Record:
         self.versions: dict[str, Version] = {}
         self.element: Element | None = None  # the current visible element, built once per change
 
+    def clear(self) -> None:
+        """Forget all but ``reset``: a tombstone. Clearing the head too keeps the persisted
+        record a function of the set of applied changes, whatever their order."""
+        self.head = _NEVER
+        self.alive = False
+        self.kind = None
+        self.labels = ()
+        self.start_id = None
+        self.end_id = None
+        self.effective_from = 0
+        self.values = {}
+        self.versions = {}
+
     def set_head(self, element: Element, version: Version) -> None:
         self.head = version
         self.alive = True
@@ -148,10 +162,8 @@ class _Record:
     def delete(self, version: Version) -> None:
         """Remove everything set by older versions; the element survives only if newer exists."""
         self.reset = version
-        if self.head < version:  # every property was set at or before head: all go
-            self.alive = False
-            self.values = {}
-            self.versions = {}
+        if self.head < version:  # every part was set at or before head: all of it goes
+            self.clear()
             return
         older = [key for key, set_by in self.versions.items() if set_by < version]
         for key in older:
@@ -330,7 +342,8 @@ def _dump_record(record: _Record) -> bytes:
             "endId": record.end_id,
             "effectiveFrom": record.effective_from,
             "properties": {key: (value, versions[key]) for key, value in record.values.items()},
-        }
+        },
+        option=orjson.OPT_SORT_KEYS,
     )
 
 
