@@ -1,0 +1,325 @@
+"""Revertible accumulators for count, sum, avg, min, max and collect (with DISTINCT).
+
+An accumulator summarises the values one aggregate call received from the rows of one group.
+Rows come and go, so every accumulator supports :meth:`Accumulator.add` and an exact
+:meth:`Accumulator.remove` of a value it was given before, both in O(log n) at worst — never
+a rescan of the group. ``token`` identifies the contributing row (it keeps ``collect`` in
+arrival order and lets a row take back exactly its own value).
+
+Result types follow SEMANTICS.md §3: ``count`` is an Integer, ``sum`` and ``avg`` are Floats,
+numeric ``min``/``max`` are Floats (Drasi's), and an empty group gives the identity values
+count 0, sum 0.0, avg 0.0, min/max null, collect [].
+Nulls are ignored by every aggregate, as in openCypher.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Callable, Hashable
+from typing import Any, Protocol
+
+from drasi_ray.errors import QueryEvaluationError
+from drasi_ray.query.values import hashable_key, is_number, type_name
+
+
+class Accumulator(Protocol):
+    """What the engine needs from one aggregate call's per-group state."""
+
+    def add(self, token: Hashable, value: Any) -> None: ...
+
+    def remove(self, token: Hashable, value: Any) -> None: ...
+
+    def result(self) -> Any: ...
+
+
+class Count:
+    """``count(x)``: the number of non-null values."""
+
+    __slots__ = ("_count",)
+
+    def __init__(self) -> None:
+        self._count = 0
+
+    def add(self, token: Hashable, value: Any) -> None:
+        if value is not None:
+            self._count += 1
+
+    def remove(self, token: Hashable, value: Any) -> None:
+        if value is not None:
+            self._count -= 1
+
+    def result(self) -> int:
+        return self._count
+
+
+def _number(function: str, value: Any) -> int | float:
+    if not is_number(value):
+        raise QueryEvaluationError(f"{function}() expects numbers, got {type_name(value)}")
+    result: int | float = value
+    return result
+
+
+class _Total:
+    """An exact running total: integers summed exactly, floats kept apart.
+
+    Keeping integers exact avoids drift from many add/remove pairs; floats are summed with
+    a count of non-finite values so that inf/nan do not poison later removals.
+    """
+
+    __slots__ = ("count", "floats", "integers", "specials")
+
+    def __init__(self) -> None:
+        self.integers = 0
+        self.floats = 0.0
+        self.count = 0
+        self.specials: dict[Any, int] = {}
+
+    def change(self, value: int | float, sign: int) -> None:
+        self.count += sign
+        if isinstance(value, int):
+            self.integers += sign * value
+        elif math.isfinite(value):
+            self.floats += sign * value
+        else:
+            key = "nan" if math.isnan(value) else value
+            self.specials[key] = self.specials.get(key, 0) + sign
+            if not self.specials[key]:
+                del self.specials[key]
+        if self.count == 0:
+            self.floats = 0.0  # forget rounding residue once the group is empty
+
+    def value(self) -> float:
+        if self.specials:
+            return sum((math.nan if k == "nan" else k) for k in self.specials)
+        return float(self.integers) + self.floats
+
+
+class Sum:
+    """``sum(x)``: a Float; 0.0 for no values."""
+
+    __slots__ = ("_total",)
+
+    def __init__(self) -> None:
+        self._total = _Total()
+
+    def add(self, token: Hashable, value: Any) -> None:
+        if value is not None:
+            self._total.change(_number("sum", value), 1)
+
+    def remove(self, token: Hashable, value: Any) -> None:
+        if value is not None:
+            self._total.change(_number("sum", value), -1)
+
+    def result(self) -> float:
+        return self._total.value()
+
+
+class Avg:
+    """``avg(x)``: a Float; 0.0 for no values (Drasi's identity, not null)."""
+
+    __slots__ = ("_total",)
+
+    def __init__(self) -> None:
+        self._total = _Total()
+
+    def add(self, token: Hashable, value: Any) -> None:
+        if value is not None:
+            self._total.change(_number("avg", value), 1)
+
+    def remove(self, token: Hashable, value: Any) -> None:
+        if value is not None:
+            self._total.change(_number("avg", value), -1)
+
+    def result(self) -> float:
+        if self._total.count == 0:
+            return 0.0
+        return self._total.value() / self._total.count
+
+
+def _order_key(value: Any) -> tuple[int, Any]:
+    """A total order for min/max: numbers by value, then strings, then booleans."""
+    if is_number(value):
+        return (0, value)
+    if isinstance(value, str):
+        return (1, value)
+    if isinstance(value, bool):
+        return (2, value)
+    try:
+        value < value  # noqa: B015 - probe: temporal values order among themselves
+    except TypeError:
+        raise QueryEvaluationError(f"cannot order values of type {type_name(value)}") from None
+    return (3, value)
+
+
+class _Extreme:
+    """min or max over a multiset: value counts plus a heap with lazy deletion.
+
+    Each distinct value has at most one heap entry; entries of values whose count dropped to
+    zero are discarded when they surface, and the heap is rebuilt when stale entries
+    outnumber live ones, so memory stays proportional to the live distinct values.
+    """
+
+    __slots__ = ("_counts", "_heap", "_maximum", "_values")
+
+    def __init__(self, maximum: bool) -> None:
+        self._maximum = maximum
+        self._counts: dict[Any, int] = {}
+        self._values: dict[Any, Any] = {}
+        self._heap: list[tuple[Any, Any]] = []
+
+    def _entry(self, key: Any) -> tuple[Any, Any]:
+        order = _order_key(self._values[key])
+        return (_Reversed(order) if self._maximum else order, _Tiebreak(key))
+
+    def add(self, token: Hashable, value: Any) -> None:
+        if value is None:
+            return
+        key = hashable_key(value)
+        count = self._counts.get(key, 0)
+        self._counts[key] = count + 1
+        if count == 0:
+            self._values[key] = value
+            heapq.heappush(self._heap, self._entry(key))
+            if len(self._heap) > 2 * len(self._counts) + 16:
+                self._heap = [self._entry(k) for k in self._counts]
+                heapq.heapify(self._heap)
+
+    def remove(self, token: Hashable, value: Any) -> None:
+        if value is None:
+            return
+        key = hashable_key(value)
+        count = self._counts[key] - 1
+        if count:
+            self._counts[key] = count
+        else:
+            del self._counts[key]
+            del self._values[key]
+
+    def result(self) -> Any:
+        heap = self._heap
+        while heap and heap[0][1].key not in self._counts:
+            heapq.heappop(heap)
+        if not heap:
+            return None
+        value = self._values[heap[0][1].key]
+        return float(value) if is_number(value) else value
+
+
+class _Tiebreak:
+    """Heap entry payload that never takes part in ordering (equal keys are ties)."""
+
+    __slots__ = ("key",)
+
+    def __init__(self, key: Any) -> None:
+        self.key = key
+
+    def __lt__(self, other: _Tiebreak) -> bool:
+        return False
+
+
+class _Reversed:
+    """Inverts the order of a wrapped key (max-heaps over arbitrary comparable keys)."""
+
+    __slots__ = ("key",)
+
+    def __init__(self, key: Any) -> None:
+        self.key = key
+
+    def __lt__(self, other: _Reversed) -> bool:
+        return bool(other.key < self.key)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Reversed) and bool(self.key == other.key)
+
+    def __hash__(self) -> int:
+        return hash(self.key)
+
+
+class Min(_Extreme):
+    """``min(x)``; numbers come out as Float (Drasi's), null for no values."""
+
+    def __init__(self) -> None:
+        super().__init__(maximum=False)
+
+
+class Max(_Extreme):
+    """``max(x)``; numbers come out as Float (Drasi's), null for no values."""
+
+    def __init__(self) -> None:
+        super().__init__(maximum=True)
+
+
+class Collect:
+    """``collect(x)``: the non-null values, in the order their rows arrived."""
+
+    __slots__ = ("_values",)
+
+    def __init__(self) -> None:
+        self._values: dict[Hashable, Any] = {}
+
+    def add(self, token: Hashable, value: Any) -> None:
+        if value is not None:
+            self._values[token] = value
+
+    def remove(self, token: Hashable, value: Any) -> None:
+        self._values.pop(token, None)
+
+    def result(self) -> list[Any]:
+        return list(self._values.values())
+
+
+class Distinct:
+    """``f(DISTINCT x)``: feeds the inner accumulator each distinct value once."""
+
+    __slots__ = ("_counts", "_inner")
+
+    def __init__(self, inner: Accumulator) -> None:
+        self._inner = inner
+        self._counts: dict[Any, int] = {}
+
+    def add(self, token: Hashable, value: Any) -> None:
+        if value is None:
+            return
+        key = hashable_key(value)
+        count = self._counts.get(key, 0)
+        self._counts[key] = count + 1
+        if count == 0:
+            self._inner.add(key, value)
+
+    def remove(self, token: Hashable, value: Any) -> None:
+        if value is None:
+            return
+        key = hashable_key(value)
+        count = self._counts[key] - 1
+        if count:
+            self._counts[key] = count
+        else:
+            del self._counts[key]
+            self._inner.remove(key, value)
+
+    def result(self) -> Any:
+        return self._inner.result()
+
+
+_FACTORIES: dict[str, Callable[[], Accumulator]] = {
+    "count": Count,
+    "sum": Sum,
+    "avg": Avg,
+    "min": Min,
+    "max": Max,
+    "collect": Collect,
+}
+
+
+def accumulator_factory(name: str, distinct: bool) -> Callable[[], Accumulator]:
+    """A constructor of empty accumulators for aggregate function ``name`` (lower-case)."""
+    base = _FACTORIES[name]
+    if not distinct:
+        return base
+    return lambda: Distinct(base())
+
+
+def identity_value(name: str) -> Any:
+    """The value of aggregate ``name`` over an empty group."""
+    return _FACTORIES[name]().result()

@@ -1,0 +1,508 @@
+"""Path solving: the solutions of a MATCH pattern that involve one given element.
+
+A :class:`Pattern` is the conjunction of some path patterns (the comma-separated paths of one
+or more MATCH clauses, joined on shared variables) compiled into a small graph of variables:
+node variables with their label and predicate constraints, and relation edges between them.
+Anonymous nodes and relations get private variable names.
+
+The solver never scans the graph: it starts from already-bound variables (typically the one
+element a change touched, see :meth:`Pattern.anchors`) and walks the adjacency indexes of
+:class:`~drasi_ray.query.indexes.GraphIndex`, so its cost is proportional to the partial
+solutions it explores. A variable no relation connects to a bound one (a disconnected path,
+``MATCH (a:A), (b:B)``) is enumerated from the label index: the cost of a cartesian product is
+the size of that product.
+
+Within one MATCH clause a relation binds at most one relation variable (openCypher's
+relationship uniqueness); a solution is identified by the tuple of its element ids.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeAlias
+
+from drasi_ray.changes import Element
+from drasi_ray.errors import UnsupportedQueryError
+from drasi_ray.query import ast
+from drasi_ray.query.expressions import compile_predicate, referenced_variables
+from drasi_ray.query.indexes import GraphIndex
+from drasi_ray.query.values import RowDropped
+
+Key: TypeAlias = tuple[Any, ...]
+"""Identity of a row: for MATCH solutions, the element id bound to each variable (None = an
+optional variable left null); for group rows, the group's key."""
+
+Row: TypeAlias = Mapping[str, Any]
+Predicate: TypeAlias = Callable[[Row], bool]
+
+ANONYMOUS_PREFIX = " anon"
+"""Prefix of the private names of anonymous pattern variables (not valid Cypher names)."""
+
+
+def safe_predicate(predicate: Predicate) -> Predicate:
+    """Wrap ``predicate`` so that a dropped row (division by zero) fails it."""
+
+    def check(row: Row) -> bool:
+        try:
+            return predicate(row) is True
+        except RowDropped:
+            return False
+
+    return check
+
+
+def conjunction(exprs: Sequence[ast.Expr]) -> ast.Expr | None:
+    """``e1 AND e2 AND ...`` or None when there is nothing to check."""
+    result: ast.Expr | None = None
+    for expr in exprs:
+        result = expr if result is None else ast.Binary(ast.BinaryOp.AND, result, expr)
+    return result
+
+
+# --------------------------------------------------------------------------- compiled pattern
+
+
+@dataclass(frozen=True, slots=True)
+class Edge:
+    """A relation variable connecting two node variables, with the direction as written.
+
+    OUT: ``left`` binds the relation's start and ``right`` its end; IN: the reverse; BOTH:
+    either way round.
+    """
+
+    relation: int
+    left: int
+    right: int
+    direction: ast.Direction
+
+
+@dataclass(frozen=True, slots=True)
+class GuardedPredicate:
+    """A compiled predicate, checked as soon as all the variables it reads are bound."""
+
+    check: Predicate
+    variables: frozenset[int]
+
+
+@dataclass(slots=True)
+class Variable:
+    """One pattern variable: node or relation, with every constraint written on it."""
+
+    name: str
+    is_node: bool
+    label_sets: list[frozenset[str]] = field(default_factory=list)
+
+    def accepts(self, element: Element) -> bool:
+        """Kind and labels match (predicates are checked separately)."""
+        if element.is_node is not self.is_node:
+            return False
+        return all(any(label in labels for label in element.labels) for labels in self.label_sets)
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One binding step of a plan.
+
+    ``kind`` is ``"expand"`` (walk from the bound node ``source`` along ``edge``), ``"ends"``
+    (the edge's relation is bound: bind or check its two nodes) or ``"scan"`` (enumerate the
+    candidates of node variable ``target``). ``checks`` are the predicates that become
+    decidable right after this step.
+    """
+
+    kind: str
+    edge: Edge | None
+    source: int
+    target: int
+    checks: tuple[GuardedPredicate, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """How to extend a binding of ``bound`` variables to complete solutions."""
+
+    initial_checks: tuple[GuardedPredicate, ...]
+    steps: tuple[Step, ...]
+
+
+class PatternBuilder:
+    """Collects path patterns (from several clauses) into one :class:`Pattern`.
+
+    ``outer_names`` are variables bound outside this pattern (an OPTIONAL MATCH reads the
+    variables of the MATCH before it); inline predicates that read them are returned as
+    ``late_checks`` of the pattern, to be evaluated on the complete row.
+    """
+
+    def __init__(self, parameters: Mapping[str, Any], anonymous_counter: list[int]) -> None:
+        self._parameters = parameters
+        self._counter = anonymous_counter
+        self._variables: list[Variable] = []
+        self._index: dict[str, int] = {}
+        self._edges: list[Edge] = []
+        self._inline: list[tuple[ast.Expr, str]] = []
+        self._clauses: list[list[int]] = []
+
+    def add_clause(self, paths: Sequence[ast.PathPattern]) -> None:
+        """Add the paths of one MATCH clause (relationship uniqueness holds within it)."""
+        relations: list[int] = []
+        for path in paths:
+            nodes = [self._node(pattern) for pattern in path.nodes]
+            for position, pattern in enumerate(path.relations):
+                relation = self._relation(pattern)
+                relations.append(relation)
+                edge = Edge(relation, nodes[position], nodes[position + 1], pattern.direction)
+                self._edges.append(edge)
+        self._clauses.append(relations)
+
+    def build(self) -> Pattern:
+        names = frozenset(self._index)
+        guarded: list[GuardedPredicate] = []
+        late: list[Predicate] = []
+        for expr, _owner in self._inline:
+            check = safe_predicate(compile_predicate(expr, self._parameters))
+            read = frozenset(referenced_variables(expr))
+            if read <= names:
+                guarded.append(GuardedPredicate(check, frozenset(self._index[n] for n in read)))
+            else:
+                late.append(check)
+        peers = _relation_peers(self._clauses, len(self._variables))
+        return Pattern(self._variables, self._edges, guarded, late, peers)
+
+    def _name(self, variable: str | None) -> str:
+        if variable is not None:
+            return variable
+        self._counter[0] += 1
+        return f"{ANONYMOUS_PREFIX}{self._counter[0]}"
+
+    def _declare(self, name: str, is_node: bool) -> int:
+        position = self._index.get(name)
+        if position is None:
+            position = len(self._variables)
+            self._variables.append(Variable(name, is_node))
+            self._index[name] = position
+        elif self._variables[position].is_node is not is_node:
+            kind = "node" if is_node else "relation"
+            raise UnsupportedQueryError(f"variable '{name}' is used as a {kind} and not", 1, 1)
+        return position
+
+    def _constrain(
+        self,
+        position: int,
+        labels: tuple[str, ...],
+        properties: ast.MapLiteral | None,
+        where: ast.Expr | None,
+    ) -> None:
+        variable = self._variables[position]
+        if labels:
+            variable.label_sets.append(frozenset(labels))
+        subject = ast.Variable(variable.name)
+        checks: list[ast.Expr] = []
+        if properties is not None:
+            for key, value in properties.items:
+                access = ast.PropertyAccess(subject, key)
+                checks.append(ast.Binary(ast.BinaryOp.EQ, access, value))
+        if where is not None:
+            checks.append(where)
+        predicate = conjunction(checks)
+        if predicate is not None:
+            self._inline.append((predicate, variable.name))
+
+    def _node(self, pattern: ast.NodePattern) -> int:
+        position = self._declare(self._name(pattern.variable), True)
+        self._constrain(position, pattern.labels, pattern.properties, pattern.where)
+        return position
+
+    def _relation(self, pattern: ast.RelationPattern) -> int:
+        position = self._declare(self._name(pattern.variable), False)
+        self._constrain(position, pattern.labels, pattern.properties, pattern.where)
+        return position
+
+
+def _relation_peers(clauses: list[list[int]], size: int) -> list[tuple[int, ...]]:
+    """For each relation variable, the other relation variables of its clause."""
+    peers: list[set[int]] = [set() for _ in range(size)]
+    for relations in clauses:
+        for relation in relations:
+            peers[relation].update(other for other in relations if other != relation)
+    return [tuple(sorted(entry)) for entry in peers]
+
+
+# --------------------------------------------------------------------------- the pattern
+
+
+class Pattern:
+    """A compiled conjunctive pattern: variables, edges, guarded predicates.
+
+    ``late_checks`` read variables outside the pattern and are *not* applied by the solver.
+    """
+
+    def __init__(
+        self,
+        variables: list[Variable],
+        edges: list[Edge],
+        guarded: list[GuardedPredicate],
+        late_checks: list[Predicate],
+        peers: list[tuple[int, ...]],
+    ) -> None:
+        self.variables = tuple(variables)
+        self.names = tuple(variable.name for variable in variables)
+        self.position = {name: index for index, name in enumerate(self.names)}
+        self.edges = tuple(edges)
+        self.guarded = tuple(guarded)
+        self.late_checks = tuple(late_checks)
+        self._peers = peers
+        self._plans: dict[frozenset[int], Plan] = {}
+
+    def __len__(self) -> int:
+        return len(self.variables)
+
+    def label_filter(self, nodes: bool) -> frozenset[str] | None:
+        """Union of the labels the node (or relation) variables need; None = any element."""
+        needed: set[str] = set()
+        for variable in self.variables:
+            if variable.is_node is not nodes:
+                continue
+            if not variable.label_sets:
+                return None
+            for labels in variable.label_sets:
+                needed.update(labels)
+        return frozenset(needed)
+
+    def anchors(self, element: Element) -> list[int]:
+        """The variables ``element`` could bind (kind and labels fit)."""
+        return [i for i, variable in enumerate(self.variables) if variable.accepts(element)]
+
+    def plan(self, bound: frozenset[int]) -> Plan:
+        """The (cached) binding plan that extends a binding of ``bound`` to full solutions."""
+        plan = self._plans.get(bound)
+        if plan is None:
+            plan = _make_plan(self, bound)
+            self._plans[bound] = plan
+        return plan
+
+    def solve(self, index: GraphIndex, initial: Mapping[int, Element]) -> Iterator[tuple[Key, Row]]:
+        """Every solution extending ``initial`` (variable position -> element).
+
+        Yields ``(key, row)``: the element ids in variable order, and a fresh dict from
+        variable name to element. Initial elements must already satisfy ``accepts``.
+        """
+        plan = self.plan(frozenset(initial))
+        ids: list[str | None] = [None] * len(self.variables)
+        row: dict[str, Any] = {}
+        for position, element in initial.items():
+            if not self._bind_ok(position, element, ids):
+                return
+            ids[position] = element.id
+            row[self.names[position]] = element
+        if not _passes(plan.initial_checks, row):
+            return
+        yield from _Search(self, index, plan.steps, ids, row).run(0)
+
+    def relation_unique(self, position: int, element_id: str, ids: list[str | None]) -> bool:
+        """False if another relation variable of the same clause already binds this id."""
+        return all(ids[peer] != element_id for peer in self._peers[position])
+
+    def _bind_ok(self, position: int, element: Element, ids: list[str | None]) -> bool:
+        if not self.variables[position].accepts(element):
+            return False
+        if self.variables[position].is_node:
+            return True
+        return self.relation_unique(position, element.id, ids)
+
+
+def _passes(checks: tuple[GuardedPredicate, ...], row: Row) -> bool:
+    return all(guarded.check(row) for guarded in checks)
+
+
+def _make_plan(pattern: Pattern, bound_in: frozenset[int]) -> Plan:
+    """Order the bindings: walk edges from bound nodes, bind ends of bound relations, and
+    scan a node only when nothing connects to what is bound."""
+    bound = set(bound_in)
+    pending = list(pattern.edges)
+    raw: list[tuple[str, Edge | None, int, int, frozenset[int]]] = []
+    while True:
+        step = _next_step(pattern, bound, pending)
+        if step is None:
+            break
+        raw.append(step)
+    scheduled: set[int] = set()
+    initial = _newly_decidable(pattern, frozenset(bound_in), scheduled)
+    steps: list[Step] = []
+    seen = set(bound_in)
+    for kind, edge, source, target, newly in raw:
+        seen |= newly
+        checks = _newly_decidable(pattern, frozenset(seen), scheduled)
+        steps.append(Step(kind, edge, source, target, checks))
+    return Plan(initial, tuple(steps))
+
+
+def _next_step(
+    pattern: Pattern, bound: set[int], pending: list[Edge]
+) -> tuple[str, Edge | None, int, int, frozenset[int]] | None:
+    """Pick the next binding step and mark what it binds; None when everything is bound."""
+    for edge in pending:
+        if edge.relation in bound:
+            pending.remove(edge)
+            bound.update((edge.left, edge.right))
+            return ("ends", edge, edge.relation, edge.left, frozenset((edge.left, edge.right)))
+    for edge in pending:
+        for source, target in ((edge.left, edge.right), (edge.right, edge.left)):
+            if source in bound:
+                pending.remove(edge)
+                bound.update((edge.relation, target))
+                return ("expand", edge, source, target, frozenset((edge.relation, target)))
+    for position, variable in enumerate(pattern.variables):
+        if variable.is_node and position not in bound:
+            bound.add(position)
+            return ("scan", None, position, position, frozenset((position,)))
+    return None
+
+
+def _newly_decidable(
+    pattern: Pattern, bound: frozenset[int], scheduled: set[int]
+) -> tuple[GuardedPredicate, ...]:
+    ready: list[GuardedPredicate] = []
+    for number, guarded in enumerate(pattern.guarded):
+        if number not in scheduled and guarded.variables <= bound:
+            scheduled.add(number)
+            ready.append(guarded)
+    return tuple(ready)
+
+
+# --------------------------------------------------------------------------- the search
+
+
+class _Search:
+    """Depth-first execution of a plan over one mutable binding (ids + row)."""
+
+    __slots__ = ("_ids", "_index", "_pattern", "_row", "_steps")
+
+    def __init__(
+        self,
+        pattern: Pattern,
+        index: GraphIndex,
+        steps: tuple[Step, ...],
+        ids: list[str | None],
+        row: dict[str, Any],
+    ) -> None:
+        self._pattern = pattern
+        self._index = index
+        self._steps = steps
+        self._ids = ids
+        self._row = row
+
+    def run(self, depth: int) -> Iterator[tuple[Key, Row]]:
+        if depth == len(self._steps):
+            yield tuple(self._ids), dict(self._row)
+            return
+        step = self._steps[depth]
+        for undo in self._candidates(step):
+            if _passes(step.checks, self._row):
+                yield from self.run(depth + 1)
+            self._unbind(undo)
+
+    def _candidates(self, step: Step) -> Iterator[list[int]]:
+        """Bind each alternative of ``step`` in turn, yielding the positions it bound."""
+        if step.kind == "scan":
+            yield from self._scan(step.target)
+        elif step.kind == "ends":
+            assert step.edge is not None
+            yield from self._ends(step.edge)
+        else:
+            assert step.edge is not None
+            yield from self._expand(step.edge, step.source, step.target)
+
+    def _scan(self, target: int) -> Iterator[list[int]]:
+        variable = self._pattern.variables[target]
+        if variable.label_sets:
+            smallest = min(variable.label_sets, key=len)
+            candidates: set[str] = set()
+            for label in smallest:
+                candidates.update(self._index.nodes_with_label(label))
+            ids: Sequence[str] | set[str] = candidates
+        else:
+            ids = list(self._index.all_nodes())
+        for node_id in ids:
+            undo: list[int] = []
+            if self._bind_node(target, node_id, undo):
+                yield undo
+            else:
+                self._unbind(undo)
+
+    def _ends(self, edge: Edge) -> Iterator[list[int]]:
+        relation = self._row[self._pattern.names[edge.relation]]
+        for left, right in _orientations(relation, edge.direction):
+            undo: list[int] = []
+            if self._bind_node(edge.left, left, undo) and self._bind_node(edge.right, right, undo):
+                yield undo
+            else:
+                self._unbind(undo)
+
+    def _expand(self, edge: Edge, source: int, target: int) -> Iterator[list[int]]:
+        node_id = self._ids[source]
+        assert node_id is not None
+        for use_outgoing in _walks(edge.direction, source == edge.left):
+            relations = (
+                self._index.outgoing(node_id) if use_outgoing else self._index.incoming(node_id)
+            )
+            for relation_id in relations:
+                relation = self._index.element(relation_id)
+                assert relation is not None and relation.start_id and relation.end_id
+                other = relation.end_id if use_outgoing else relation.start_id
+                undo: list[int] = []
+                if self._bind_relation(edge.relation, relation, undo) and self._bind_node(
+                    target, other, undo
+                ):
+                    yield undo
+                else:
+                    self._unbind(undo)
+
+    def _bind_node(self, position: int, node_id: str, undo: list[int]) -> bool:
+        current = self._ids[position]
+        if current is not None:
+            return current == node_id
+        element = self._index.node(node_id)
+        if element is None or not self._pattern.variables[position].accepts(element):
+            return False
+        self._ids[position] = node_id
+        self._row[self._pattern.names[position]] = element
+        undo.append(position)
+        return True
+
+    def _bind_relation(self, position: int, relation: Element, undo: list[int]) -> bool:
+        current = self._ids[position]
+        if current is not None:
+            return current == relation.id
+        pattern = self._pattern
+        if not pattern.variables[position].accepts(relation):
+            return False
+        if not pattern.relation_unique(position, relation.id, self._ids):
+            return False
+        self._ids[position] = relation.id
+        self._row[pattern.names[position]] = relation
+        undo.append(position)
+        return True
+
+    def _unbind(self, positions: list[int]) -> None:
+        for position in positions:
+            self._ids[position] = None
+            del self._row[self._pattern.names[position]]
+
+
+def _orientations(relation: Element, direction: ast.Direction) -> list[tuple[str, str]]:
+    """(left node id, right node id) assignments a bound relation allows."""
+    assert relation.start_id is not None and relation.end_id is not None
+    start, end = relation.start_id, relation.end_id
+    if direction is ast.Direction.OUT:
+        return [(start, end)]
+    if direction is ast.Direction.IN:
+        return [(end, start)]
+    return [(start, end)] if start == end else [(start, end), (end, start)]
+
+
+def _walks(direction: ast.Direction, from_left: bool) -> tuple[bool, ...]:
+    """Which adjacency lists to walk (True = outgoing) to follow an edge from one end."""
+    if direction is ast.Direction.BOTH:
+        return (True, False)
+    leaving = (direction is ast.Direction.OUT) is from_left
+    return (leaving,)

@@ -1,0 +1,360 @@
+"""The maintained result of a query's MATCH clauses: rows of bound variables, kept up to date.
+
+:class:`MatchSolutions` turns "element X changed" into row changes of the MATCH stage,
+without rescanning the graph:
+
+- rows that contained X before are found in a reverse index (element id -> row keys);
+- rows that contain X now are solved from X outwards (:meth:`Pattern.solve`);
+- with OPTIONAL MATCH, a change can also flip another row between "no match" (the null row)
+  and "matched": the required rows an optional extension through X attaches to are solved
+  from the extension's shared variables, and every affected required row is re-extended.
+
+A row's identity (:data:`Key`) is the tuple of the element ids its variables bind (None for a
+null optional variable), so a property change of a bound element keeps the row's identity and
+becomes an update downstream. When a required row's null row is replaced by a matched row (or
+the last match goes and the null row returns), the change is reported as one *renaming*
+update, which the result diff turns into an UPDATE, as Drasi does.
+
+The WHERE of the (non-optional) MATCH clauses is not applied here: it is the filter of the
+first query part, so rows that fail it still exist (Drasi's "row starts passing WHERE").
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from drasi_ray.changes import Element
+from drasi_ray.errors import UnsupportedQueryError
+from drasi_ray.query import ast
+from drasi_ray.query.expressions import compile_predicate, referenced_variables
+from drasi_ray.query.indexes import GraphIndex
+from drasi_ray.query.matching import (
+    Key,
+    Pattern,
+    PatternBuilder,
+    Predicate,
+    Row,
+    conjunction,
+    safe_predicate,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class RowChange:
+    """One row of a stage's output changed.
+
+    ``old_key`` is the identity the row had before (None: it did not exist), ``new_key`` the
+    identity it has now (None: it is gone) and ``row`` its new content (None when gone). A
+    plain update has ``old_key == new_key``; different keys mean the row was replaced in place
+    (an OPTIONAL MATCH null row becoming a match).
+    """
+
+    old_key: Key | None
+    new_key: Key | None
+    row: Row | None
+
+
+class _Optional:
+    """One OPTIONAL MATCH clause, compiled against the required variables."""
+
+    def __init__(self, pattern: Pattern, required: Pattern, where: Predicate | None) -> None:
+        self.pattern = pattern
+        self.shared = [i for i, name in enumerate(pattern.names) if name in required.position]
+        self.new = [i for i, name in enumerate(pattern.names) if name not in required.position]
+        self.new_names = [pattern.names[i] for i in self.new]
+        self.null_key: Key = (None,) * len(self.new)
+        self.null_row = dict.fromkeys(self.new_names)
+        self.checks = [*pattern.late_checks, *([where] if where is not None else [])]
+
+    def extensions(self, index: GraphIndex, row: Row) -> list[tuple[Key, Row]]:
+        """The matches of this clause for required row ``row``, or the one null extension."""
+        initial = {i: row[self.pattern.names[i]] for i in self.shared}
+        found: list[tuple[Key, Row]] = []
+        for key, solved in self.pattern.solve(index, initial):
+            extension = {name: solved[name] for name in self.new_names}
+            full = {**row, **extension}
+            if all(check(full) for check in self.checks):
+                found.append((tuple(key[i] for i in self.new), extension))
+        return found or [(self.null_key, self.null_row)]
+
+
+class MatchSolutions:
+    """Incrementally maintained rows of the MATCH / OPTIONAL MATCH clauses of a query part.
+
+    Contract: call :meth:`changes` once per changed element, *after* the graph index holds the
+    element's new state; it returns the row changes that element caused, each row key at most
+    once.
+    """
+
+    def __init__(self, clauses: Sequence[ast.MatchClause], parameters: Mapping[str, Any]) -> None:
+        _check_clause_order(clauses)
+        counter = [0]
+        builder = PatternBuilder(parameters, counter)
+        for clause in clauses:
+            if not clause.optional:
+                builder.add_clause(clause.paths)
+        self.required = builder.build()
+        self.where = conjunction([c.where for c in clauses if not c.optional and c.where])
+        self.optionals = [
+            self._compile_optional(c, parameters, counter) for c in clauses if c.optional
+        ]
+        self._width = len(self.required)
+        self._by_element: dict[str, set[Key]] = {}
+        self._by_required: dict[Key, list[Key]] = {}
+
+    def _compile_optional(
+        self, clause: ast.MatchClause, parameters: Mapping[str, Any], counter: list[int]
+    ) -> _Optional:
+        builder = PatternBuilder(parameters, counter)
+        builder.add_clause(clause.paths)
+        pattern = builder.build()
+        where = None
+        if clause.where is not None:
+            where = safe_predicate(compile_predicate(clause.where, parameters))
+        return _Optional(pattern, self.required, where)
+
+    # ------------------------------------------------------------------ label needs
+
+    def label_filter(self, nodes: bool) -> frozenset[str] | None:
+        """Labels of the node (or relation) variables of every clause; None = all."""
+        needed: set[str] = set()
+        for pattern in (self.required, *(o.pattern for o in self.optionals)):
+            labels = pattern.label_filter(nodes)
+            if labels is None:
+                return None
+            needed |= labels
+        return frozenset(needed)
+
+    @property
+    def variable_names(self) -> tuple[str, ...]:
+        names = list(self.required.names)
+        for optional in self.optionals:
+            names.extend(optional.new_names)
+        return tuple(names)
+
+    # ------------------------------------------------------------------ changes
+
+    def changes(self, index: GraphIndex, changed_id: str, after: Element | None) -> list[RowChange]:
+        """Row changes caused by element ``changed_id`` now being ``after`` (None: absent or
+        no longer wanted by the index)."""
+        if not self.optionals:
+            return self._required_changes(index, changed_id, after)
+        return self._optional_changes(index, changed_id, after)
+
+    def _solve_anchored(self, index: GraphIndex, after: Element | None) -> dict[Key, Row]:
+        found: dict[Key, Row] = {}
+        if after is None:
+            return found
+        for position in self.required.anchors(after):
+            for key, row in self.required.solve(index, {position: after}):
+                found[key] = row
+        return found
+
+    def _required_changes(
+        self, index: GraphIndex, changed_id: str, after: Element | None
+    ) -> list[RowChange]:
+        old = self._by_element.get(changed_id, set()).copy()
+        new = self._solve_anchored(index, after)
+        result: list[RowChange] = []
+        for key in old:
+            row = new.get(key)
+            if row is None:
+                self._unregister(key)
+                result.append(RowChange(key, None, None))
+            else:
+                result.append(RowChange(key, key, row))
+        for key, row in new.items():
+            if key not in old:
+                self._register(key)
+                result.append(RowChange(None, key, row))
+        return result
+
+    def _optional_changes(
+        self, index: GraphIndex, changed_id: str, after: Element | None
+    ) -> list[RowChange]:
+        width = self._width
+        touched = {key[:width] for key in self._by_element.get(changed_id, ())}
+        valid = self._solve_anchored(index, after)
+        for required_key in touched:
+            if changed_id not in required_key and required_key not in valid:
+                row = self._required_row(index, required_key)
+                if row is not None:
+                    valid[required_key] = row
+        for required_key, row in self._attached_rows(index, after).items():
+            valid.setdefault(required_key, row)
+        result: list[RowChange] = []
+        for required_key in touched | valid.keys():
+            new = self._full_rows(index, required_key, valid.get(required_key))
+            result.extend(self._diff_required(required_key, new))
+        return result
+
+    def _required_row(self, index: GraphIndex, key: Key) -> Row | None:
+        """Re-read required row ``key`` from the index (None if it no longer solves)."""
+        initial: dict[int, Element] = {}
+        for position, element_id in enumerate(key):
+            assert element_id is not None
+            element = index.element(element_id)
+            if element is None:
+                return None
+            initial[position] = element
+        for _key, row in self.required.solve(index, initial):
+            return row
+        return None
+
+    def _attached_rows(self, index: GraphIndex, after: Element | None) -> dict[Key, Row]:
+        """Required rows that an optional extension through ``after`` attaches to."""
+        found: dict[Key, Row] = {}
+        if after is None:
+            return found
+        for optional in self.optionals:
+            for position in optional.pattern.anchors(after):
+                if position not in optional.new:
+                    continue
+                for _key, row in optional.pattern.solve(index, {position: after}):
+                    shared = {
+                        self.required.position[optional.pattern.names[i]]: row[
+                            optional.pattern.names[i]
+                        ]
+                        for i in optional.shared
+                    }
+                    for key, required_row in self.required.solve(index, shared):
+                        found[key] = required_row
+        return found
+
+    def _full_rows(self, index: GraphIndex, required_key: Key, row: Row | None) -> dict[Key, Row]:
+        """Every full row (required row x each optional's extensions) of one required row."""
+        if row is None:
+            return {}
+        choices = [optional.extensions(index, row) for optional in self.optionals]
+        rows: dict[Key, Row] = {}
+        for combination in itertools.product(*choices):
+            key = required_key
+            full = dict(row)
+            for extension_key, extension in combination:
+                key = key + extension_key
+                full.update(extension)
+            rows[key] = full
+        return rows
+
+    def _diff_required(self, required_key: Key, new: dict[Key, Row]) -> list[RowChange]:
+        old = self._by_required.get(required_key, [])
+        removed = sorted((key for key in old if key not in new), key=_sortable)
+        added = sorted((key for key in new if key not in old), key=_sortable)
+        pairs = _pair_null_rows(removed, added, self._width)
+        result = [RowChange(key, key, new[key]) for key in old if key in new]
+        for old_key, new_key in pairs:
+            result.append(RowChange(old_key, new_key, new[new_key]))
+        paired_old = {old_key for old_key, _ in pairs}
+        paired_new = {new_key for _, new_key in pairs}
+        result.extend(RowChange(k, None, None) for k in removed if k not in paired_old)
+        result.extend(RowChange(None, k, new[k]) for k in added if k not in paired_new)
+        for key in removed:
+            self._unregister(key)
+        for key in added:
+            self._register(key)
+        if new:
+            self._by_required[required_key] = list(new)
+        else:
+            self._by_required.pop(required_key, None)
+        return result
+
+    # ------------------------------------------------------------------ reverse index
+
+    def _register(self, key: Key) -> None:
+        for element_id in set(key):
+            if element_id is not None:
+                self._by_element.setdefault(element_id, set()).add(key)
+
+    def _unregister(self, key: Key) -> None:
+        for element_id in set(key):
+            if element_id is None:
+                continue
+            keys = self._by_element.get(element_id)
+            if keys is not None:
+                keys.discard(key)
+                if not keys:
+                    del self._by_element[element_id]
+
+
+def _sortable(key: Key) -> tuple[str, ...]:
+    return tuple("" if part is None else part for part in key)
+
+
+def _covers(null_row: Key, row: Key, width: int) -> bool:
+    """``row`` fills some null slots of ``null_row`` and agrees on the others."""
+    if None not in null_row[width:]:
+        return False
+    return all(a is None or a == b for a, b in zip(null_row, row, strict=True))
+
+
+def _pair_null_rows(removed: list[Key], added: list[Key], width: int) -> list[tuple[Key, Key]]:
+    """Pair a disappearing (or appearing) null row with the match that replaces it."""
+    pairs: list[tuple[Key, Key]] = []
+    free_added = list(added)
+    free_removed = list(removed)
+    for old_key in removed:
+        match = next((k for k in free_added if _covers(old_key, k, width)), None)
+        if match is not None:
+            pairs.append((old_key, match))
+            free_added.remove(match)
+            free_removed.remove(old_key)
+    for new_key in list(free_added):
+        match = next((k for k in free_removed if _covers(new_key, k, width)), None)
+        if match is not None:
+            pairs.append((match, new_key))
+            free_removed.remove(match)
+    return pairs
+
+
+def _introduced(clause: ast.MatchClause) -> set[str]:
+    names: set[str] = set()
+    for path in clause.paths:
+        names.update(n.variable for n in path.nodes if n.variable)
+        names.update(r.variable for r in path.relations if r.variable)
+    return names
+
+
+def _read(clause: ast.MatchClause) -> set[str]:
+    names = _introduced(clause)
+    exprs: list[ast.Expr | None] = [clause.where]
+    for path in clause.paths:
+        for node in path.nodes:
+            exprs.extend((node.where, node.properties))
+        for relation in path.relations:
+            exprs.extend((relation.where, relation.properties))
+    for expr in exprs:
+        if expr is not None:
+            names.update(referenced_variables(expr))
+    return names
+
+
+def _check_clause_order(clauses: Sequence[ast.MatchClause]) -> None:
+    """Reject clause orders the incremental matcher does not support (with a clear error)."""
+    if not clauses or clauses[0].optional:
+        raise UnsupportedQueryError("a query must start with a (non-optional) MATCH", 1, 1)
+    optional_names: set[str] = set()
+    required_names: set[str] = set()
+    for clause in clauses:
+        if clause.optional:
+            foreign = (_read(clause) & optional_names) - required_names
+            if foreign:
+                name = sorted(foreign)[0]
+                raise UnsupportedQueryError(
+                    f"OPTIONAL MATCH may only join on variables of non-optional MATCH "
+                    f"clauses, not on '{name}'",
+                    1,
+                    1,
+                )
+            optional_names |= _introduced(clause) - required_names
+        else:
+            clash = _read(clause) & optional_names
+            if clash:
+                raise UnsupportedQueryError(
+                    f"a MATCH after an OPTIONAL MATCH cannot use its variable '{sorted(clash)[0]}'",
+                    1,
+                    1,
+                )
+            required_names |= _introduced(clause)
