@@ -22,7 +22,7 @@ from drasi_ray.redis_server import EmbeddedRedis, free_port
 from drasi_ray.streams import keys
 from drasi_ray.streams.backend import RedisStreamBackend
 from drasi_ray.streams.publisher import AsyncPublisher, Publisher
-from drasi_ray.streams.records import DeadLetter
+from drasi_ray.streams.records import ClaimResult, DeadLetter, StreamEntry
 from drasi_ray.streams.redis_errors import redact_url
 
 T = TypeVar("T")
@@ -191,6 +191,32 @@ def test_autoclaim_reports_deleted_entries_by_id(redis_url: str) -> None:
         assert (await b.group_progress(STREAM, GROUP)).pending == 0
 
     run(redis_url, body)
+
+
+def test_autoclaim_understands_the_redis7_reply_shape() -> None:
+    """7.x appends the deleted ids as a third element (no server here has 7.x: scripted)."""
+    replies = [
+        [b"5-0", [[b"1-0", [b"data", b"x"]]], [b"2-0", b"3-0"]],
+        [b"0-0", [[b"6-0", [b"data", b"y"]]], []],
+    ]
+    sent: list[tuple[object, ...]] = []
+
+    async def scripted(*args: object) -> object:
+        sent.append(args)
+        return replies.pop(0)
+
+    async def main() -> list[ClaimResult]:
+        backend = RedisStreamBackend.from_url("redis://127.0.0.1:1/0")
+        backend._execute = scripted
+        try:
+            return [await backend.autoclaim(STREAM, GROUP, "c-0", 10, 3) for _ in range(2)]
+        finally:
+            await backend.close()
+
+    first, second = asyncio.run(main())
+    assert first == ClaimResult((StreamEntry("1-0", {b"data": b"x"}),), ("2-0", "3-0"))
+    assert second == ClaimResult((StreamEntry("6-0", {b"data": b"y"}),), ())
+    assert [args[5] for args in sent] == ["0-0", "5-0"]  # the cursor carried over
 
 
 def test_delivery_counts_rise_with_each_reclaim(redis_url: str) -> None:
