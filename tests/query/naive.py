@@ -7,6 +7,7 @@ recomputing over all their rows. Slow, obviously right, and only for small graph
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
@@ -142,10 +143,8 @@ def _project(projection: ast.Projection, rows: list[Row]) -> list[Row]:
     if not any(contains_aggregate(i.expression) for i in items):
         out = []
         for row in rows:
-            try:
+            with contextlib.suppress(RowDropped):
                 out.append({i.name: compile_expression(i.expression, {})(row) for i in items})
-            except RowDropped:
-                pass
         return out
     keys = [i for i in items if not contains_aggregate(i.expression)]
     groups: dict[Any, list[Row]] = {}
