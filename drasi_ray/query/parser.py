@@ -52,13 +52,6 @@ _UNSUPPORTED_WORDS: dict[str, str] = {
 }
 
 
-# Words the grammar uses as keywords: not usable as unquoted variable names.
-_RESERVED = frozenset(
-    "MATCH OPTIONAL WHERE WITH RETURN AS AND OR XOR NOT IN STARTS ENDS CONTAINS IS NULL TRUE "
-    "FALSE CASE WHEN THEN ELSE END DISTINCT REDUCE".split()
-)
-
-
 def parse_query(text: str) -> ast.Query:
     """Parse a continuous query.
 
@@ -91,6 +84,16 @@ def _parser() -> Lark:
         lexer="contextual",
         propagate_positions=True,
         maybe_placeholders=True,
+    )
+
+
+@functools.lru_cache(maxsize=1)
+def _reserved_words() -> frozenset[str]:
+    """The grammar's keywords: the word-bounded terminals (``MATCH: /match\\b/i``...)."""
+    return frozenset(
+        terminal.name
+        for terminal in _parser().terminals
+        if terminal.name.isalpha() and terminal.pattern.value.endswith("\\b")
     )
 
 
@@ -467,7 +470,7 @@ class _AstBuilder(Transformer[Token, Any]):
         name: str = children[0]
         # The contextual lexer reads a keyword as a name where no keyword fits (`RETURN
         # DISTINCT n`); catch that here, unless the name was quoted with backticks.
-        if not self._text.startswith("`", meta.start_pos) and name.upper() in _RESERVED:
+        if not self._text.startswith("`", meta.start_pos) and name.upper() in _reserved_words():
             if name.upper() == "DISTINCT":
                 _fail(
                     "DISTINCT is not supported in continuous queries",

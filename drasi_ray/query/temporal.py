@@ -580,15 +580,23 @@ def between(start: Any, end: Any) -> Duration | None:
     start, end = _align(start, end)
     if isinstance(start, dt.date):
         months = (end.year - start.year) * 12 + (end.month - start.month)
-        # Step back one month when the calendar shift overshoots `end`.
-        if months > 0 and add_duration(start, Duration(months)) > end:
+        # Count a month only once its day (and time) of month is reached, so Jan 31 ->
+        # Feb 29 is 29 days rather than the one clamped month.
+        if months > 0 and _within_month(end) < _within_month(start):
             months -= 1
-        elif months < 0 and add_duration(start, Duration(months)) < end:
+        elif months < 0 and _within_month(end) > _within_month(start):
             months += 1
         rest = _difference(add_duration(start, Duration(months)), end)
-        days, seconds = _split_days(rest)
-        return Duration.of(months, rest.days + days, 0, seconds)
+        days, nanos = _split_days(rest)
+        return Duration.of(months, rest.days + days, 0, nanos)
     return _difference(start, end)
+
+
+def _within_month(value: dt.date) -> tuple[int, dt.time]:
+    """Position of an instant within its month: (day, time of day)."""
+    if isinstance(value, dt.datetime):
+        return value.day, value.time()
+    return value.day, dt.time(0)
 
 
 def _split_days(rest: Duration) -> tuple[int, int]:
