@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any, NoReturn
@@ -27,7 +28,7 @@ from lark.tree import Meta
 
 from drasi_ray.errors import QueryError, QuerySyntaxError, UnsupportedQueryError
 from drasi_ray.query import ast, functions
-from drasi_ray.query.expressions import walk
+from drasi_ray.query.expressions import referenced_variables, walk
 
 _I64_MAX = 2**63 - 1
 
@@ -61,17 +62,34 @@ def parse_query(text: str) -> ast.Query:
     problem found.
     """
     try:
-        tree = _parser().parse(text)
+        tree = _parser().parse(text, start="start")
     except UnexpectedInput as error:
         raise _syntax_error(text, error) from None
+    query = _transform(text, tree)
+    assert isinstance(query, ast.Query)
+    return query
+
+
+def parse_expression(text: str) -> ast.Expr:
+    """Parse one standalone expression, e.g. ``n.temp * 2 > $limit``.
+
+    Any variable may appear (there is no MATCH to bind it); function names, argument counts
+    and nested aggregates are checked as in :func:`parse_query`.
+    """
     try:
-        query = _AstBuilder(text).transform(tree)
+        tree = _parser().parse(text, start="standalone_expression")
+    except UnexpectedInput as error:
+        raise _syntax_error(text, error) from None
+    return _transform(text, tree)
+
+
+def _transform(text: str, tree: Any) -> Any:
+    try:
+        return _AstBuilder(text).transform(tree)
     except VisitError as error:
         if isinstance(error.orig_exc, QueryError):
             raise error.orig_exc from None
         raise
-    assert isinstance(query, ast.Query)
-    return query
 
 
 @functools.lru_cache(maxsize=1)
@@ -84,6 +102,7 @@ def _parser() -> Lark:
         lexer="contextual",
         propagate_positions=True,
         maybe_placeholders=True,
+        start=["start", "standalone_expression"],
     )
 
 
@@ -278,6 +297,8 @@ class _AstBuilder(Transformer[Token, Any]):
         self._text = text
         # id(call) -> (call, position, name as written); holding the call keeps its id unique.
         self._calls: dict[int, tuple[ast.FunctionCall, ast.Position, str]] = {}
+        # id(variable) -> (variable, position), for "variable not defined" errors.
+        self._variables: dict[int, tuple[ast.Variable, ast.Position]] = {}
 
     # ------------------------------------------------------------------ query structure
 
@@ -289,10 +310,16 @@ class _AstBuilder(Transformer[Token, Any]):
         if not parts[-1][1].is_return:
             line, column = _end_position(self._text)
             _fail("a query must end with RETURN", ast.Position(line, column))
-        return ast.Query(
+        query = ast.Query(
             tuple(ast.QueryPart(tuple(matches), clause.projection) for matches, clause in parts),
             self._text,
         )
+        _ScopeChecker(self._variables).check(query)
+        return query
+
+    def standalone_expression(self, meta: Meta, children: list[Any]) -> ast.Expr:
+        expression: ast.Expr = children[0]
+        return expression
 
     def part(self, meta: Meta, children: list[Any]) -> tuple[list[ast.MatchClause], _Clause]:
         *matches, clause = children
@@ -481,7 +508,9 @@ class _AstBuilder(Transformer[Token, Any]):
                 f"'{name}' is a reserved word; quote it as `{name}` to use it as a name",
                 _position(meta),
             )
-        return ast.Variable(name)
+        variable = ast.Variable(name)
+        self._variables[id(variable)] = (variable, _position(meta))
+        return variable
 
     def symbolic_name(self, meta: Meta, children: list[Any]) -> str:
         token: Token = children[0]
@@ -642,3 +671,59 @@ def _dotted_name(expression: ast.Expr) -> str | None:
         prefix = _dotted_name(expression.subject)
         return None if prefix is None else f"{prefix}.{expression.key}"
     return None
+
+
+class _ScopeChecker:
+    """Rejects expressions that read a variable no clause has bound at that point.
+
+    Scope grows clause by clause: a MATCH binds its pattern variables (usable in its own
+    WHERE and in later clauses); a WITH replaces the scope with its column names, which is
+    also what its WHERE sees. Without this check the mistake would surface only as an
+    evaluation error on the first change.
+    """
+
+    def __init__(self, positions: dict[int, tuple[ast.Variable, ast.Position]]) -> None:
+        self._positions = positions
+
+    def check(self, query: ast.Query) -> None:
+        scope: frozenset[str] = frozenset()
+        for part in query.parts:
+            for match in part.matches:
+                scope |= _pattern_variables(match)
+                for expression in _match_expressions(match):
+                    self._check(expression, scope)
+            for item in part.projection.items:
+                self._check(item.expression, scope)
+            scope = frozenset(item.name for item in part.projection.items)
+            if part.projection.where is not None:
+                self._check(part.projection.where, scope)
+
+    def _check(self, expression: ast.Expr, scope: frozenset[str]) -> None:
+        missing = referenced_variables(expression) - scope
+        if not missing:
+            return
+        for node in walk(expression):
+            if isinstance(node, ast.Variable) and node.name in missing:
+                _variable, position = self._positions[id(node)]
+                _fail(f"variable '{node.name}' is not defined", position)
+
+
+def _pattern_variables(match: ast.MatchClause) -> frozenset[str]:
+    names: set[str] = set()
+    for path in match.paths:
+        for element in (*path.nodes, *path.relations):
+            if element.variable is not None:
+                names.add(element.variable)
+    return frozenset(names)
+
+
+def _match_expressions(match: ast.MatchClause) -> Iterator[ast.Expr]:
+    """Every expression in a MATCH clause: inline maps and WHEREs, then the clause's WHERE."""
+    for path in match.paths:
+        for element in (*path.nodes, *path.relations):
+            if element.properties is not None:
+                yield element.properties
+            if element.where is not None:
+                yield element.where
+    if match.where is not None:
+        yield match.where

@@ -7,12 +7,12 @@ from typing import Any
 
 from drasi_ray.query import ast
 from drasi_ray.query.expressions import compile_expression
-from drasi_ray.query.parser import parse_query
+from drasi_ray.query.parser import parse_expression
 
 
 def expression(text: str) -> ast.Expr:
-    """The AST of a single Cypher expression (parsed as ``RETURN <text> AS v``)."""
-    return parse_query(f"RETURN {text} AS v").returns.items[0].expression
+    """The AST of a single Cypher expression (free variables allowed)."""
+    return parse_expression(text)
 
 
 def evaluate(

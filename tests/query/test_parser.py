@@ -439,6 +439,12 @@ def test_column_names(items: str, names: list[str]) -> None:
         ("MATCH (n) RETURN end", QuerySyntaxError, 1, 18, "'end' is a reserved word"),
         ("MATCH (where) RETURN 1 AS x", QuerySyntaxError, 1, 13, "unexpected ')'"),
         ("RETURN 9223372036854775809 AS big", QuerySyntaxError, 1, 8, "too large"),
+        ("MATCH (n) RETURN m.x", QuerySyntaxError, 1, 18, "variable 'm' is not defined"),
+        ("MATCH (n) WITH n.x AS x RETURN n", QuerySyntaxError, 1, 32, "variable 'n' is not"),
+        ("MATCH (n) WITH n.x AS x WHERE n.y > 1 RETURN x", QuerySyntaxError, 1, 31, "'n'"),
+        ("MATCH (a) WHERE b.x = 1 MATCH (b) RETURN a", QuerySyntaxError, 1, 17, "'b' is not"),
+        ("MATCH (n) RETURN [x IN n.l | y] AS l", QuerySyntaxError, 1, 30, "'y' is not defined"),
+        ("MATCH (n {k: m.x}) RETURN n", QuerySyntaxError, 1, 14, "'m' is not defined"),
     ],
 )
 def test_errors_name_line_and_column(
@@ -475,3 +481,38 @@ def test_names_that_start_with_keywords_are_names() -> None:
         "MATCH (matches:Android) WHERE matches.endsAt IS NULL RETURN matches.orders AS o"
     )
     assert query.parts[0].matches[0].paths[0].nodes[0] == ast.NodePattern("matches", ("Android",))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "MATCH (a) WITH a MATCH (a)-[r]->(b) WHERE r.w > a.x RETURN b",
+        "MATCH (n) RETURN [x IN n.list WHERE x > 1 | x * 2] AS l",
+        "MATCH (n) RETURN reduce(s = 0, x IN n.list | s + x) AS total",
+        "MATCH (n:L WHERE n.x > 1)-[r WHERE r.w > n.x]->(m) RETURN m",
+        "MATCH (n) WITH n, count(n) AS c WHERE c > 1 AND n.x = 1 RETURN n.x AS x, c",
+        "MATCH (n) WITH n.x AS x RETURN x",
+        "MATCH (a), (b) WHERE a.x = b.x RETURN a, b",
+    ],
+)
+def test_variables_in_scope_are_accepted(text: str) -> None:
+    parse_query(text)  # raises if a variable were reported undefined
+
+
+def test_parse_expression_allows_free_variables() -> None:
+    assert expression("a.x + b") == ast.Binary(ast.BinaryOp.ADD, _prop("a", "x"), B)
+
+
+@pytest.mark.parametrize(
+    ("text", "column", "fragment"),
+    [
+        ("1 +", 4, "unexpected end"),
+        ("nope(1)", 1, "unknown function"),
+        ("a b", 3, "unexpected 'b'"),
+    ],
+)
+def test_parse_expression_errors(text: str, column: int, fragment: str) -> None:
+    with pytest.raises(QuerySyntaxError) as raised:
+        expression(text)
+    assert (raised.value.line, raised.value.column) == (1, column)
+    assert fragment in raised.value.message
