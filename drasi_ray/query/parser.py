@@ -80,7 +80,8 @@ def parse_expression(text: str) -> ast.Expr:
         tree = _parser().parse(text, start="standalone_expression")
     except UnexpectedInput as error:
         raise _syntax_error(text, error) from None
-    return _transform(text, tree)
+    expression: ast.Expr = _transform(text, tree)
+    return expression
 
 
 def _transform(text: str, tree: Any) -> Any:
@@ -710,20 +711,24 @@ class _ScopeChecker:
 
 def _pattern_variables(match: ast.MatchClause) -> frozenset[str]:
     names: set[str] = set()
-    for path in match.paths:
-        for element in (*path.nodes, *path.relations):
-            if element.variable is not None:
-                names.add(element.variable)
+    for element in _pattern_elements(match):
+        if element.variable is not None:
+            names.add(element.variable)
     return frozenset(names)
+
+
+def _pattern_elements(match: ast.MatchClause) -> Iterator[ast.NodePattern | ast.RelationPattern]:
+    for path in match.paths:
+        yield from path.nodes
+        yield from path.relations
 
 
 def _match_expressions(match: ast.MatchClause) -> Iterator[ast.Expr]:
     """Every expression in a MATCH clause: inline maps and WHEREs, then the clause's WHERE."""
-    for path in match.paths:
-        for element in (*path.nodes, *path.relations):
-            if element.properties is not None:
-                yield element.properties
-            if element.where is not None:
-                yield element.where
+    for element in _pattern_elements(match):
+        if element.properties is not None:
+            yield element.properties
+        if element.where is not None:
+            yield element.where
     if match.where is not None:
         yield match.where
