@@ -258,8 +258,11 @@ class DrasiRay:
             raise NotRunningError("the app is not running; call start()")
         deadline = time.monotonic() + timeout
         targets = [
-            (self._client(src.config.redis_url), src.config, progress.last_id(
-                self._client(src.config.redis_url), src.config.stream_key))
+            (
+                self._client(src.config.redis_url),
+                src.config,
+                progress.last_id(self._client(src.config.redis_url), src.config.stream_key),
+            )
             for src in self._sources.values()
             if src.id in self._consumers
         ]
@@ -289,12 +292,11 @@ class DrasiRay:
             "running": True,
             "coordinator": ray.get(self._coordinator.stats.remote()),
             "sources": {
-                source_id: ray.get([actor.stats.remote() for actor in actors])
+                source_id: [_ask(actor.stats) for actor in actors]
                 for source_id, actors in self._consumers.items()
             },
             "queries": {
-                query_id: ray.get(actor.info.remote())
-                for query_id, actor in self._query_actors.items()
+                query_id: _ask(actor.info) for query_id, actor in self._query_actors.items()
             },
         }
 
@@ -313,6 +315,15 @@ class DrasiRay:
 
 def _labels(labels: Iterable[str] | None) -> list[str] | None:
     return None if labels is None else sorted(labels)
+
+
+def _ask(method: Any, timeout_s: float = 10.0) -> dict[str, Any]:
+    """Call an actor's status method; a dead or unresponsive actor is reported, not raised."""
+    try:
+        answer: dict[str, Any] = ray.get(method.remote(), timeout=timeout_s)
+    except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError) as exc:
+        return {"state": "unavailable", "error": type(exc).__name__}
+    return answer
 
 
 def _best_effort(action: Any) -> None:

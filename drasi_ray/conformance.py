@@ -96,7 +96,7 @@ def run_case(
     app.start()
     try:
         subscriptions = {query_id: app.subscribe(query_id) for query_id in case["queries"]}
-        with Publisher(redis_url) as publisher:
+        with Publisher.from_url(redis_url) as publisher:
             _run_steps(app, publisher, stream, case, subscriptions, outcome, idle_timeout)
     finally:
         app.stop()
@@ -167,6 +167,5 @@ def run_scenario_file(
     """Run every case of a scenario file."""
     scenario = load_scenario(path)
     return [
-        run_case(scenario, case, redis_url, consumers, ray_config)
-        for case in iter_cases(scenario)
+        run_case(scenario, case, redis_url, consumers, ray_config) for case in iter_cases(scenario)
     ]

@@ -223,7 +223,9 @@ class StreamConsumer:
                 self.stats.dispatched += len(decoded)
             await self._ack([entry.id for entry in entries])
 
-    def _decode(self, entries: Sequence[StreamEntry]) -> tuple[list[DecodedEntry], list[DeadLetter]]:
+    def _decode(
+        self, entries: Sequence[StreamEntry]
+    ) -> tuple[list[DecodedEntry], list[DeadLetter]]:
         decoded: list[DecodedEntry] = []
         dead: list[DeadLetter] = []
         for entry in entries:

@@ -97,7 +97,7 @@ def _publish_and_print(
     interval_s: float,
     echo: Callable[[str], Any],
 ) -> list[dict[str, Any]]:
-    with app.subscribe("hot-sensors") as subscription, Publisher(url) as publisher:
+    with app.subscribe("hot-sensors") as subscription, Publisher.from_url(url) as publisher:
         for payload in sensor_events(sensors, updates):
             publisher.publish(STREAM, [payload])
             for result in subscription.drain():

@@ -89,9 +89,7 @@ def _updated_entry(diff: dict[str, Any], grouping_keys: Sequence[str]) -> dict[s
     return entry
 
 
-def platform_change_event(
-    result: QueryResult, grouping_keys: Sequence[str] = ()
-) -> dict[str, Any]:
+def platform_change_event(result: QueryResult, grouping_keys: Sequence[str] = ()) -> dict[str, Any]:
     """Render a result in Drasi's platform reaction format (``kind: change``)."""
     added = [diff["data"] for diff in result.results if diff["type"] == "ADD"]
     deleted = [diff["data"] for diff in result.results if diff["type"] == "DELETE"]

@@ -40,9 +40,7 @@ class LabelFilter:
         return any(label in wanted for label in element.labels)
 
     @staticmethod
-    def of(
-        node_labels: Iterable[str] | None, relation_labels: Iterable[str] | None
-    ) -> LabelFilter:
+    def of(node_labels: Iterable[str] | None, relation_labels: Iterable[str] | None) -> LabelFilter:
         return LabelFilter(
             None if node_labels is None else frozenset(node_labels),
             None if relation_labels is None else frozenset(relation_labels),

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 from collections.abc import Iterator
 from typing import Any
 
@@ -43,7 +44,9 @@ class SubscriberBuffer:
         """Append ``item``; in CHANNEL mode wait for room, in BROADCAST mode drop the oldest."""
         async with self._changed:
             if self.mode is DispatchMode.CHANNEL:
-                await self._changed.wait_for(lambda: len(self._items) < self.capacity or self.closed)
+                await self._changed.wait_for(
+                    lambda: len(self._items) < self.capacity or self.closed
+                )
                 if self.closed:
                     return
             elif len(self._items) >= self.capacity:
@@ -118,10 +121,8 @@ class Subscription:
         if self._closed:
             return
         self._closed = True
-        try:
+        with contextlib.suppress(ray.exceptions.RayActorError):
             ray.get(self._actor.unsubscribe.remote(self._subscriber_id))
-        except ray.exceptions.RayActorError:
-            pass
 
     def __enter__(self) -> Subscription:
         return self

@@ -38,9 +38,7 @@ class ConsumerActor:
         self._coordinator = ray.get_actor(COORDINATOR, namespace=namespace)
         self._source_id = source_id
         backend = RedisStreamBackend.from_url(settings.redis_url)
-        self._consumer = StreamConsumer(
-            source_id, settings, consumer_name, backend, self._dispatch
-        )
+        self._consumer = StreamConsumer(source_id, settings, consumer_name, backend, self._dispatch)
         self._restarted = ray.get_runtime_context().was_current_actor_reconstructed
         self._consumer.start()
 

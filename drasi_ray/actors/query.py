@@ -55,7 +55,7 @@ class QueryRunner:
     async def apply(self, deltas: Sequence[ElementDelta]) -> int:
         """Apply deltas in order; one QueryResult per delta that changed the result set."""
         emitted = 0
-        for delta, diffs in zip(deltas, self.engine.apply_batch(deltas)):
+        for delta, diffs in zip(deltas, self.engine.apply_batch(deltas), strict=False):
             if not diffs:
                 continue
             self.sequence += 1

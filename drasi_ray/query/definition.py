@@ -1,6 +1,6 @@
 """``Query``: the builder users write continuous queries with (Drasi's ``Query::cypher``).
 
-    Query.cypher("hot-sensors").query("MATCH (s:Sensor) ... RETURN ...").from_source("sensors").build()
+Query.cypher("hot-sensors").query("MATCH (s:Sensor) ... RETURN ...").from_source("sensors").build()
 """
 
 from __future__ import annotations

