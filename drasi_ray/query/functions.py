@@ -516,8 +516,9 @@ def _spec(
     return FunctionSpec(name, impl, min_args, min_args if max_args == -1 else max_args)
 
 
-def _build_registry() -> dict[str, FunctionSpec]:
-    specs = [
+def _text_functions() -> list[FunctionSpec]:
+    """String functions."""
+    return [
         _spec("toupper", to_upper, 1),
         _spec("tolower", to_lower, 1),
         _spec("upper", to_upper, 1),
@@ -532,6 +533,12 @@ def _build_registry() -> dict[str, FunctionSpec]:
         _spec("split", split, 2),
         _spec("substring", substring, 2, 3),
         _spec("tostring", to_string_function, 1),
+    ]
+
+
+def _numeric_functions() -> list[FunctionSpec]:
+    """Numeric functions (``floor``/``ceil``/``round`` give Float)."""
+    return [
         _spec("abs", absolute, 1),
         _spec("ceil", ceil, 1),
         _spec("floor", floor, 1),
@@ -544,6 +551,12 @@ def _build_registry() -> dict[str, FunctionSpec]:
         _spec("log10", _float_function("log10", math.log10), 1),
         _spec("pi", lambda: math.pi, 0),
         _spec("e", lambda: math.e, 0),
+    ]
+
+
+def _scalar_functions() -> list[FunctionSpec]:
+    """Scalar functions."""
+    return [
         _spec("size", size, 1),
         _spec("coalesce", coalesce, 1, None),
         _spec("head", head, 1),
@@ -554,6 +567,12 @@ def _build_registry() -> dict[str, FunctionSpec]:
         _spec("nullif", null_if, 2),
         _spec("isempty", is_empty, 1),
         _spec("timestamp", timestamp, 0),
+    ]
+
+
+def _list_and_graph_functions() -> list[FunctionSpec]:
+    """List functions and element introspection."""
+    return [
         _spec("range", range_list, 2, 3),
         _spec("tail", tail, 1),
         _spec("elementid", element_id, 1),
@@ -562,6 +581,12 @@ def _build_registry() -> dict[str, FunctionSpec]:
         _spec("type", relationship_type, 1),
         _spec("properties", properties, 1),
         _spec("drasi.changedatetime", change_date_time, 1),
+    ]
+
+
+def _temporal_functions() -> list[FunctionSpec]:
+    """Temporal constructors and ``duration.*`` / ``datetime.*`` helpers."""
+    return [
         _spec("date", date, 0, 1),
         _spec("datetime", datetime, 0, 1),
         _spec("localdatetime", local_datetime, 0, 1),
@@ -574,7 +599,17 @@ def _build_registry() -> dict[str, FunctionSpec]:
         _spec("duration.inseconds", temporal.in_seconds, 2),
         _spec("duration.indays", temporal.in_days, 2),
     ]
-    return {spec.name: spec for spec in specs}
+
+
+def _build_registry() -> dict[str, FunctionSpec]:
+    groups = (
+        _text_functions(),
+        _numeric_functions(),
+        _scalar_functions(),
+        _list_and_graph_functions(),
+        _temporal_functions(),
+    )
+    return {spec.name: spec for group in groups for spec in group}
 
 
 FUNCTIONS: Mapping[str, FunctionSpec] = _build_registry()

@@ -72,10 +72,16 @@ def _same(actual: Any, expected: Any) -> bool:
         ("1 < 'a'", None),
         ("true < false", False),
         ("[1] < [2]", None),
+        ("1 < true", None),
+        ("false >= 0", None),
+        ("1 <> true", True),
+        ("r.temp = 72.0", True),
+        ("r.temp <> 72.0", False),
+        ("r.temp > 71.5", True),
     ],
 )
 def test_comparisons(text: str, expected: bool | None) -> None:
-    assert evaluate(text) is expected
+    assert evaluate(text, {"r": ROOM}) is expected
 
 
 # --------------------------------------------------------------------------- boolean logic
@@ -166,10 +172,13 @@ def test_boolean_operators_reject_non_booleans(text: str) -> None:
         ("null ^ 2", None),
         ("-null", None),
         ("'a' + null", None),
+        ("r.temp + 0.5", 72.5),
+        ("r.temp - 2", 70),
+        ("r.temp * 2", 144),
     ],
 )
 def test_arithmetic(text: str, expected: Any) -> None:
-    assert _same(evaluate(text), expected)
+    assert _same(evaluate(text, {"r": ROOM}), expected)
 
 
 @pytest.mark.parametrize(
