@@ -320,6 +320,22 @@ def accumulator_factory(name: str, distinct: bool) -> Callable[[], Accumulator]:
     return lambda: Distinct(base())
 
 
+def check_argument(name: str, value: Any) -> None:
+    """Raise QueryEvaluationError if aggregate ``name`` cannot take ``value``.
+
+    Checked before a row touches any accumulator, so a bad row is refused whole.
+    """
+    if value is None:
+        return
+    if name in ("sum", "avg"):
+        _number(name, value)
+    elif name in ("min", "max"):
+        _order_key(value)
+        hashable_key(value)
+    elif name in ("count", "collect"):
+        hashable_key(value)
+
+
 def identity_value(name: str) -> Any:
     """The value of aggregate ``name`` over an empty group."""
     return _FACTORIES[name]().result()

@@ -24,7 +24,7 @@ from drasi_ray.query import ast
 from drasi_ray.query.expressions import contains_aggregate
 from drasi_ray.query.indexes import GraphIndex, LabelFilter
 from drasi_ray.query.parser import parse_query
-from drasi_ray.query.parts import AggregatingPart, Diff, ProjectingPart
+from drasi_ray.query.parts import AggregatingPart, Diff, EvaluationErrors, ProjectingPart
 from drasi_ray.query.solutions import MatchSolutions
 
 Part = ProjectingPart | AggregatingPart
@@ -53,10 +53,11 @@ class ContinuousQuery:
         self.relation_labels: frozenset[str] | None = self._solutions.label_filter(nodes=False)
         self._index = GraphIndex(LabelFilter(self.node_labels), LabelFilter(self.relation_labels))
         self._parts: list[Part] = []
+        self._errors = EvaluationErrors()
         where = self._solutions.where
         for number, part in enumerate(parts):
             last = number == len(parts) - 1
-            self._parts.append(_make_part(part.projection, where, params, last))
+            self._parts.append(_make_part(part.projection, where, params, last, self._errors))
             where = part.projection.where
         self.column_names: tuple[str, ...] = tuple(i.name for i in self.query.returns.items)
         self.is_aggregating: bool = isinstance(self._parts[-1], AggregatingPart)
@@ -86,6 +87,12 @@ class ContinuousQuery:
         for element in elements:
             self.apply(ElementDelta(self._index.element(element.id), element, ZERO_VERSION, 0))
 
+    def take_evaluation_errors(self) -> list[str]:
+        """Messages of the rows refused since the last call because evaluating them raised a
+        type error (e.g. ``sum`` of a string). Such a row counts as not passing the WHERE, so
+        the query keeps going; the owner should log or report these."""
+        return self._errors.drain()
+
     def results(self) -> list[dict[str, Any]]:
         """The current result rows (aggregating: one per group ever seen, emptied groups at
         identity values). Fresh dicts: the caller may keep or mutate them."""
@@ -97,10 +104,11 @@ def _make_part(
     where: ast.Expr | None,
     parameters: Mapping[str, Any],
     last: bool,
+    errors: EvaluationErrors,
 ) -> Part:
     if any(contains_aggregate(item.expression) for item in projection.items):
-        return AggregatingPart(projection, where, parameters, last)
-    return ProjectingPart(projection, where, parameters, last)
+        return AggregatingPart(projection, where, parameters, last, errors)
+    return ProjectingPart(projection, where, parameters, last, errors)
 
 
 def _check_supported(query: ast.Query) -> None:

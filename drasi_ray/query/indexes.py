@@ -34,7 +34,7 @@ class LabelFilter:
         """True if the query may bind ``element`` somewhere in its patterns."""
         if self.labels is None:
             return True
-        return any(label in self.labels for label in element.labels)
+        return not self.labels.isdisjoint(element.labels)
 
 
 class GraphIndex:

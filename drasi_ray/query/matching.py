@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
 from drasi_ray.changes import Element
-from drasi_ray.errors import UnsupportedQueryError
+from drasi_ray.errors import QueryEvaluationError, UnsupportedQueryError
 from drasi_ray.query import ast
 from drasi_ray.query.expressions import compile_predicate, referenced_variables
 from drasi_ray.query.indexes import GraphIndex
@@ -41,12 +41,13 @@ ANONYMOUS_PREFIX = " anon"
 
 
 def safe_predicate(predicate: Predicate) -> Predicate:
-    """Wrap ``predicate`` so that a dropped row (division by zero) fails it."""
+    """Wrap ``predicate`` so that a row whose evaluation is dropped (division by zero) or
+    fails with a type error does not pass."""
 
     def check(row: Row) -> bool:
         try:
             return predicate(row) is True
-        except RowDropped:
+        except (RowDropped, QueryEvaluationError):
             return False
 
     return check
@@ -97,7 +98,7 @@ class Variable:
         """Kind and labels match (predicates are checked separately)."""
         if element.is_node is not self.is_node:
             return False
-        return all(any(label in labels for label in element.labels) for labels in self.label_sets)
+        return all(not labels.isdisjoint(element.labels) for labels in self.label_sets)
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,8 +24,9 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
+from drasi_ray.errors import QueryEvaluationError
 from drasi_ray.query import ast
-from drasi_ray.query.aggregates import Accumulator, accumulator_factory
+from drasi_ray.query.aggregates import Accumulator, accumulator_factory, check_argument
 from drasi_ray.query.expressions import compile_expression, compile_predicate, contains_aggregate
 from drasi_ray.query.matching import Key, Predicate, Row, safe_predicate
 from drasi_ray.query.solutions import RowChange
@@ -84,6 +85,29 @@ def same_row(left: Mapping[str, Any], right: Mapping[str, Any]) -> bool:
     return left.keys() == right.keys() and all(same_value(left[k], right[k]) for k in left)
 
 
+class EvaluationErrors:
+    """Rows refused because evaluating them raised a type error (QueryEvaluationError).
+
+    Such a row is treated as not passing (like a division by zero), so one bad value cannot
+    wedge the query; the messages are kept (the first ``limit``) for the owner to report.
+    """
+
+    def __init__(self, limit: int = 100) -> None:
+        self.limit = limit
+        self.count = 0
+        self.messages: list[str] = []
+
+    def record(self, error: QueryEvaluationError) -> None:
+        self.count += 1
+        if len(self.messages) < self.limit:
+            self.messages.append(str(error))
+
+    def drain(self) -> list[str]:
+        """The messages recorded since the last drain (and forget them)."""
+        messages, self.messages, self.count = self.messages, [], 0
+        return messages
+
+
 def _compile_filter(where: ast.Expr | None, parameters: Mapping[str, Any]) -> Predicate | None:
     if where is None:
         return None
@@ -106,7 +130,9 @@ class ProjectingPart:
         where: ast.Expr | None,
         parameters: Mapping[str, Any],
         last: bool,
+        errors: EvaluationErrors,
     ) -> None:
+        self._errors = errors
         self._filter = _compile_filter(where, parameters)
         self._items = [
             (i.name, compile_expression(i.expression, parameters)) for i in projection.items
@@ -121,10 +147,13 @@ class ProjectingPart:
             return FILTERED
         try:
             projected = {name: evaluate(row) for name, evaluate in self._items}
+            if self._last:
+                return {name: to_output(value) for name, value in projected.items()}
         except RowDropped:
             return FILTERED
-        if self._last:
-            return {name: to_output(value) for name, value in projected.items()}
+        except QueryEvaluationError as error:
+            self._errors.record(error)
+            return FILTERED
         return projected
 
     def _step(self, change: RowChange) -> tuple[Any, Any]:
@@ -175,8 +204,17 @@ class ProjectingPart:
 # --------------------------------------------------------------------------- aggregation
 
 
+def _output_value(value: Any, errors: EvaluationErrors) -> Any:
+    try:
+        return to_output(value)
+    except QueryEvaluationError as error:
+        errors.record(error)
+        return None
+
+
 @dataclass(frozen=True, slots=True)
 class _AggregateCall:
+    name: str
     variable: str
     argument: Evaluator | None
     factory: Callable[[], Accumulator]
@@ -250,7 +288,9 @@ class AggregatingPart:
         where: ast.Expr | None,
         parameters: Mapping[str, Any],
         last: bool,
+        errors: EvaluationErrors,
     ) -> None:
+        self._errors = errors
         self._filter = _compile_filter(where, parameters)
         self._last = last
         rewriter = AggregateRewriter()
@@ -279,9 +319,14 @@ class AggregatingPart:
             arguments = tuple(
                 1 if call.argument is None else call.argument(row) for call in self._calls
             )
+            for call, value in zip(self._calls, arguments, strict=True):
+                check_argument(call.name, value)
+            group = tuple(hashable_key(value) for value in values)
         except RowDropped:
             return FILTERED
-        group = tuple(hashable_key(value) for value in values)
+        except QueryEvaluationError as error:
+            self._errors.record(error)
+            return FILTERED
         return _Contribution(group, values, arguments, row)
 
     def _output(self, group: _Group) -> dict[str, Any]:
@@ -294,9 +339,12 @@ class AggregatingPart:
                 values[name] = evaluate(scope)
             except RowDropped:
                 values[name] = None
+            except QueryEvaluationError as error:
+                self._errors.record(error)
+                values[name] = None
         ordered = {name: values[name] for name in self._order}
         if self._last:
-            return {name: to_output(value) for name, value in ordered.items()}
+            return {name: _output_value(value, self._errors) for name, value in ordered.items()}
         return ordered
 
     # ------------------------------------------------------------------ group updates
@@ -380,4 +428,5 @@ def _compile_call(
     variable: str, call: ast.FunctionCall, parameters: Mapping[str, Any]
 ) -> _AggregateCall:
     argument = compile_expression(call.args[0], parameters) if call.args else None
-    return _AggregateCall(variable, argument, accumulator_factory(call.name, call.distinct))
+    factory = accumulator_factory(call.name, call.distinct)
+    return _AggregateCall(call.name, variable, argument, factory)

@@ -428,3 +428,12 @@ def test_two_aggregating_parts() -> None:
     )
     # an emptied upstream group is not a row downstream
     assert_diffs(g.delete("n3"), agg({"groups": 2, "total": 3.0}, {"groups": 1, "total": 2.0}))
+
+
+def test_type_errors_refuse_the_row_and_are_reported() -> None:
+    g = Graph("MATCH (t:T) RETURN t.g AS g, sum(t.v) AS s")
+    assert_diffs(g.node("t1", "T", g="x", v=2), agg({"g": "x", "s": 0.0}, {"g": "x", "s": 2.0}))
+    assert_diffs(g.node("t2", "T", g="x", v="oops"))
+    assert len(g.query.take_evaluation_errors()) == 1
+    assert g.query.take_evaluation_errors() == []
+    assert_diffs(g.node("t2", "T", g="x", v=3), agg(None, {"g": "x", "s": 5.0}))
