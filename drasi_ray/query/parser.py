@@ -143,6 +143,8 @@ def _syntax_error(text: str, error: UnexpectedInput) -> QuerySyntaxError:
             line,
             column,
         )
+    if isinstance(error, UnexpectedCharacters) and error.char in "'\"":
+        return QuerySyntaxError("unterminated string literal", line, column)
     if isinstance(error, UnexpectedCharacters):
         return QuerySyntaxError(f"unexpected character {error.char!r}", line, column)
     return QuerySyntaxError("invalid query", line, column)
@@ -304,7 +306,9 @@ class _AstBuilder(Transformer[Token, Any]):
     # ------------------------------------------------------------------ query structure
 
     def start(self, meta: Meta, children: list[Any]) -> ast.Query:
-        parts: list[tuple[list[ast.MatchClause], _Clause]] = children
+        parts: list[tuple[list[ast.MatchClause], _Clause]] = [
+            child for child in children if isinstance(child, tuple)
+        ]
         for _matches, clause in parts[:-1]:
             if clause.is_return:
                 _fail("RETURN must be the last clause of a query", clause.position)

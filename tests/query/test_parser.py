@@ -102,6 +102,16 @@ def test_comments_are_ignored() -> None:
     assert query.returns.items == (ast.ProjectionItem(N, "n"),)
 
 
+def test_trailing_semicolon_is_allowed() -> None:
+    assert parse_query("MATCH (n) RETURN n;").returns.items == (ast.ProjectionItem(N, "n"),)
+
+
+def test_names_may_use_any_script() -> None:
+    query = parse_query("MATCH (café:Straße) RETURN café.größe AS größe")
+    assert query.parts[0].matches[0].paths[0].nodes[0] == ast.NodePattern("café", ("Straße",))
+    assert query.returns.items[0] == ast.ProjectionItem(_prop("café", "größe"), "größe")
+
+
 def test_return_without_match() -> None:
     assert parse_query("RETURN 1 AS one").returns.items == (ast.ProjectionItem(_lit(1), "one"),)
 
@@ -409,7 +419,9 @@ def test_column_names(items: str, names: list[str]) -> None:
         ("MATCH (n RETURN n", QuerySyntaxError, 1, 10, "unexpected 'RETURN'"),
         ("MATCH (n) RETURN", QuerySyntaxError, 1, 17, "unexpected end of query"),
         ("MATCH (n)\n  RETURN n.x +", QuerySyntaxError, 2, 15, "unexpected end of query"),
-        ("MATCH (n) WHERE n.x = 'open RETURN n", QuerySyntaxError, 1, 23, "unexpected character"),
+        ("MATCH (n) WHERE n.x = 'open RETURN n", QuerySyntaxError, 1, 23, "unterminated string"),
+        ('MATCH (n)\nRETURN "open', QuerySyntaxError, 2, 8, "unterminated string"),
+        ("MATCH (n) RETURN n;;", QuerySyntaxError, 1, 20, "unexpected ';'"),
         ("MATCH (n) RETURN n.x @ 2", QuerySyntaxError, 1, 22, "unexpected character '@'"),
         ("MATCH (n) RETURN 'a\\qb' AS s", QuerySyntaxError, 1, 18, "invalid escape"),
         ("MATCH (n) RETURN foo(n)", QuerySyntaxError, 1, 18, "unknown function 'foo'"),
