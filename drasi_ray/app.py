@@ -145,6 +145,8 @@ class DrasiRay:
             options["address"] = self._ray.address
         if self._ray.num_cpus is not None:
             options["num_cpus"] = self._ray.num_cpus
+        if self._ray.include_dashboard is not None:
+            options["include_dashboard"] = self._ray.include_dashboard
         ray.init(**options)
         self._owns_ray = True
 

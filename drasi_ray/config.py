@@ -117,6 +117,9 @@ class RayConfig(_Model):
 
     address: str | None = None
     num_cpus: int | None = Field(None, ge=1, description="only when starting Ray locally")
+    include_dashboard: bool | None = Field(
+        None, description="only when starting Ray locally; None = Ray's default"
+    )
     actor_num_cpus: float = Field(
         0.0, ge=0.0, description="CPU reserved per drasi_ray actor (0 packs any number per node)"
     )

@@ -32,7 +32,7 @@ STREAM = "sensor-changes"
 def sensor_events(sensors: int, updates: int, seed: int = 7) -> Iterator[bytes]:
     """Insert ``sensors`` sensors, then random-walk their temperatures ``updates`` times."""
     rng = random.Random(seed)
-    temperatures = {f"sensor-{i}": rng.uniform(60.0, 75.0) for i in range(1, sensors + 1)}
+    temperatures = {f"sensor-{i}": rng.uniform(66.0, 76.0) for i in range(1, sensors + 1)}
     for sensor_id, temperature in temperatures.items():
         yield _event(Op.INSERT, sensor_id, temperature, rng)
     for _ in range(updates):
@@ -71,7 +71,7 @@ def run_demo(
     """Run the demo end to end; returns the final result rows."""
     with EmbeddedRedis() as server:
         echo(f"redis: {server.url}")
-        app = DrasiRay("demo", ray_config=RayConfig(num_cpus=2))
+        app = DrasiRay("demo", ray_config=RayConfig(include_dashboard=False))
         app.add_source(
             PlatformSource.builder("sensors")
             .with_redis_url(server.url)

@@ -18,6 +18,7 @@ from typing import Any
 import ray
 
 from drasi_ray.actors.names import COORDINATOR
+from drasi_ray.actors.runtime import was_restarted
 from drasi_ray.changes import DecodedEntry
 from drasi_ray.config import PlatformSourceConfig
 from drasi_ray.consumer import StreamConsumer
@@ -39,7 +40,7 @@ class ConsumerActor:
         self._source_id = source_id
         backend = RedisStreamBackend.from_url(settings.redis_url)
         self._consumer = StreamConsumer(source_id, settings, consumer_name, backend, self._dispatch)
-        self._restarted = ray.get_runtime_context().was_current_actor_reconstructed
+        self._restarted = was_restarted()
         self._consumer.start()
 
     async def _dispatch(self, entries: list[DecodedEntry]) -> object:

@@ -20,6 +20,7 @@ from typing import Any
 
 import ray
 
+from drasi_ray.actors.runtime import was_restarted
 from drasi_ray.changes import Element, ElementDelta
 from drasi_ray.config import DispatchMode, QueryConfig
 from drasi_ray.query.engine import ContinuousQuery
@@ -99,8 +100,7 @@ class QueryActor:
         self._runner = QueryRunner(config)
         self._order = _InOrder()
         self._subscriber_ids = itertools.count(1)
-        context = ray.get_runtime_context()
-        if context.was_current_actor_reconstructed:
+        if was_restarted():
             self._rejoin = asyncio.get_event_loop().create_task(self._reregister(namespace, name))
 
     async def _reregister(self, namespace: str, name: str) -> None:
