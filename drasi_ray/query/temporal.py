@@ -474,11 +474,8 @@ def add_duration(value: Any, duration: Duration) -> Any:
         assert isinstance(shifted, dt.datetime)
         return shifted + dt.timedelta(days=duration.days) + _time_delta(duration)
     if isinstance(value, dt.date):
-        whole_days = (
-            duration.seconds // _SECONDS_PER_DAY
-            if duration.seconds >= 0
-            else -(-duration.seconds // _SECONDS_PER_DAY)
-        )
+        # A date keeps only whole days of the time part, truncated toward zero (PT-36H is -1 day).
+        whole_days = int(duration.seconds / _SECONDS_PER_DAY)
         return _add_months(value, duration.months) + dt.timedelta(days=duration.days + whole_days)
     if isinstance(value, dt.time):
         base = dt.datetime.combine(dt.date(2000, 1, 1), value)

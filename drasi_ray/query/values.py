@@ -438,6 +438,7 @@ _BOOL_TAG = "\x00bool"
 _LIST_TAG = "\x00list"
 _MAP_TAG = "\x00map"
 _ELEMENT_TAG = "\x00element"
+_NAN_TAG = "\x00nan"
 
 
 def hashable_key(value: Any) -> Any:
@@ -448,8 +449,11 @@ def hashable_key(value: Any) -> Any:
     tagged so that ``true`` and ``1`` differ; lists, maps and elements are tagged tuples
     (an element is keyed by its kind and id, as :func:`equals` compares it).
     """
-    if value is None or isinstance(value, (str, float)):
+    if value is None or isinstance(value, str):
         return value
+    if isinstance(value, float):
+        # NaN is unequal to itself, so as a key it would open a new group every time.
+        return (_NAN_TAG,) if math.isnan(value) else value
     if isinstance(value, bool):
         return (_BOOL_TAG, value)
     if isinstance(value, int):

@@ -489,6 +489,11 @@ def test_hashable_key_different_values_differ(left: Any, right: Any) -> None:
     assert hashable_key(left) != hashable_key(right)
 
 
+def test_hashable_key_of_nan_is_stable() -> None:
+    assert hashable_key(float("nan")) == hashable_key(float("nan"))
+    assert hashable_key(float("nan")) != hashable_key("nan")
+
+
 def test_hashable_key_groups_rows() -> None:
     groups: dict[Any, int] = {}
     for value in [1, 1.0, True, [1], (1,), None, None]:

@@ -198,6 +198,7 @@ def test_accessor_on_a_temporal_property_of_an_element() -> None:
         ("date('2024-03-31') - duration({months: 1})", "2024-02-29"),
         ("date('2024-01-15') + duration('P1Y2M3D')", "2025-03-18"),
         ("date('2024-01-15') + duration('PT36H')", "2024-01-16"),
+        ("date('2024-01-15') - duration('PT36H')", "2024-01-14"),
         ("duration('P1D') + date('2024-01-15')", "2024-01-16"),
         ("datetime('2024-01-15T10:30Z') + duration('PT90M')", "2024-01-15T12:00:00Z"),
         ("datetime('2024-01-15T10:30Z') - duration('P1DT1H')", "2024-01-14T09:30:00Z"),
