@@ -1,0 +1,160 @@
+"""Settings: builders, config objects and YAML, with errors that name the bad key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from drasi_ray import (
+    AppConfig,
+    ConfigError,
+    DispatchMode,
+    DrasiRay,
+    PlatformSource,
+    PlatformSourceConfig,
+    Query,
+    QuerySyntaxError,
+)
+
+YAML = """
+id: sensors-app
+sources:
+  - id: sensors
+    source_type: platform
+    auto_start: true
+    dispatch_mode: broadcast
+    dispatch_buffer_capacity: 1500
+    properties:
+      redis_url: "redis://localhost:6379"
+      stream_key: "sensor-changes"
+      consumer_group: "drasi-consumers"
+      consumer_name: "consumer-1"
+      batch_size: 50
+      block_ms: 10000
+      consumers: 3
+queries:
+  - id: hot
+    sources: [sensors]
+    query: MATCH (s:Sensor) WHERE s.temperature > 70 RETURN s.id AS id
+"""
+
+
+def test_builder_matches_config_object() -> None:
+    built = (
+        PlatformSource.builder("src")
+        .with_redis_url("redis://localhost:6379")
+        .with_stream_key("sensor-changes")
+        .with_consumer_group("drasi-consumers")
+        .with_consumer_name("consumer")
+        .with_consumers(3)
+        .with_batch_size(50)
+        .with_block_ms(10000)
+        .with_dispatch_mode("broadcast")
+        .with_dispatch_buffer_capacity(1500)
+        .with_auto_start(False)
+        .build()
+    )
+    config = PlatformSourceConfig(
+        redis_url="redis://localhost:6379",
+        stream_key="sensor-changes",
+        consumer_group="drasi-consumers",
+        consumer_name="consumer",
+        consumers=3,
+        batch_size=50,
+        block_ms=10000,
+    )
+    assert built.config == config
+    assert built.dispatch_mode is DispatchMode.BROADCAST
+    assert built.dispatch_buffer_capacity == 1500
+    assert built.auto_start is False
+    assert built.consumer_names == ["consumer-0", "consumer-1", "consumer-2"]
+
+
+def test_defaults_follow_drasi() -> None:
+    config = PlatformSourceConfig(redis_url="redis://h:1", stream_key="s")
+    assert config.consumer_group == "drasi-core"
+    assert (config.batch_size, config.block_ms, config.consumers) == (100, 5000, 1)
+    assert config.start_id == "$"
+    assert config.dead_letter_key == "s:dlq"
+    assert PlatformSource("src", config).consumer_names == ["src-0"]
+
+
+@pytest.mark.parametrize(
+    ("setting", "value", "fragment"),
+    [
+        ("with_batch_size", 0, "batch_size"),
+        ("with_redis_url", "http://x", "redis_url"),
+        ("with_start_id", "later", "start_id"),
+        ("with_consumers", 0, "consumers"),
+        ("with_dispatch_mode", "fanout", "dispatch_mode"),
+    ],
+)
+def test_builder_rejects_bad_values_naming_them(setting: str, value: object, fragment: str) -> None:
+    builder = PlatformSource.builder("s").with_redis_url("redis://h:1").with_stream_key("k")
+    with pytest.raises(ConfigError, match=fragment):
+        getattr(builder, setting)(value).build()
+
+
+def test_missing_required_setting_is_named() -> None:
+    with pytest.raises(ConfigError, match="stream_key"):
+        PlatformSource.builder("s").with_redis_url("redis://h:1").build()
+
+
+def test_yaml_schema(tmp_path: Path) -> None:
+    path = tmp_path / "app.yaml"
+    path.write_text(YAML)
+    config = AppConfig.from_yaml(path)
+    assert config.id == "sensors-app"
+    (source,) = config.sources
+    assert source.dispatch_mode is DispatchMode.BROADCAST
+    assert source.properties.consumers == 3
+    app = DrasiRay.from_yaml(path)
+    assert app.source_ids == ["sensors"] and app.query_ids == ["hot"]
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "fragment"),
+    [
+        ("batch_size: 50", "batch_sise: 50", "sources.0.properties.batch_sise: unknown key"),
+        ("id: sensors-app", "id: sensors-app\nextra: 1", "extra: unknown key"),
+        ("source_type: platform", "source_type: kafka", "source_type"),
+        ("sources: [sensors]", "sources: []", "queries.0.sources"),
+    ],
+)
+def test_yaml_errors_name_the_key(tmp_path: Path, old: str, new: str, fragment: str) -> None:
+    path = tmp_path / "app.yaml"
+    path.write_text(YAML.replace(old, new))
+    with pytest.raises(ConfigError, match=fragment.replace(".", r"\.")):
+        DrasiRay.from_yaml(path)
+
+
+def test_yaml_query_error_has_position(tmp_path: Path) -> None:
+    path = tmp_path / "app.yaml"
+    path.write_text(YAML.replace("RETURN s.id AS id", "RETURN s.id AS id ORDER BY id"))
+    with pytest.raises(QuerySyntaxError) as caught:
+        DrasiRay.from_yaml(path)
+    assert caught.value.line == 1 and caught.value.column > 1
+
+
+def test_add_query_rejects_unsupported_features_at_once() -> None:
+    app = DrasiRay()
+    with pytest.raises(QuerySyntaxError, match="line 1, column"):
+        app.add_query(
+            Query.cypher("q").query("MATCH (n:A) RETURN n.x LIMIT 3").from_source("s").build()
+        )
+    assert app.query_ids == []
+
+
+def test_query_without_known_source_is_refused_at_start() -> None:
+    app = DrasiRay()
+    app.add_query(Query.cypher("q").query("MATCH (n:A) RETURN n.x").from_source("nope").build())
+    with pytest.raises(ConfigError, match="unknown source"):
+        app.start()
+
+
+def test_duplicate_ids_are_refused() -> None:
+    source = PlatformSource("s", PlatformSourceConfig(redis_url="redis://h:1", stream_key="k"))
+    app = DrasiRay().add_source(source)
+    with pytest.raises(ConfigError, match="already added"):
+        app.add_source(source)

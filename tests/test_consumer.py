@@ -1,0 +1,155 @@
+"""The consume loop and reclaim timer against a real Redis, without Ray.
+
+The dispatch is an in-test coroutine, so these tests pin the loop's contract: decode at the
+boundary, dead-letter the malformed, one dispatch per batch, ack only after dispatch returned,
+resume from own pending entries after a failure, recreate a missing group, reclaim a dead
+peer's entries.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import redis
+
+from drasi_ray.changes import DecodedEntry, Op, node
+from drasi_ray.config import PlatformSourceConfig
+from drasi_ray.consumer import StreamConsumer
+from drasi_ray.decode import change_event, encode_cloud_event
+from drasi_ray.streams.backend import RedisStreamBackend
+
+STREAM = "changes"
+
+
+def _event(element_id: str, value: int) -> bytes:
+    element = node(element_id, ["Thing"], {"value": value})
+    return encode_cloud_event([change_event(Op.UPDATE, element, 1_000_000)])
+
+
+def _settings(url: str, **overrides: Any) -> PlatformSourceConfig:
+    values: dict[str, Any] = {
+        "redis_url": url,
+        "stream_key": STREAM,
+        "start_id": "0",
+        "block_ms": 50,
+        "batch_size": 10,
+        "reclaim_interval_ms": 50,
+        "claim_idle_ms": 200,
+    }
+    values.update(overrides)
+    return PlatformSourceConfig(**values)
+
+
+async def _until(predicate: Callable[[], bool], timeout: float = 10.0) -> None:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not predicate():
+        assert asyncio.get_running_loop().time() < deadline, "condition not reached in time"
+        await asyncio.sleep(0.02)
+
+
+def _run(
+    url: str,
+    body: Callable[[StreamConsumer, list[list[DecodedEntry]]], Awaitable[None]],
+    dispatch_error: Callable[[int], Exception | None] = lambda _n: None,
+    **overrides: Any,
+) -> None:
+    async def main() -> None:
+        batches: list[list[DecodedEntry]] = []
+
+        async def dispatch(entries: list[DecodedEntry]) -> object:
+            error = dispatch_error(len(batches))
+            batches.append(entries)
+            if error is not None:
+                raise error
+            return None
+
+        consumer = StreamConsumer(
+            "src", _settings(url, **overrides), "src-0", RedisStreamBackend.from_url(url), dispatch
+        )
+        consumer.start()
+        await consumer.wait_ready()
+        try:
+            await body(consumer, batches)
+        finally:
+            await consumer.stop()
+
+    asyncio.run(main())
+
+
+def test_decodes_dispatches_in_batches_and_acks(redis_url: str) -> None:
+    client = redis.Redis.from_url(redis_url)
+    for i in range(25):
+        client.xadd(STREAM, {"data": _event(f"e{i}", i)})
+
+    async def body(consumer: StreamConsumer, batches: list[list[DecodedEntry]]) -> None:
+        await _until(lambda: consumer.stats.acked == 25)
+        ids = [entry.changes[0].element.id for batch in batches for entry in batch]
+        assert ids == [f"e{i}" for i in range(25)]
+        assert all(len(batch) <= 10 for batch in batches)
+        assert client.xpending(STREAM, "drasi-core")["pending"] == 0
+
+    _run(redis_url, body)
+
+
+def test_malformed_entries_are_dead_lettered_then_acked(redis_url: str) -> None:
+    client = redis.Redis.from_url(redis_url)
+    client.xadd(STREAM, {"data": _event("ok", 1)})
+    bad = client.xadd(STREAM, {"data": b'{"data": [{"op": "q"}]}'}).decode()
+
+    async def body(consumer: StreamConsumer, batches: list[list[DecodedEntry]]) -> None:
+        await _until(lambda: consumer.stats.acked == 2)
+        assert [entry.changes[0].element.id for batch in batches for entry in batch] == ["ok"]
+        ((_, fields),) = client.xrange("changes:dlq")
+        assert fields[b"entry_id"].decode() == bad
+        assert b"unknown operation type 'q'" in fields[b"reason"]
+        assert fields[b"orig:data"] == b'{"data": [{"op": "q"}]}'
+        assert consumer.stats.dead_lettered == 1
+
+    _run(redis_url, body)
+
+
+def test_failed_dispatch_is_not_acked_and_is_redelivered(redis_url: str) -> None:
+    client = redis.Redis.from_url(redis_url)
+    client.xadd(STREAM, {"data": _event("e1", 1)})
+
+    async def body(consumer: StreamConsumer, batches: list[list[DecodedEntry]]) -> None:
+        await _until(lambda: consumer.stats.acked == 1)
+        assert len(batches) == 2  # the failed attempt, then the redelivery of its own pending
+        assert batches[0][0].entry_id == batches[1][0].entry_id
+        assert consumer.stats.errors == 1 and "coordinator down" in str(consumer.stats.last_error)
+
+    _run(
+        redis_url,
+        body,
+        dispatch_error=lambda n: RuntimeError("coordinator down") if n == 0 else None,
+    )
+
+
+def test_missing_group_is_recreated(redis_url: str) -> None:
+    client = redis.Redis.from_url(redis_url)
+
+    async def body(consumer: StreamConsumer, batches: list[list[DecodedEntry]]) -> None:
+        client.xgroup_destroy(STREAM, "drasi-core")
+        await _until(lambda: consumer.stats.group_recreated == 1)
+        client.xadd(STREAM, {"data": _event("after", 1)})
+        await _until(lambda: consumer.stats.acked == 1)
+
+    _run(redis_url, body)
+
+
+def test_dead_peers_pending_entries_are_reclaimed(redis_url: str) -> None:
+    client = redis.Redis.from_url(redis_url)
+    client.xgroup_create(STREAM, "drasi-core", id="0", mkstream=True)
+    for i in range(15):
+        client.xadd(STREAM, {"data": _event(f"e{i}", i)})
+    # A peer reads everything and dies before acking.
+    client.xreadgroup("drasi-core", "src-9", {STREAM: ">"}, count=100)
+
+    async def body(consumer: StreamConsumer, batches: list[list[DecodedEntry]]) -> None:
+        await _until(lambda: consumer.stats.acked == 15)
+        assert consumer.stats.reclaimed == 15
+        assert client.xpending(STREAM, "drasi-core")["pending"] == 0
+
+    _run(redis_url, body)
