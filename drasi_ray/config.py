@@ -60,6 +60,18 @@ class PlatformSourceConfig(_Model):
     dead_letter_stream: str | None = Field(
         None, description="stream for malformed entries; default '<stream_key>:dlq'"
     )
+    dead_letter_maxlen: int | None = Field(
+        100_000, ge=1, description="approximate MAXLEN of the dead-letter stream; None: unbounded"
+    )
+    max_deliveries: int = Field(
+        5, ge=1, description="an entry delivered more often than this is dead-lettered"
+    )
+    max_payload_bytes: int = Field(
+        4 * 1024 * 1024, ge=1, description="larger entries are dead-lettered without parsing"
+    )
+    max_in_flight: int = Field(
+        1000, ge=1, description="bound on entries a consumer holds unacked (reclaimed included)"
+    )
 
     @field_validator("redis_url")
     @classmethod

@@ -28,7 +28,7 @@ from drasi_ray.config import PlatformSourceConfig
 from drasi_ray.decode import decode_entry
 from drasi_ray.errors import DecodeError, GroupMissingError, StreamError
 from drasi_ray.streams.backend import RedisStreamBackend
-from drasi_ray.streams.records import DeadLetter, StreamEntry
+from drasi_ray.streams.records import DeadLetter, Fields, StreamEntry
 
 logger = logging.getLogger("drasi_ray.consumer")
 
@@ -52,6 +52,7 @@ class ConsumerStats:
     deleted_acked: int = 0
     errors: int = 0
     group_recreated: int = 0
+    claims_renewed: int = 0
     state: str = "starting"
     last_error: str | None = None
     extra: dict[str, int] = field(default_factory=dict)
@@ -72,6 +73,30 @@ class Backoff:
         ceiling = min(self._cap, self._initial * (2**self._attempt))
         self._attempt += 1
         await asyncio.sleep(random.uniform(ceiling / 2, ceiling))
+
+
+class InFlight:
+    """Bounds the entries a consumer holds unacked; readers reserve room before reading."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.held = 0
+        self._changed = asyncio.Condition()
+
+    async def reserve(self, wanted: int) -> int:
+        """Wait for room, then hold up to ``wanted`` entries; returns how many were granted."""
+        async with self._changed:
+            await self._changed.wait_for(lambda: self.held < self.limit)
+            granted = min(wanted, self.limit - self.held)
+            self.held += granted
+            return granted
+
+    async def release(self, count: int) -> None:
+        if count <= 0:
+            return
+        async with self._changed:
+            self.held -= count
+            self._changed.notify_all()
 
 
 class StreamConsumer:
@@ -97,6 +122,7 @@ class StreamConsumer:
         self._stopping = False
         self._tasks: list[asyncio.Task[None]] = []
         self._batch_lock = asyncio.Lock()
+        self._in_flight = InFlight(max(settings.max_in_flight, 1))
 
     # -- lifecycle ----------------------------------------------------------------------
 
@@ -158,25 +184,47 @@ class StreamConsumer:
             )
 
     async def _drain_own_pending(self) -> None:
+        """Re-read own pending entries ONE at a time, oldest first.
+
+        Own pending entries exist only after a crash or a failed dispatch, and one of them may
+        be what failed. Taking them singly means a poison entry fails alone: its delivery count
+        rises once per attempt until it exceeds ``max_deliveries`` and is dead-lettered, while
+        the entries behind it are read (and counted) only when their turn comes.
+        """
         while not self._stopping:
-            entries = await self._backend.read_pending(
-                self._stream, self._group, self.name, self.settings.batch_size
+            entries = await self._read_reserved(
+                1,
+                lambda count: self._backend.read_pending(
+                    self._stream, self._group, self.name, count
+                ),
             )
             if not entries:
                 return
-            await self._handle(entries)
+            await self._handle(entries, first_delivery=False)
 
     async def _read_new_forever(self) -> None:
         while not self._stopping:
-            entries = await self._backend.read_new(
-                self._stream,
-                self._group,
-                self.name,
+            entries = await self._read_reserved(
                 self.settings.batch_size,
-                self.settings.block_ms,
+                lambda count: self._backend.read_new(
+                    self._stream, self._group, self.name, count, self.settings.block_ms
+                ),
             )
             if entries:
-                await self._handle(entries)
+                await self._handle(entries, first_delivery=True)
+
+    async def _read_reserved(
+        self, wanted: int, read: Callable[[int], Awaitable[list[StreamEntry]]]
+    ) -> list[StreamEntry]:
+        """Read at most as many entries as ``max_in_flight`` leaves room for."""
+        granted = await self._in_flight.reserve(wanted)
+        try:
+            entries = await read(granted)
+        except BaseException:
+            await self._in_flight.release(granted)
+            raise
+        await self._in_flight.release(granted - len(entries))
+        return entries
 
     async def _reclaim_loop(self) -> None:
         interval = self.settings.reclaim_interval_ms / 1000
@@ -192,63 +240,120 @@ class StreamConsumer:
                 self._note_error(exc)
 
     async def _reclaim_once(self) -> None:
-        claim = await self._backend.autoclaim(
-            self._stream,
-            self._group,
-            self.name,
-            self.settings.claim_idle_ms,
-            self.settings.batch_size,
-        )
+        """Claim peers' entries idle past ``claim_idle_ms``; they count against max_in_flight."""
+        granted = await self._in_flight.reserve(self.settings.batch_size)
+        try:
+            claim = await self._backend.autoclaim(
+                self._stream, self._group, self.name, self.settings.claim_idle_ms, granted
+            )
+        except BaseException:
+            await self._in_flight.release(granted)
+            raise
+        await self._in_flight.release(granted - len(claim.entries))
         if claim.deleted_ids:
             await self._ack(claim.deleted_ids)
             self.stats.deleted_acked += len(claim.deleted_ids)
         if claim.entries:
             self.stats.reclaimed += len(claim.entries)
             logger.info("consumer %s reclaimed %d idle entries", self.name, len(claim.entries))
-            await self._handle(list(claim.entries))
+            await self._handle(list(claim.entries), first_delivery=False)
 
     # -- one batch ----------------------------------------------------------------------
 
-    async def _handle(self, entries: Sequence[StreamEntry]) -> None:
-        """Decode, dead-letter the malformed, dispatch the rest in ONE call, then ack all."""
-        async with self._batch_lock:
-            self.stats.read += len(entries)
-            self.stats.batches += 1
-            decoded, dead = self._decode(entries)
-            if dead:
-                await self._backend.dead_letter(self.settings.dead_letter_key, dead, None)
-                self.stats.dead_lettered += len(dead)
-            if decoded:
-                await self._dispatch(decoded)
-                self.stats.dispatched += len(decoded)
-            await self._ack([entry.id for entry in entries])
+    async def _handle(self, entries: Sequence[StreamEntry], first_delivery: bool) -> None:
+        """Screen, dispatch the good entries in ONE call, then ack every entry of the batch.
 
-    def _decode(
-        self, entries: Sequence[StreamEntry]
+        Screening dead-letters what must never reach the dispatch: entries over
+        ``max_payload_bytes`` (unparsed), entries delivered more than ``max_deliveries`` times,
+        and entries that do not decode. Entries whose data was deleted are just acked.
+        """
+        try:
+            async with self._batch_lock:
+                self.stats.read += len(entries)
+                self.stats.batches += 1
+                counts = {} if first_delivery else await self._delivery_counts(entries)
+                decoded, dead = self._screen(entries, counts)
+                if dead:
+                    await self._backend.dead_letter(
+                        self.settings.dead_letter_key, dead, self.settings.dead_letter_maxlen
+                    )
+                    self.stats.dead_lettered += len(dead)
+                if decoded:
+                    await self._dispatch_renewing([entry.id for entry in entries], decoded)
+                    self.stats.dispatched += len(decoded)
+                await self._ack([entry.id for entry in entries])
+        finally:
+            await self._in_flight.release(len(entries))
+
+    async def _delivery_counts(self, entries: Sequence[StreamEntry]) -> dict[str, int]:
+        return await self._backend.delivery_counts(
+            self._stream, self._group, [entry.id for entry in entries]
+        )
+
+    def _screen(
+        self, entries: Sequence[StreamEntry], counts: dict[str, int]
     ) -> tuple[list[DecodedEntry], list[DeadLetter]]:
         decoded: list[DecodedEntry] = []
         dead: list[DeadLetter] = []
+        limit = self.settings.max_deliveries
         for entry in entries:
             if entry.fields is None:
                 self.stats.deleted_acked += 1
                 continue
-            try:
-                decoded.append(decode_entry(entry.id, entry.fields))
-            except DecodeError as exc:
-                logger.warning(
-                    "consumer %s: dead-lettering entry %s: %s", self.name, entry.id, exc.reason
-                )
-                dead.append(self._dead_letter(entry, exc.reason))
+            deliveries = counts.get(entry.id, 1)
+            reason = self._refusal(entry.fields, deliveries, limit)
+            if reason is None:
+                try:
+                    decoded.append(decode_entry(entry.id, entry.fields))
+                    continue
+                except DecodeError as exc:
+                    reason = exc.reason
+            logger.warning("consumer %s: dead-lettering entry %s: %s", self.name, entry.id, reason)
+            dead.append(self._dead_letter(entry, reason, deliveries))
         return decoded, dead
 
-    def _dead_letter(self, entry: StreamEntry, reason: str) -> DeadLetter:
+    def _refusal(self, fields: Fields, deliveries: int, limit: int) -> str | None:
+        if deliveries > limit:
+            return (
+                f"delivered {deliveries} times, more than max_deliveries ({limit}): "
+                "processing it failed every time"
+            )
+        size = sum(len(name) + len(value) for name, value in fields.items())
+        if size > self.settings.max_payload_bytes:
+            return (
+                f"entry of {size} bytes exceeds max_payload_bytes "
+                f"({self.settings.max_payload_bytes}); not parsed"
+            )
+        return None
+
+    async def _dispatch_renewing(self, ids: list[str], decoded: list[DecodedEntry]) -> None:
+        """Dispatch, renewing our claim on ``ids`` while it runs so peers do not steal them.
+
+        A live but slow batch would otherwise look idle to the peers' reclaim timers after
+        ``claim_idle_ms`` and be processed twice.
+        """
+        renewer = asyncio.get_running_loop().create_task(self._renew_claims(ids))
+        try:
+            await self._dispatch(decoded)
+        finally:
+            renewer.cancel()
+            await asyncio.gather(renewer, return_exceptions=True)
+
+    async def _renew_claims(self, ids: list[str]) -> None:
+        period = max(self.settings.claim_idle_ms / 3000, 0.01)
+        while True:
+            await asyncio.sleep(period)
+            await self._backend.renew_claim(self._stream, self._group, self.name, ids)
+            self.stats.claims_renewed += 1
+
+    def _dead_letter(self, entry: StreamEntry, reason: str, deliveries: int) -> DeadLetter:
         return DeadLetter(
             entry_id=entry.id,
             reason=reason,
             fields=entry.fields,
             source_stream=self._stream,
             consumer=self.name,
-            delivery_count=1,
+            delivery_count=deliveries,
         )
 
     async def _ack(self, ids: Sequence[str]) -> None:
