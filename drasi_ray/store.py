@@ -58,6 +58,7 @@ from typing import Any, Final
 
 import orjson
 
+from drasi_ray._construct import make_delta, make_element
 from drasi_ray.changes import (
     Element,
     ElementChange,
@@ -173,7 +174,7 @@ class _Record:
     def build(self, element_id: str) -> Element | None:
         if not self.alive or self.kind is None:
             return None
-        return Element(
+        return make_element(
             self.kind,
             element_id,
             self.labels,
@@ -240,7 +241,7 @@ class ElementStore:
         elif same_element(before, after):
             return None
         record.element = after
-        return ElementDelta(before, after, version, source_time_ms)
+        return make_delta(before, after, version, source_time_ms)
 
     def get(self, element_id: str) -> Element | None:
         """The element as it stands, or ``None`` if it does not exist (or is deleted)."""
@@ -265,6 +266,10 @@ class ElementStore:
         dirty = self._dirty
         self._dirty = set()
         return dirty
+
+    def mark_dirty(self, ids: set[str]) -> None:
+        """Mark ``ids`` as changed again (their persisted copy failed to be written)."""
+        self._dirty |= ids
 
     def snapshot_element(self, element_id: str) -> bytes:
         """The record of ``element_id`` in the persisted format (module docstring).

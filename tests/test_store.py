@@ -1,0 +1,437 @@
+"""Tests of drasi_ray.store: the versioned element store of SEMANTICS.md §2."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from drasi_ray.changes import (
+    Element,
+    ElementChange,
+    ElementDelta,
+    FrozenMap,
+    Op,
+    Timing,
+    Version,
+    node,
+    relation,
+)
+from drasi_ray.errors import DrasiRayError
+from drasi_ray.store import ElementStore
+
+
+def change(op: Op | str, element: Element, version: Version | int) -> ElementChange:
+    full = (version, 0, 0) if isinstance(version, int) else version
+    return ElementChange(Op(op), element, full, Timing(element.effective_from * 1_000_000))
+
+
+def room(props: dict[str, Any], at: int = 0, labels: tuple[str, ...] = ("Room",)) -> Element:
+    return node("r1", labels, props, at)
+
+
+def canon(value: Any) -> Any:
+    """A form whose ``==`` is strict about types (``1``, ``1.0`` and ``True`` differ)."""
+    if isinstance(value, Element):
+        return (
+            value.kind,
+            value.id,
+            value.labels,
+            canon(dict(value.properties)),
+            value.start_id,
+            value.end_id,
+            value.effective_from,
+        )
+    if isinstance(value, dict):
+        return ("map", sorted((key, canon(item)) for key, item in value.items()))
+    if isinstance(value, list | tuple):
+        return ("list", [canon(item) for item in value])
+    return (type(value).__name__, value)
+
+
+def contents(store: ElementStore) -> list[Any]:
+    return sorted(canon(element) for element in store.elements())
+
+
+# ---------------------------------------------------------------------------------------------
+# plain semantics, in order
+# ---------------------------------------------------------------------------------------------
+
+
+def test_insert_then_get() -> None:
+    store = ElementStore()
+    delta = store.apply(change("i", room({"temp": 20}, 5), 1))
+    assert delta == ElementDelta(None, room({"temp": 20}, 5), (1, 0, 0), 5)
+    assert store.get("r1") == room({"temp": 20}, 5)
+    assert store.get("other") is None
+    assert len(store) == 1
+    assert "r1" in store
+    assert list(store.elements()) == [room({"temp": 20}, 5)]
+
+
+def test_insert_of_existing_replaces_whole() -> None:
+    store = ElementStore()
+    store.apply(change("i", room({"temp": 20, "name": "a"}, 1, ("Room", "Old")), 1))
+    delta = store.apply(change("i", room({"temp": 21}, 2), 2))
+    assert delta is not None
+    assert delta.before == room({"temp": 20, "name": "a"}, 1, ("Room", "Old"))
+    assert delta.after == room({"temp": 21}, 2)
+    assert store.get("r1") == room({"temp": 21}, 2)
+
+
+def test_update_merges_and_keeps_absent_properties() -> None:
+    store = ElementStore()
+    store.apply(change("i", room({"temp": 20, "name": "a"}, 1), 1))
+    delta = store.apply(change("u", room({"temp": 22, "open": True}, 2, ("Room", "Hot")), 2))
+    expected = room({"temp": 22, "name": "a", "open": True}, 2, ("Room", "Hot"))
+    assert delta == ElementDelta(room({"temp": 20, "name": "a"}, 1), expected, (2, 0, 0), 2)
+    assert store.get("r1") == expected
+
+
+def test_update_of_unknown_inserts() -> None:
+    store = ElementStore()
+    delta = store.apply(change("u", room({"temp": 20}, 3), 1))
+    assert delta == ElementDelta(None, room({"temp": 20}, 3), (1, 0, 0), 3)
+    assert len(store) == 1
+
+
+def test_delete() -> None:
+    store = ElementStore()
+    store.apply(change("i", room({"temp": 20}, 1), 1))
+    delta = store.apply(change("d", room({}, 4), 2))
+    assert delta == ElementDelta(room({"temp": 20}, 1), None, (2, 0, 0), 4)
+    assert store.get("r1") is None
+    assert len(store) == 0
+    assert "r1" not in store
+    assert list(store.elements()) == []
+
+
+def test_delete_of_unknown_does_nothing() -> None:
+    store = ElementStore()
+    assert store.apply(change("d", room({}), 1)) is None
+    assert len(store) == 0
+    assert store.get("r1") is None
+
+
+def test_reinsert_after_delete_starts_afresh() -> None:
+    store = ElementStore()
+    store.apply(change("i", room({"temp": 20, "name": "a"}), 1))
+    store.apply(change("d", room({}), 2))
+    delta = store.apply(change("u", room({"temp": 5}, 9), 3))
+    assert delta == ElementDelta(None, room({"temp": 5}, 9), (3, 0, 0), 9)
+
+
+def test_relation_endpoints() -> None:
+    store = ElementStore()
+    first = relation("e1", ["IN"], "r1", "f1", {"w": 1}, 1)
+    store.apply(change("i", first, 1))
+    assert store.get("e1") == first
+    moved = relation("e1", ["IN"], "r1", "f2", {}, 2)
+    delta = store.apply(change("u", moved, 2))
+    assert delta is not None
+    assert delta.after == relation("e1", ["IN"], "r1", "f2", {"w": 1}, 2)
+    assert delta.after.start_id == "r1"
+    assert delta.after.end_id == "f2"
+
+
+# ---------------------------------------------------------------------------------------------
+# no-ops: redelivery, duplicates, strictness about what "changed" means
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("op", ["i", "u", "d"])
+def test_redelivery_is_a_no_op(op: str) -> None:
+    store = ElementStore()
+    store.apply(change("i", room({"temp": 20}, 1), 1))
+    latest = change(op, room({"temp": 25, "x": [1]}, 2), 2)
+    assert store.apply(latest) is not None
+    state = contents(store)
+    assert store.apply(latest) is None
+    assert store.apply(change("i", room({"temp": 20}, 1), 1)) is None
+    assert contents(store) == state
+
+
+def test_producer_duplicate_with_new_version_changes_nothing_visible() -> None:
+    store = ElementStore()
+    store.apply(change("i", room({"temp": 20}, 1), 1))
+    assert store.apply(change("u", room({"temp": 20}, 1), 2)) is None
+    assert store.apply(change("i", room({"temp": 20}, 1), 3)) is None
+
+
+def test_same_values_at_a_later_time_is_a_change() -> None:
+    store = ElementStore()
+    store.apply(change("i", room({"temp": 20}, 1), 1))
+    delta = store.apply(change("u", room({"temp": 20}, 7), 2))
+    assert delta is not None
+    assert delta.after is not None
+    assert delta.after.effective_from == 7
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [(1, True), (True, 1), (1, 1.0), (0, False), ([1], [True]), ({"a": 1}, {"a": 1.0})],
+)
+def test_value_type_changes_are_changes(old: Any, new: Any) -> None:
+    store = ElementStore()
+    store.apply(change("i", room({"v": old}), 1))
+    delta = store.apply(change("u", room({"v": new}), 2))
+    assert delta is not None
+    assert delta.after is not None
+    assert canon(delta.after.properties["v"]) == canon(new)
+
+
+# ---------------------------------------------------------------------------------------------
+# out of order: apply by version, not by arrival
+# ---------------------------------------------------------------------------------------------
+
+
+def test_older_insert_after_newer_update_only_fills_in() -> None:
+    store = ElementStore()
+    store.apply(change("u", room({"temp": 25}, 2, ("Room", "Hot")), 2))
+    delta = store.apply(change("i", room({"temp": 20, "name": "a"}, 1), 1))
+    assert delta is not None
+    after = room({"temp": 25, "name": "a"}, 2, ("Room", "Hot"))
+    assert delta.after == after
+    assert store.get("r1") == after
+
+
+def test_older_update_after_newer_insert_is_overtaken() -> None:
+    store = ElementStore()
+    store.apply(change("i", room({"temp": 20}, 2), 2))
+    assert store.apply(change("u", room({"temp": 1, "old": True}, 1), 1)) is None
+    assert store.get("r1") == room({"temp": 20}, 2)
+
+
+def test_delete_blocks_older_changes_arriving_later() -> None:
+    store = ElementStore()
+    assert store.apply(change("d", room({}), 5)) is None
+    assert store.apply(change("i", room({"temp": 20}), 3)) is None
+    assert store.apply(change("u", room({"temp": 21}), 4)) is None
+    assert store.get("r1") is None
+    assert store.apply(change("u", room({"temp": 22}, 6), 6)) is not None
+
+
+def test_late_delete_removes_only_what_older_versions_set() -> None:
+    store = ElementStore()
+    store.apply(change("i", room({"a": 1, "b": 1}, 1), 1))
+    store.apply(change("u", room({"a": 2}, 3, ("Room", "New")), 3))
+    delta = store.apply(change("d", room({}, 2), 2))
+    assert delta is not None
+    assert delta.after == room({"a": 2}, 3, ("Room", "New"))
+
+
+def test_within_entry_position_orders_changes() -> None:
+    store = ElementStore()
+    store.apply(change("u", room({"t": "second"}), (7, 0, 1)))
+    store.apply(change("u", room({"t": "first"}), (7, 0, 0)))
+    assert store.get("r1") == room({"t": "second"})
+
+
+# ---------------------------------------------------------------------------------------------
+# persistence
+# ---------------------------------------------------------------------------------------------
+
+
+def test_snapshot_and_load_round_trip() -> None:
+    store = ElementStore()
+    store.apply(change("i", room({"a": 1, "f": 1.0, "t": True, "l": [1, {"k": None}]}, 3), 1))
+    store.apply(change("u", room({"a": 2}, 4), 2))
+    store.apply(change("i", relation("e1", ["IN"], "r1", "f1", {}, 2), 3))
+    store.apply(change("d", node("gone", ["X"]), 4))
+    restored = ElementStore()
+    for element_id in ("r1", "e1", "gone"):
+        restored.load_element(element_id, store.snapshot_element(element_id))
+        assert restored.snapshot_element(element_id) == store.snapshot_element(element_id)
+    assert contents(restored) == contents(store)
+    assert len(restored) == 2
+    # the tombstone and the versions survive: old changes stay blocked, new ones apply
+    assert restored.apply(change("i", node("gone", ["X"]), 3)) is None
+    assert restored.apply(change("u", room({"a": 0}), 1)) is None
+    assert restored.apply(change("u", room({"a": 9}, 5), 9)) is not None
+
+
+def test_snapshot_format() -> None:
+    store = ElementStore()
+    store.apply(change("u", room({"a": 1}, 3), (4, 1, 2)))
+    record = orjson.loads(store.snapshot_element("r1"))
+    assert record == {
+        "format": 1,
+        "reset": None,
+        "head": [4, 1, 2],
+        "alive": True,
+        "kind": "node",
+        "labels": ["Room"],
+        "startId": None,
+        "endId": None,
+        "effectiveFrom": 3,
+        "properties": {"a": [1, [4, 1, 2]]},
+    }
+
+
+def test_load_replaces_and_recounts() -> None:
+    store = ElementStore()
+    store.apply(change("i", room({"a": 1}), 1))
+    source = ElementStore()
+    source.apply(change("i", room({}), 1))
+    source.apply(change("d", room({}), 2))
+    store.load_element("r1", source.snapshot_element("r1"))
+    assert len(store) == 0
+    assert store.get("r1") is None
+
+
+def test_snapshot_of_unknown_element() -> None:
+    with pytest.raises(KeyError):
+        ElementStore().snapshot_element("nobody")
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"not json",
+        b"[]",
+        b'{"format": 2}',
+        b'{"format": 1, "reset": [1, 2], "head": null, "alive": false, "kind": null,'
+        b' "labels": [], "startId": null, "endId": null, "effectiveFrom": 0, "properties": {}}',
+        b'{"format": 1, "reset": null, "head": null, "alive": true, "kind": null,'
+        b' "labels": [], "startId": null, "endId": null, "effectiveFrom": 0, "properties": {}}',
+        b'{"format": 1, "reset": null, "head": null, "alive": false, "kind": "edge",'
+        b' "labels": [], "startId": null, "endId": null, "effectiveFrom": 0, "properties": {}}',
+        b'{"format": 1, "reset": null, "head": null, "alive": false, "kind": null,'
+        b' "labels": [], "startId": null, "endId": null, "effectiveFrom": 0,'
+        b' "properties": {"a": 1}}',
+    ],
+)
+def test_load_rejects_invalid_records(data: bytes) -> None:
+    store = ElementStore()
+    with pytest.raises(DrasiRayError, match="invalid element record for 'r1'"):
+        store.load_element("r1", data)
+    assert store.get("r1") is None
+
+
+def test_take_dirty() -> None:
+    store = ElementStore()
+    store.apply(change("i", room({}), 1))
+    store.apply(change("d", node("n2", ["X"]), 1))
+    assert store.take_dirty() == {"r1", "n2"}
+    assert store.take_dirty() == set()
+    store.apply(change("i", room({}), 1))  # redelivery: nothing written
+    assert store.take_dirty() == set()
+
+
+# ---------------------------------------------------------------------------------------------
+# the invariant: any interleaving converges to in-order application
+# ---------------------------------------------------------------------------------------------
+
+
+def reference(changes: list[ElementChange]) -> tuple[dict[str, Element], list[tuple[Any, Any]]]:
+    """Plain Drasi semantics applied in order; the final graph and the visible transitions."""
+    graph: dict[str, Element] = {}
+    transitions: list[tuple[Any, Any]] = []
+    for item in changes:
+        element = item.element
+        old = graph.get(element.id)
+        new: Element | None
+        if item.op is Op.INSERT:
+            new = element
+        elif item.op is Op.UPDATE:
+            merged = element.properties if old is None else {**old.properties, **element.properties}
+            new = Element(
+                element.kind,
+                element.id,
+                element.labels,
+                FrozenMap(merged),
+                element.start_id,
+                element.end_id,
+                element.effective_from,
+            )
+        else:
+            new = None
+        before = None if old is None else canon(old)
+        after = None if new is None else canon(new)
+        if before != after:
+            transitions.append((before, after))
+        if new is None:
+            graph.pop(element.id, None)
+        else:
+            graph[element.id] = new
+    return graph, transitions
+
+
+property_values = st.sampled_from([0, 1, 1.0, True, False, None, "s", [1], [True], {"k": 1}])
+
+
+@st.composite
+def streams(draw: st.DrawFn) -> list[ElementChange]:
+    """Changes on a few ids, versioned as a stream would: entries with one or more events."""
+    changes: list[ElementChange] = []
+    count = draw(st.integers(1, 14))
+    ms = 1000
+    while len(changes) < count:
+        ms += draw(st.integers(0, 2))
+        seq = 0 if not changes or changes[-1].version[0] != ms else changes[-1].version[1] + 1
+        for index in range(draw(st.integers(1, 3))):
+            element_id = draw(st.sampled_from(["a", "b", "c"]))
+            labels = draw(st.lists(st.sampled_from(["A", "B"]), min_size=1, max_size=2))
+            properties = draw(st.dictionaries(st.sampled_from(["x", "y", "z"]), property_values))
+            at = draw(st.integers(0, 3))
+            if draw(st.booleans()):
+                element = node(element_id, labels, properties, at)
+            else:
+                ends = draw(st.lists(st.sampled_from(["n1", "n2"]), min_size=2, max_size=2))
+                element = relation(element_id, labels, ends[0], ends[1], properties, at)
+            op = draw(st.sampled_from([Op.INSERT, Op.UPDATE, Op.UPDATE, Op.DELETE]))
+            changes.append(change(op, element, (ms, seq, index)))
+    return changes
+
+
+@given(streams())
+@settings(max_examples=300)
+def test_in_order_deltas_equal_plain_drasi_semantics(changes: list[ElementChange]) -> None:
+    store = ElementStore()
+    deltas = [delta for item in changes if (delta := store.apply(item)) is not None]
+    graph, transitions = reference(changes)
+    observed = [
+        (
+            None if d.before is None else canon(d.before),
+            None if d.after is None else canon(d.after),
+        )
+        for d in deltas
+    ]
+    assert observed == transitions
+    assert contents(store) == sorted(canon(element) for element in graph.values())
+    assert len(store) == len(graph)
+
+
+@given(streams(), st.data())
+@settings(max_examples=500)
+def test_any_interleaving_with_duplicates_converges(
+    changes: list[ElementChange], data: st.DataObject
+) -> None:
+    arrival = data.draw(st.permutations(changes))
+    for _ in range(data.draw(st.integers(0, 6))):
+        duplicate = data.draw(st.sampled_from(changes))
+        arrival.insert(data.draw(st.integers(0, len(arrival))), duplicate)
+
+    store = ElementStore()
+    for item in arrival:
+        before = store.get(item.element.id)
+        delta = store.apply(item)
+        after = store.get(item.element.id)
+        if delta is None:  # nothing visible changed
+            assert canon(before) == canon(after)
+        else:  # the delta describes exactly the visible change
+            assert canon(delta.before) == canon(before)
+            assert canon(delta.after) == canon(after)
+            assert canon(before) != canon(after)
+
+    in_order = ElementStore()
+    for item in changes:
+        in_order.apply(item)
+    graph, _ = reference(changes)
+    assert contents(store) == sorted(canon(element) for element in graph.values())
+    assert len(store) == len(graph)
+    for element_id in {item.element.id for item in changes}:
+        assert store.snapshot_element(element_id) == in_order.snapshot_element(element_id)
