@@ -304,6 +304,7 @@ class AggregatingPart:
                 self._keys.append((item.name, compile_expression(item.expression, parameters)))
         self._calls = [_compile_call(v, call, parameters) for v, call in rewriter.calls]
         self._order = [item.name for item in projection.items]
+        self._key_names = [name for name, _ in self._keys]
         self._state: dict[Key, Any] = {}
         self._groups: dict[Hashable, _Group] = {}
 
@@ -333,7 +334,7 @@ class AggregatingPart:
         scope = dict(group.row)
         for call, accumulator in zip(self._calls, group.accumulators, strict=True):
             scope[call.variable] = accumulator.result()
-        values = dict(zip((name for name, _ in self._keys), group.values, strict=True))
+        values = dict(zip(self._key_names, group.values, strict=True))
         for name, evaluate in self._outputs:
             try:
                 values[name] = evaluate(scope)
