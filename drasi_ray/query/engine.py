@@ -11,6 +11,23 @@
 
 Cost per change is proportional to the rows the change touches, plus O(log n) per touched
 aggregate value; no work depends on the size of the graph or of the result.
+
+Decisions where SEMANTICS.md leaves room (each covered by tests/query/test_engine.py):
+
+- A row is identified by the ids of the elements its MATCH variables bind, so a property
+  change of a bound element is an UPDATE; a relation whose endpoints change is DELETE + ADD.
+- OPTIONAL MATCH: when a required row's null row gives way to a match (or the last match
+  goes), that is one UPDATE; further matches of the same row are ADDs. (Drasi also reports a
+  *second* match as an update from a null row that no longer exists; we do not.)
+- Aggregating last part: a new group is always reported (``before`` = identity values, even
+  when ``after`` equals it, as Drasi does); a row that existed but failed the part's WHERE and
+  now passes gives ``before: null``. An aggregating WITH passes only non-empty groups to the
+  next part (an emptied group leaves it, as Drasi's default-state reconciliation does).
+- Relationship uniqueness (openCypher) holds within one MATCH clause.
+- MATCH after a WITH, a leading OPTIONAL MATCH and OPTIONAL MATCH clauses that join on each
+  other's variables are rejected with UnsupportedQueryError.
+- A row whose evaluation raises a type error is treated as not passing and reported through
+  :meth:`ContinuousQuery.take_evaluation_errors`; it never leaves the state half-updated.
 """
 
 from __future__ import annotations
