@@ -137,6 +137,40 @@ class RayConfig(_Model):
     )
 
 
+class SparkConfig(_Model):
+    """The Spark session RayDP starts on Ray for analytics (executors are Ray actors)."""
+
+    app_name: str = Field("drasi-ray-analytics", min_length=1)
+    num_executors: int = Field(1, ge=1, description="Spark executors (Ray actors)")
+    executor_cores: int = Field(1, ge=1, description="CPUs each executor reserves in Ray")
+    executor_memory: str = Field("1g", pattern=r"^[0-9]+[kKmMgG]?[bB]?$")
+    shuffle_partitions: int = Field(4, ge=1, description="spark.sql.shuffle.partitions")
+    configs: dict[str, str] = Field(
+        default_factory=dict, description="extra Spark settings (override the defaults)"
+    )
+
+
+class AnalyticsConfig(_Model):
+    """The change log of applied changes and its hand-off to Spark (drasi_ray.analytics)."""
+
+    enabled: bool = Field(False, description="keep the change log (an analytics actor)")
+    flush_every_changes: int = Field(
+        10_000, ge=1, description="seal open rows into an Arrow block after this many"
+    )
+    flush_every_seconds: float = Field(
+        5.0, gt=0, description="... or after this long, whichever comes first"
+    )
+    spill_bytes: int = Field(
+        256 * 1024 * 1024, ge=1, description="Arrow bytes held in Ray before spilling to Parquet"
+    )
+    spill_dir: str | None = Field(
+        None, description="where spilled Parquet goes (default: system temp); Spark reads it"
+    )
+    max_blocks: int = Field(4, ge=1, description="Ray blocks (Spark partitions) per hand-off")
+    output_path: str | None = Field(None, description="default target of `analytics export`")
+    spark: SparkConfig = SparkConfig()
+
+
 class AppConfig(_Model):
     """The whole application as a YAML file describes it."""
 
@@ -144,6 +178,7 @@ class AppConfig(_Model):
     sources: tuple[SourceSpec, ...] = ()
     queries: tuple[QueryConfig, ...] = ()
     ray: RayConfig = RayConfig()
+    analytics: AnalyticsConfig = AnalyticsConfig()
 
     @classmethod
     def from_yaml(cls, path: str | Path) -> AppConfig:
