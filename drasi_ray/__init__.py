@@ -8,7 +8,14 @@ Heavy optional parts (Spark analytics through RayDP) are imported lazily where u
 """
 
 from drasi_ray.app import DrasiRay
-from drasi_ray.config import AppConfig, DispatchMode, PlatformSourceConfig, QueryConfig, RayConfig
+from drasi_ray.config import (
+    AppConfig,
+    DispatchMode,
+    PlatformSourceConfig,
+    QueryConfig,
+    RayConfig,
+    StateConfig,
+)
 from drasi_ray.errors import (
     ConfigError,
     DecodeError,
@@ -45,6 +52,7 @@ __all__ = [
     "QueryResult",
     "QuerySyntaxError",
     "RayConfig",
+    "StateConfig",
     "StreamError",
     "Subscription",
     "UnknownComponentError",

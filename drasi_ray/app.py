@@ -30,8 +30,9 @@ from drasi_ray.actors import names
 from drasi_ray.actors.consumer import ConsumerActor
 from drasi_ray.actors.coordinator import CoordinatorActor
 from drasi_ray.actors.query import QueryActor
-from drasi_ray.config import AppConfig, DispatchMode, QueryConfig, RayConfig
+from drasi_ray.config import AppConfig, DispatchMode, QueryConfig, RayConfig, StateConfig
 from drasi_ray.errors import ConfigError, NotRunningError, UnknownComponentError
+from drasi_ray.failpoints import NO_FAILPOINTS, Failpoints
 from drasi_ray.query.engine import ContinuousQuery
 from drasi_ray.sources.platform import PlatformSource
 from drasi_ray.streams import progress
@@ -46,11 +47,20 @@ STOP_TIMEOUT_S = 30.0
 class DrasiRay:
     """An application: sources, continuous queries and the Ray actors that run them."""
 
-    def __init__(self, app_id: str = "default", *, ray_config: RayConfig | None = None) -> None:
+    def __init__(
+        self,
+        app_id: str = "default",
+        *,
+        ray_config: RayConfig | None = None,
+        state_config: StateConfig | None = None,
+        failpoints: Failpoints = NO_FAILPOINTS,
+    ) -> None:
         AppConfig(id=app_id)  # validates the id
         self.app_id = app_id
         self.namespace = names.namespace(app_id)
         self._ray = ray_config or RayConfig()
+        self._state = state_config or StateConfig()
+        self._failpoints = failpoints
         self._sources: dict[str, PlatformSource] = {}
         self._queries: dict[str, QueryConfig] = {}
         self._engines: dict[str, ContinuousQuery] = {}
@@ -64,7 +74,7 @@ class DrasiRay:
 
     @classmethod
     def from_config(cls, config: AppConfig) -> DrasiRay:
-        app = cls(config.id, ray_config=config.ray)
+        app = cls(config.id, ray_config=config.ray, state_config=config.state)
         for spec in config.sources:
             app.add_source(PlatformSource.from_spec(spec))
         for query in config.queries:
@@ -123,7 +133,7 @@ class DrasiRay:
             get_if_exists=True,
             max_restarts=-1,
             num_cpus=self._ray.actor_num_cpus,
-        ).remote(self.namespace)
+        ).remote(self.namespace, self.app_id, self._state_url(), self._failpoints)
         for query in self._queries.values():
             if query.auto_start:
                 self._start_query(query)
@@ -131,6 +141,15 @@ class DrasiRay:
             if source.auto_start:
                 self._start_source(source)
         return self
+
+    def _state_url(self) -> str | None:
+        """The Redis holding durable state, or None when state is kept in memory only."""
+        if not self._state.durable:
+            return None
+        if self._state.redis_url is not None:
+            return self._state.redis_url
+        first = next(iter(self._sources.values()), None)
+        return None if first is None else first.config.redis_url
 
     def _check_sources(self, query: QueryConfig) -> None:
         missing = [source for source in query.sources if source not in self._sources]
@@ -160,7 +179,7 @@ class DrasiRay:
             max_restarts=-1,
             max_task_retries=0,
             num_cpus=self._ray.actor_num_cpus,
-        ).remote(query, self.namespace, actor_name)
+        ).remote(query, self.namespace, actor_name, self.app_id, self._state_url())
         self._query_actors[query.id] = actor
         ray.get(
             self._coordinator.register_query.remote(
@@ -301,6 +320,16 @@ class DrasiRay:
                 query_id: _ask(actor.info) for query_id, actor in self._query_actors.items()
             },
         }
+
+    def coordinator_actor(self) -> Any:
+        """The Ray handle of the coordinator (for operations and crash tests)."""
+        if not self.running:
+            raise NotRunningError("the app is not running; call start()")
+        return self._coordinator
+
+    def query_actor(self, query_id: str) -> Any:
+        """The Ray handle of a query's actor (for operations and crash tests)."""
+        return self._query_actor(query_id)
 
     def consumer_actors(self, source_id: str) -> list[Any]:
         """The Ray handles of a source's consumer actors (for operations and tests)."""

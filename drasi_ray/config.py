@@ -57,6 +57,12 @@ class PlatformSourceConfig(_Model):
     start_id: str = Field(
         "$", description="where a newly created group starts: '$' latest (Drasi), '0' earliest"
     )
+    recreate_start_id: str = Field(
+        "0",
+        description="where a group that vanished (NOGROUP after a flush or restart) is "
+        "recreated: '0' replays what the stream retains (safe: applying twice is a no-op), "
+        "'$' skips to new entries",
+    )
     dead_letter_stream: str | None = Field(
         None, description="stream for malformed entries; default '<stream_key>:dlq'"
     )
@@ -80,7 +86,7 @@ class PlatformSourceConfig(_Model):
             raise ValueError("must start with redis://, rediss:// or unix://")
         return value
 
-    @field_validator("start_id")
+    @field_validator("start_id", "recreate_start_id")
     @classmethod
     def _check_start_id(cls, value: str) -> str:
         if value != "$" and not _ENTRY_ID.match(value):
@@ -137,6 +143,15 @@ class RayConfig(_Model):
     )
 
 
+class StateConfig(_Model):
+    """Where the state that must survive restarts lives (see :mod:`drasi_ray.state`)."""
+
+    durable: bool = Field(
+        True, description="keep the element store, subscriptions and sequences in Redis"
+    )
+    redis_url: str | None = Field(None, description="default: the first source's redis_url")
+
+
 class SparkConfig(_Model):
     """The Spark session RayDP starts on Ray for analytics (executors are Ray actors)."""
 
@@ -179,6 +194,7 @@ class AppConfig(_Model):
     queries: tuple[QueryConfig, ...] = ()
     ray: RayConfig = RayConfig()
     analytics: AnalyticsConfig = AnalyticsConfig()
+    state: StateConfig = StateConfig()
 
     @classmethod
     def from_yaml(cls, path: str | Path) -> AppConfig:

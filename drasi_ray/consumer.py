@@ -170,17 +170,17 @@ class StreamConsumer:
                 backoff.reset()
 
     async def _ensure_group(self) -> None:
-        created = await self._backend.ensure_group(
-            self._stream, self._group, self.settings.start_id
-        )
-        if created and self._ready.is_set():
+        recreating = self._ready.is_set()
+        start = self.settings.recreate_start_id if recreating else self.settings.start_id
+        created = await self._backend.ensure_group(self._stream, self._group, start)
+        if created and recreating:
             self.stats.group_recreated += 1
             logger.warning(
-                "consumer %s: group %s of stream %s was missing; recreated at %s",
+                "consumer %s: group %s of stream %s was missing; recreated at %r",
                 self.name,
                 self._group,
                 self._stream,
-                self.settings.start_id,
+                start,
             )
 
     async def _drain_own_pending(self) -> None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from drasi_ray.changes import Element, ElementDelta, Op, SubscriptionControl
 
@@ -81,6 +82,9 @@ class SubscriptionTable:
 
     def is_registered(self, query_id: str) -> bool:
         return query_id in self._registered
+
+    def sources_of(self, query_id: str) -> tuple[str, ...]:
+        return self._registered.get(query_id, ())
 
     @property
     def query_ids(self) -> list[str]:
@@ -154,6 +158,36 @@ class SubscriptionTable:
                     by_label.setdefault(label, set()).add(query_id)
         return index
 
+    # -- persistence --------------------------------------------------------------------
+
+    def to_records(self) -> dict[str, Any]:
+        """The table as JSON-able data (see :mod:`drasi_ray.state`)."""
+        return {
+            "registered": {qid: list(sources) for qid, sources in self._registered.items()},
+            "subscriptions": [
+                {
+                    "query": qid,
+                    "node": node_key,
+                    "source": sub.source_id,
+                    "nodeLabels": _sorted_or_none(sub.labels.node_labels),
+                    "relLabels": _sorted_or_none(sub.labels.relation_labels),
+                }
+                for (qid, node_key), sub in self._subscriptions.items()
+            ],
+        }
+
+    @classmethod
+    def from_records(cls, records: dict[str, Any]) -> SubscriptionTable:
+        table = cls()
+        for qid, sources in records.get("registered", {}).items():
+            table._registered[qid] = tuple(sources)
+        for item in records.get("subscriptions", []):
+            labels = LabelFilter.of(item["nodeLabels"], item["relLabels"])
+            table._subscriptions[(item["query"], item["node"])] = _Subscription(
+                item["source"], labels
+            )
+        return table
+
     def filter_for(self, query_id: str, source_id: str) -> list[LabelFilter]:
         """The label filters of ``query_id`` on ``source_id`` (for bootstrap snapshots)."""
         return [
@@ -161,3 +195,7 @@ class SubscriptionTable:
             for (qid, _node), subscription in self._subscriptions.items()
             if qid == query_id and subscription.source_id == source_id
         ]
+
+
+def _sorted_or_none(labels: frozenset[str] | None) -> list[str] | None:
+    return None if labels is None else sorted(labels)

@@ -224,7 +224,7 @@ class ElementStore:
         else:
             record.delete(version)
         self._dirty.add(element_id)
-        return self._settle(record, element_id, version, change.effective_from)
+        return self._settle(record, element_id, version, element.effective_from)
 
     def _settle(
         self, record: _Record, element_id: str, version: Version, source_time_ms: int

@@ -21,7 +21,7 @@ from drasi_ray.actors.names import COORDINATOR
 from drasi_ray.actors.runtime import was_restarted
 from drasi_ray.changes import DecodedEntry
 from drasi_ray.config import PlatformSourceConfig
-from drasi_ray.consumer import StreamConsumer
+from drasi_ray.consumer import Backoff, StreamConsumer
 from drasi_ray.streams.backend import RedisStreamBackend
 
 
@@ -44,8 +44,26 @@ class ConsumerActor:
         self._consumer.start()
 
     async def _dispatch(self, entries: list[DecodedEntry]) -> object:
-        # One Ray call per batch, never per event.
-        return await self._coordinator.apply_batch.remote(self._source_id, entries)
+        """One Ray call per batch, never per event.
+
+        If the coordinator is down, wait until it answers again before failing the batch: the
+        retry then costs the entries one delivery each, so an outage alone never pushes an
+        innocent entry towards ``max_deliveries``.
+        """
+        try:
+            return await self._coordinator.apply_batch.remote(self._source_id, entries)
+        except ray.exceptions.RayActorError:
+            await self._await_coordinator()
+            raise
+
+    async def _await_coordinator(self) -> None:
+        backoff = Backoff()
+        while True:
+            try:
+                await self._coordinator.ping.remote()
+                return
+            except ray.exceptions.RayActorError:
+                await backoff.wait()
 
     async def ready(self, timeout_s: float = 60.0) -> str:
         """Return the consumer name once the group exists and own pending entries are done."""

@@ -22,8 +22,12 @@ from typing import Any
 
 import ray
 
+from drasi_ray.actors import names
+from drasi_ray.actors.runtime import was_restarted
 from drasi_ray.changes import DecodedEntry, Element, ElementDelta, SubscriptionControl
+from drasi_ray.failpoints import NO_FAILPOINTS, Failpoints
 from drasi_ray.routing import LabelFilter, SubscriptionTable
+from drasi_ray.state import StateStore
 from drasi_ray.store import ElementStore
 
 logger = logging.getLogger("drasi_ray.coordinator")
@@ -67,10 +71,11 @@ class CoordinatorStats:
 class Coordinator:
     """The coordinator's state and logic, without Ray (tested directly)."""
 
-    def __init__(self) -> None:
+    def __init__(self, failpoints: Failpoints = NO_FAILPOINTS) -> None:
         self.stores: dict[str, ElementStore] = {}
         self.table = SubscriptionTable()
         self.stats = CoordinatorStats()
+        self._failpoints = failpoints
 
     def store(self, source_id: str) -> ElementStore:
         store = self.stores.get(source_id)
@@ -91,6 +96,8 @@ class Coordinator:
                 self._apply_control(source_id, control)
             for change in entry.changes:
                 report.changes += 1
+                if self._failpoints.crash_on_elements:
+                    self._failpoints.check_element(change.element.id)
                 delta = store.apply(change)
                 if delta is None:
                     report.duplicates += 1
@@ -130,12 +137,61 @@ class Coordinator:
 
 @ray.remote
 class CoordinatorActor:
-    """Ray wrapper of :class:`Coordinator`; one per app, named ``drasi/coordinator``."""
+    """Ray wrapper of :class:`Coordinator`; one per app, named ``drasi/coordinator``.
 
-    def __init__(self, namespace: str) -> None:
+    Resume contract: with durable state (``state_url``), the element stores and the
+    subscription table are loaded from Redis when the actor starts; after a restart it also
+    re-links every registered query actor and re-bootstraps it from the loaded store, so the
+    queries catch up on whatever the crash interrupted. Every batch's store writes reach Redis
+    before ``apply_batch`` returns (so before the consumer acks).
+    """
+
+    def __init__(
+        self,
+        namespace: str,
+        app_id: str,
+        state_url: str | None,
+        failpoints: Failpoints = NO_FAILPOINTS,
+    ) -> None:
         self._namespace = namespace
-        self._core = Coordinator()
+        self._core = Coordinator(failpoints)
         self._queries: dict[str, _QueryLink] = {}
+        self._state = None if state_url is None else StateStore.from_url(state_url, app_id)
+        self._persist_lock = asyncio.Lock()
+        self._restarted = was_restarted()
+        self._loaded = asyncio.get_event_loop().create_task(self._recover())
+
+    async def _recover(self) -> None:
+        if self._state is None:
+            return
+        records = await self._state.load_table()
+        if records is not None:
+            self._core.table = SubscriptionTable.from_records(records)
+        for source_id in await self._state.stored_sources():
+            self._core.stores[source_id] = await self._state.load_store(source_id)
+        if self._restarted:
+            logger.warning("coordinator restarted: re-linking %s", self._core.table.query_ids)
+            for query_id in self._core.table.query_ids:
+                await self._relink(query_id)
+
+    async def _relink(self, query_id: str) -> None:
+        try:
+            handle = ray.get_actor(names.query_actor(query_id), namespace=self._namespace)
+        except ValueError:
+            logger.warning("query actor of %s is gone; it re-registers when it starts", query_id)
+            return
+        await self._bootstrap(query_id, handle, self._core.table.sources_of(query_id))
+
+    async def _bootstrap(self, query_id: str, handle: Any, sources: Sequence[str]) -> int:
+        link = self._queries[query_id] = _QueryLink(handle, tuple(sources))
+        elements = self._core.snapshot(query_id, sources)
+        await handle.bootstrap.remote(link.take_delivery(), elements)
+        return len(elements)
+
+    async def ping(self) -> bool:
+        """True once the actor is up and its durable state is loaded."""
+        await self._loaded
+        return True
 
     async def register_query(
         self,
@@ -147,24 +203,34 @@ class CoordinatorActor:
     ) -> int:
         """Subscribe a query and bootstrap it from the store; returns the elements loaded.
 
-        Registration, snapshot and the bootstrap delivery happen in one event-loop step, so
-        the query sees exactly the changes applied after its snapshot.
+        Registration, snapshot and the bootstrap delivery are issued in one event-loop step,
+        so the query sees exactly the changes applied after its snapshot.
         """
+        await self._loaded
         handle = ray.get_actor(actor_name, namespace=self._namespace)
         labels = LabelFilter.of(node_labels, relation_labels)
         self._core.table.register_query(query_id, sources, labels)
-        link = self._queries[query_id] = _QueryLink(handle, tuple(sources))
-        elements = self._core.snapshot(query_id, sources)
-        await handle.bootstrap.remote(link.take_delivery(), elements)
-        return len(elements)
+        loaded = await self._bootstrap(query_id, handle, sources)
+        await self._save_table()
+        return loaded
 
     async def unregister_query(self, query_id: str) -> None:
+        await self._loaded
         self._core.table.unregister_query(query_id)
         self._queries.pop(query_id, None)
+        await self._save_table()
 
     async def apply_batch(self, source_id: str, entries: Sequence[DecodedEntry]) -> BatchReport:
-        """Apply one consumer batch; return once every affected query has delivered it."""
+        """Apply one consumer batch; return once it is durable and every query delivered it.
+
+        The deltas go to the queries even when writing the store to Redis fails: a retry of
+        the batch finds its changes already applied (duplicates, routed nowhere), so holding
+        the deltas back would lose them for the queries. The failure is raised afterwards, so
+        the consumer does not ack, and the retry persists the still-dirty records.
+        """
+        await self._loaded
         routed, report = self._core.apply_entries(source_id, entries)
+        persisted = await self._try_persist(source_id, tables_changed=report.controls > 0)
         calls = []
         for query_id, deltas in routed.items():
             link = self._queries.get(query_id)
@@ -172,9 +238,36 @@ class CoordinatorActor:
                 calls.append(link.handle.deliver.remote(link.take_delivery(), deltas))
         if calls:
             await asyncio.gather(*calls)
+        if persisted is not None:
+            raise persisted
         return report
 
-    def stats(self) -> dict[str, Any]:
+    async def _try_persist(self, source_id: str, tables_changed: bool) -> Exception | None:
+        try:
+            await self._persist(source_id, tables_changed)
+        except Exception as exc:
+            logger.warning("coordinator: could not persist batch state: %s", exc)
+            return exc
+        return None
+
+    async def _persist(self, source_id: str, tables_changed: bool) -> None:
+        if self._state is None:
+            return
+        # Serialised, and snapshots are taken inside the lock: Redis only ever receives
+        # states newer than the ones it holds, whatever the interleaving of batches.
+        async with self._persist_lock:
+            store = self._core.store(source_id)
+            await self._state.save_elements(source_id, store, store.take_dirty())
+            if tables_changed:
+                await self._state.save_table(self._core.table.to_records())
+
+    async def _save_table(self) -> None:
+        if self._state is not None:
+            async with self._persist_lock:
+                await self._state.save_table(self._core.table.to_records())
+
+    async def stats(self) -> dict[str, Any]:
+        await self._loaded
         stats = self._core.stats
         return {
             "batches": stats.batches,
@@ -182,10 +275,12 @@ class CoordinatorActor:
             "applied": stats.applied,
             "duplicates": stats.duplicates,
             "controls": stats.controls,
+            "restarted": self._restarted,
             "elements": {source: len(store) for source, store in self._core.stores.items()},
             "queries": self._core.table.query_ids,
         }
 
-    def elements(self, source_id: str) -> list[Element]:
+    async def elements(self, source_id: str) -> list[Element]:
         """The current graph of ``source_id`` (tests and analytics compare against it)."""
+        await self._loaded
         return list(self._core.store(source_id).elements())

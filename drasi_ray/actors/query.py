@@ -18,13 +18,16 @@ import logging
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Any
 
+import orjson
 import ray
 
+from drasi_ray.actors.names import COORDINATOR
 from drasi_ray.actors.runtime import was_restarted
 from drasi_ray.changes import Element, ElementDelta
 from drasi_ray.config import DispatchMode, QueryConfig
 from drasi_ray.query.engine import ContinuousQuery
 from drasi_ray.results import ControlResult, ControlSignal, QueryResult, now_ms
+from drasi_ray.state import StateStore
 from drasi_ray.subscription import Delivered, SubscriberBuffer
 
 logger = logging.getLogger("drasi_ray.query")
@@ -39,6 +42,7 @@ class QueryRunner:
         self.sequence = 0
         self.diffs_emitted = 0
         self.subscribers: dict[str, SubscriberBuffer] = {}
+        self.bootstrapped = False
 
     async def publish(self, item: Delivered) -> None:
         for buffer in list(self.subscribers.values()):
@@ -48,25 +52,53 @@ class QueryRunner:
         await self.publish(ControlResult(self.config.id, self.sequence, now_ms(), signal))
 
     async def bootstrap(self, elements: Sequence[Element]) -> None:
+        """Load the graph. A re-bootstrap (after a coordinator or own restart) rebuilds the
+        engine and emits the difference between the old and new results as one result, so
+        subscribers catch up on whatever the crash interrupted."""
         await self.signal(ControlSignal.BOOTSTRAP_STARTED)
+        previous = self.engine.results() if self.bootstrapped else []
+        if self.bootstrapped:
+            config = self.config
+            self.engine = ContinuousQuery(config.id, config.query, config.parameters)
         self.engine.bootstrap(elements)
+        if self.bootstrapped:
+            await self._emit(catch_up_diffs(previous, self.engine.results()), now_ms())
+        self.bootstrapped = True
         await self.signal(ControlSignal.BOOTSTRAP_COMPLETED)
         await self.signal(ControlSignal.RUNNING)
 
+    async def _emit(self, diffs: list[dict[str, Any]], source_time_ms: int) -> None:
+        if not diffs:
+            return
+        self.sequence += 1
+        self.diffs_emitted += len(diffs)
+        result = QueryResult(self.config.id, self.sequence, now_ms(), source_time_ms, tuple(diffs))
+        await self.publish(result)
+
     async def apply(self, deltas: Sequence[ElementDelta]) -> int:
         """Apply deltas in order; one QueryResult per delta that changed the result set."""
-        emitted = 0
-        for delta, diffs in zip(deltas, self.engine.apply_batch(deltas), strict=False):
-            if not diffs:
-                continue
-            self.sequence += 1
-            emitted += len(diffs)
-            result = QueryResult(
-                self.config.id, self.sequence, now_ms(), delta.source_time_ms, tuple(diffs)
-            )
-            await self.publish(result)
-        self.diffs_emitted += emitted
-        return emitted
+        before = self.diffs_emitted
+        for delta, diffs in zip(deltas, self.engine.apply_batch(deltas), strict=True):
+            await self._emit(diffs, delta.source_time_ms)
+        for message in self.engine.take_evaluation_errors():
+            logger.warning("query %s: row refused: %s", self.config.id, message)
+        return self.diffs_emitted - before
+
+
+def catch_up_diffs(
+    previous: list[dict[str, Any]], current: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """DELETE the rows that disappeared and ADD the rows that appeared (as multisets)."""
+    remaining = [orjson.dumps(row, option=orjson.OPT_SORT_KEYS) for row in current]
+    deleted: list[dict[str, Any]] = []
+    for row in previous:
+        key = orjson.dumps(row, option=orjson.OPT_SORT_KEYS)
+        if key in remaining:
+            remaining.remove(key)
+        else:
+            deleted.append({"type": "DELETE", "data": row})
+    added = [{"type": "ADD", "data": orjson.loads(key)} for key in remaining]
+    return deleted + added
 
 
 class _InOrder:
@@ -94,19 +126,40 @@ class _InOrder:
 
 @ray.remote
 class QueryActor:
-    """Ray wrapper of :class:`QueryRunner`."""
+    """Ray wrapper of :class:`QueryRunner`.
 
-    def __init__(self, config: QueryConfig, namespace: str, name: str) -> None:
+    With durable state (``state_url``) the last result sequence is read from Redis at start and
+    written after every delivery, so sequences stay strictly increasing across restarts.
+    """
+
+    def __init__(
+        self,
+        config: QueryConfig,
+        namespace: str,
+        name: str,
+        app_id: str,
+        state_url: str | None,
+    ) -> None:
         self._runner = QueryRunner(config)
         self._order = _InOrder()
         self._subscriber_ids = itertools.count(1)
+        self._state = None if state_url is None else StateStore.from_url(state_url, app_id)
+        loop = asyncio.get_event_loop()
+        self._loaded = loop.create_task(self._load_sequence())
         if was_restarted():
-            self._rejoin = asyncio.get_event_loop().create_task(self._reregister(namespace, name))
+            self._rejoin = loop.create_task(self._reregister(namespace, name))
+
+    async def _load_sequence(self) -> None:
+        if self._state is not None:
+            self._runner.sequence = await self._state.load_sequence(self._runner.config.id)
+
+    async def _save_sequence(self, before: int) -> None:
+        if self._state is not None and self._runner.sequence != before:
+            await self._state.save_sequence(self._runner.config.id, self._runner.sequence)
 
     async def _reregister(self, namespace: str, name: str) -> None:
         """After a restart: ask the coordinator for a fresh bootstrap from its store."""
-        from drasi_ray.actors.names import COORDINATOR
-
+        await self._loaded
         coordinator = ray.get_actor(COORDINATOR, namespace=namespace)
         engine = self._runner.engine
         await coordinator.register_query.remote(
@@ -118,12 +171,23 @@ class QueryActor:
         )
 
     async def bootstrap(self, delivery: int, elements: Sequence[Element]) -> None:
+        """Delivery 0 of a coordinator link: (re)load the graph from the coordinator's store.
+
+        A new link (coordinator restarted, or this actor re-registered) numbers its deliveries
+        from 0 again, so delivery 0 restarts the ordering.
+        """
+        await self._loaded
         if delivery == 0:
             self._order.reset()
+        before = self._runner.sequence
         await self._order.run(delivery, lambda: self._runner.bootstrap(elements))
+        await self._save_sequence(before)
 
     async def deliver(self, delivery: int, deltas: Sequence[ElementDelta]) -> int:
+        await self._loaded
+        before = self._runner.sequence
         result: int | None = await self._order.run(delivery, lambda: self._runner.apply(deltas))
+        await self._save_sequence(before)
         return result or 0
 
     async def subscribe(self, capacity: int, mode: DispatchMode) -> str:
