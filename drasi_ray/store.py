@@ -20,9 +20,10 @@ keeps, per element:
   older versions.
 
 The state is therefore a function of the *set* of changes applied, not of their order: for the
-set S it is "the newest insert/update's labels; for each property key, the value of the newest
-insert/update not older than the newest insert/delete in S; present iff some insert/update is
-newer than every delete". That is exactly what applying S in version order gives, so whatever the
+set S, the element exists iff some insert/update in S is newer than every delete in S; it then
+has the labels, kind, endpoints and time of the newest insert/update, and for each property key
+the value from the newest insert/update that carries the key and is not older than the newest
+insert or delete in S. That is exactly what applying S in version order gives, so whatever the
 interleaving of consumers (and however often a change is redelivered) the store converges to
 the in-order result; a late older change can only fill in what in-order application would have
 had. Applied in order, every change is newer than everything stored and the store performs
@@ -31,6 +32,9 @@ Drasi's plain upsert semantics step for step.
 :meth:`ElementStore.apply` returns an :class:`~drasi_ray.changes.ElementDelta` only when the
 visible element changed. "Changed" is strict: ``1``, ``1.0`` and ``true`` are different values
 here even though Python's ``==`` says otherwise, so a type change is never lost.
+
+Cost (CPU time on the 2-core development machine): about 3.3 µs per applied insert or update
+of a 3-property element, building the delta's Element included; 0.7 µs to drop a redelivery.
 
 Tombstones are kept forever (a bounded-lag compaction is a later concern): forgetting one would
 let an older change that arrives late resurrect a deleted element.
@@ -41,7 +45,7 @@ never pickle; the same set of applied changes gives the same bytes, whatever the
     {"format": 1,
      "reset": [ms, seq, index] | null,   # latest insert/delete; null: none yet
      "head": [ms, seq, index] | null,    # newest insert/update (labels, kind, endpoints, time)
-     "alive": true | false,              # false: a tombstone (or not yet inserted)
+     "alive": true | false,              # false: a tombstone (head fields then empty)
      "kind": "node" | "relation" | null,
      "labels": ["Label", ...],
      "startId": str | null, "endId": str | null,

@@ -388,7 +388,7 @@ def streams(draw: st.DrawFn) -> list[ElementChange]:
 
 
 @given(streams())
-@settings(max_examples=300)
+@settings(max_examples=200)
 def test_in_order_deltas_equal_plain_drasi_semantics(changes: list[ElementChange]) -> None:
     store = ElementStore()
     deltas = [delta for item in changes if (delta := store.apply(item)) is not None]
@@ -406,7 +406,7 @@ def test_in_order_deltas_equal_plain_drasi_semantics(changes: list[ElementChange
 
 
 @given(streams(), st.data())
-@settings(max_examples=500)
+@settings(max_examples=300)
 def test_any_interleaving_with_duplicates_converges(
     changes: list[ElementChange], data: st.DataObject
 ) -> None:
