@@ -30,7 +30,14 @@ from drasi_ray.actors import names
 from drasi_ray.actors.consumer import ConsumerActor
 from drasi_ray.actors.coordinator import CoordinatorActor
 from drasi_ray.actors.query import QueryActor
-from drasi_ray.config import AppConfig, DispatchMode, QueryConfig, RayConfig, StateConfig
+from drasi_ray.config import (
+    AnalyticsConfig,
+    AppConfig,
+    DispatchMode,
+    QueryConfig,
+    RayConfig,
+    StateConfig,
+)
 from drasi_ray.errors import ConfigError, NotRunningError, UnknownComponentError
 from drasi_ray.failpoints import NO_FAILPOINTS, Failpoints
 from drasi_ray.query.engine import ContinuousQuery
@@ -54,6 +61,7 @@ class DrasiRay:
         ray_config: RayConfig | None = None,
         state_config: StateConfig | None = None,
         failpoints: Failpoints = NO_FAILPOINTS,
+        analytics_config: AnalyticsConfig | None = None,
     ) -> None:
         AppConfig(id=app_id)  # validates the id
         self.app_id = app_id
@@ -61,6 +69,8 @@ class DrasiRay:
         self._ray = ray_config or RayConfig()
         self._state = state_config or StateConfig()
         self._failpoints = failpoints
+        self._analytics_config = analytics_config or AnalyticsConfig()
+        self._analytics: Any = None  # the Analytics facade while running with analytics
         self._sources: dict[str, PlatformSource] = {}
         self._queries: dict[str, QueryConfig] = {}
         self._engines: dict[str, ContinuousQuery] = {}
@@ -74,7 +84,12 @@ class DrasiRay:
 
     @classmethod
     def from_config(cls, config: AppConfig) -> DrasiRay:
-        app = cls(config.id, ray_config=config.ray, state_config=config.state)
+        app = cls(
+            config.id,
+            ray_config=config.ray,
+            state_config=config.state,
+            analytics_config=config.analytics,
+        )
         for spec in config.sources:
             app.add_source(PlatformSource.from_spec(spec))
         for query in config.queries:
@@ -127,13 +142,22 @@ class DrasiRay:
         for query in self._queries.values():
             self._check_sources(query)
         self._ensure_ray()
+        analytics_actor = self._start_analytics()
         self._coordinator = CoordinatorActor.options(  # type: ignore[attr-defined]
             name=names.COORDINATOR,
             namespace=self.namespace,
             get_if_exists=True,
             max_restarts=-1,
             num_cpus=self._ray.actor_num_cpus,
-        ).remote(self.namespace, self.app_id, self._state_url(), self._failpoints)
+        ).remote(
+            self.namespace,
+            self.app_id,
+            self._state_url(),
+            self._failpoints,
+            analytics_actor=analytics_actor,
+        )
+        if self._analytics is not None:
+            self._analytics.attach(self._coordinator)
         for query in self._queries.values():
             if query.auto_start:
                 self._start_query(query)
@@ -141,6 +165,34 @@ class DrasiRay:
             if source.auto_start:
                 self._start_source(source)
         return self
+
+    def _start_analytics(self) -> str | None:
+        """Start the change-log actor if analytics are enabled; its name (None: disabled)."""
+        if not self._analytics_config.enabled:
+            return None
+        from drasi_ray.analytics.actor import ANALYTICS_ACTOR, AnalyticsActor
+        from drasi_ray.analytics.facade import Analytics
+
+        actor = AnalyticsActor.options(  # type: ignore[attr-defined]
+            name=ANALYTICS_ACTOR,
+            namespace=self.namespace,
+            get_if_exists=True,
+            num_cpus=self._ray.actor_num_cpus,
+        ).remote(self._analytics_config)
+        self._analytics = Analytics(actor, self._analytics_config)
+        return ANALYTICS_ACTOR
+
+    @property
+    def analytics(self) -> Any:
+        """The change log and its Spark analytics (:class:`drasi_ray.analytics.facade.Analytics`).
+
+        Needs ``analytics.enabled`` and a running app; Spark starts on first use.
+        """
+        if not self._analytics_config.enabled:
+            raise ConfigError("analytics are not enabled (analytics: {enabled: true})")
+        if self._analytics is None:
+            raise NotRunningError("the app is not running; call start()")
+        return self._analytics
 
     def _state_url(self) -> str | None:
         """The Redis holding durable state, or None when state is kept in memory only."""
@@ -223,6 +275,9 @@ class DrasiRay:
         for client in self._redis.values():
             client.close()
         self._redis.clear()
+        if self._analytics is not None:
+            _best_effort(self._analytics.stop)  # Spark, then the change log's actor
+            self._analytics = None
         if self._owns_ray:
             ray.shutdown()
             self._owns_ray = False

@@ -75,6 +75,12 @@ class PlatformSourceConfig(_Model):
     max_payload_bytes: int = Field(
         4 * 1024 * 1024, ge=1, description="larger entries are dead-lettered without parsing"
     )
+    trim_acked: bool = Field(
+        False,
+        description="opt-in retention: periodically delete entries every group has acked "
+        "(XTRIM MINID), so the stream does not grow forever (XACK deletes nothing)",
+    )
+    trim_interval_ms: int = Field(5000, ge=100, description="period of the retention trim")
     max_in_flight: int = Field(
         1000, ge=1, description="bound on entries a consumer holds unacked (reclaimed included)"
     )

@@ -53,6 +53,7 @@ class ConsumerStats:
     errors: int = 0
     group_recreated: int = 0
     claims_renewed: int = 0
+    trimmed: int = 0
     state: str = "starting"
     last_error: str | None = None
     extra: dict[str, int] = field(default_factory=dict)
@@ -133,6 +134,8 @@ class StreamConsumer:
             loop.create_task(self._consume_loop(), name=f"consume:{self.name}"),
             loop.create_task(self._reclaim_loop(), name=f"reclaim:{self.name}"),
         ]
+        if self.settings.trim_acked:
+            self._tasks.append(loop.create_task(self._trim_loop(), name=f"trim:{self.name}"))
 
     async def wait_ready(self) -> None:
         """Return once the group exists and this consumer's pending entries are drained."""
@@ -225,6 +228,18 @@ class StreamConsumer:
             raise
         await self._in_flight.release(granted - len(entries))
         return entries
+
+    async def _trim_loop(self) -> None:
+        """Opt-in retention: every consumer trims (XTRIM MINID is idempotent and cheap)."""
+        interval = self.settings.trim_interval_ms / 1000
+        while not self._stopping:
+            await asyncio.sleep(interval)
+            try:
+                self.stats.trimmed += await self._backend.trim_acked(self._stream)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                self._note_error(exc)
 
     async def _reclaim_loop(self) -> None:
         interval = self.settings.reclaim_interval_ms / 1000

@@ -153,3 +153,65 @@ def test_dead_peers_pending_entries_are_reclaimed(redis_url: str) -> None:
         assert client.xpending(STREAM, "drasi-core")["pending"] == 0
 
     _run(redis_url, body)
+
+
+def test_oversized_entries_are_dead_lettered_unparsed(redis_url: str) -> None:
+    client = redis.Redis.from_url(redis_url)
+    big = client.xadd(STREAM, {"data": b"x" * 5000}).decode()
+    client.xadd(STREAM, {"data": _event("small", 1)})
+
+    async def body(consumer: StreamConsumer, batches: list[list[DecodedEntry]]) -> None:
+        await _until(lambda: consumer.stats.acked == 2)
+        ((_, fields),) = client.xrange("changes:dlq")
+        assert fields[b"entry_id"].decode() == big
+        assert b"exceeds max_payload_bytes (4096); not parsed" in fields[b"reason"]
+        assert len(fields[b"orig:data"]) == 5000  # nothing lost
+        assert [e.changes[0].element.id for b in batches for e in b] == ["small"]
+
+    _run(redis_url, body, max_payload_bytes=4096)
+
+
+def test_retention_trims_only_what_every_group_acked(redis_url: str) -> None:
+    client = redis.Redis.from_url(redis_url)
+    client.xgroup_create(STREAM, "drasi-core", id="0", mkstream=True)
+    client.xgroup_create(STREAM, "laggard", id="0")
+    ids = [client.xadd(STREAM, {"data": _event(f"e{i}", i)}).decode() for i in range(10)]
+    client.xreadgroup("laggard", "slow", {STREAM: ">"}, count=4)
+    client.xack(STREAM, "laggard", *ids[:2])  # laggard: 2 acked, 2 pending, 6 unread
+
+    async def body(consumer: StreamConsumer, batches: list[list[DecodedEntry]]) -> None:
+        await _until(lambda: consumer.stats.acked == 10)
+        await _until(lambda: consumer.stats.trimmed == 2)
+        remaining = [entry_id.decode() for entry_id, _ in client.xrange(STREAM)]
+        assert remaining == ids[2:]  # the laggard's oldest pending entry is kept
+
+    _run(redis_url, body, trim_acked=True, trim_interval_ms=100)
+
+
+def test_acl_user_works_and_password_never_shows(redis_url: str) -> None:
+    client = redis.Redis.from_url(redis_url)
+    client.execute_command("ACL", "SETUSER", "drasi", "on", ">s3cret-pw", "~*", "&*", "+@all")
+    host = redis_url.split("//", 1)[1]
+    good = f"redis://drasi:s3cret-pw@{host}"
+    client.xadd(STREAM, {"data": _event("e1", 1)})
+
+    async def body(consumer: StreamConsumer, batches: list[list[DecodedEntry]]) -> None:
+        await _until(lambda: consumer.stats.acked == 1)
+
+    _run(good, body)
+
+    async def refused() -> str:
+        bad = f"redis://drasi:wrong-pw@{host}"
+        backend = RedisStreamBackend.from_url(bad)
+        try:
+            await backend.ensure_group(STREAM, "drasi-core", "0")
+        except Exception as exc:  # the translated error
+            return f"{type(exc).__name__}: {exc}"
+        finally:
+            await backend.close()
+        return "no error"
+
+    message = asyncio.run(refused())
+    assert message.startswith("RedisRejectedError")
+    assert "wrong-pw" not in message and "s3cret" not in message
+    client.execute_command("ACL", "DELUSER", "drasi")

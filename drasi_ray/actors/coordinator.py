@@ -24,7 +24,14 @@ import ray
 
 from drasi_ray.actors import names
 from drasi_ray.actors.runtime import was_restarted
-from drasi_ray.changes import DecodedEntry, Element, ElementDelta, SubscriptionControl
+from drasi_ray.analytics.records import change_record
+from drasi_ray.changes import (
+    DecodedEntry,
+    Element,
+    ElementChange,
+    ElementDelta,
+    SubscriptionControl,
+)
 from drasi_ray.failpoints import NO_FAILPOINTS, Failpoints
 from drasi_ray.routing import LabelFilter, SubscriptionTable
 from drasi_ray.state import StateStore
@@ -76,6 +83,8 @@ class Coordinator:
         self.table = SubscriptionTable()
         self.stats = CoordinatorStats()
         self._failpoints = failpoints
+        # (entry id, change, delta) of each applied change, for the change log; None: not kept.
+        self.applied: list[tuple[str, ElementChange, ElementDelta]] | None = None
 
     def store(self, source_id: str) -> ElementStore:
         store = self.stores.get(source_id)
@@ -103,6 +112,8 @@ class Coordinator:
                     report.duplicates += 1
                     continue
                 report.applied += 1
+                if self.applied is not None:
+                    self.applied.append((entry.entry_id, change, delta))
                 for query_id in self.table.route(source_id, delta):
                     routed[query_id].append(delta)
                     report.routed += 1
@@ -152,9 +163,14 @@ class CoordinatorActor:
         app_id: str,
         state_url: str | None,
         failpoints: Failpoints = NO_FAILPOINTS,
+        analytics_actor: str | None = None,
     ) -> None:
         self._namespace = namespace
         self._core = Coordinator(failpoints)
+        self._analytics: Any = None
+        if analytics_actor is not None:  # the change log: applied changes are forwarded to it
+            self._analytics = ray.get_actor(analytics_actor, namespace=namespace)
+            self._core.applied = []
         self._queries: dict[str, _QueryLink] = {}
         self._state = None if state_url is None else StateStore.from_url(state_url, app_id)
         self._persist_lock = asyncio.Lock()
@@ -230,6 +246,7 @@ class CoordinatorActor:
         """
         await self._loaded
         routed, report = self._core.apply_entries(source_id, entries)
+        self._forward_applied(source_id)
         persisted = await self._try_persist(source_id, tables_changed=report.controls > 0)
         calls = []
         for query_id, deltas in routed.items():
@@ -241,6 +258,26 @@ class CoordinatorActor:
         if persisted is not None:
             raise persisted
         return report
+
+    def _forward_applied(self, source_id: str) -> None:
+        """One fire-and-forget call per batch to the change log (never waits on analytics).
+
+        Submitted in the same event-loop step as the apply, so the log receives the batches
+        in the order they were applied (the analytics actor runs one caller's calls in order).
+        """
+        applied = self._core.applied
+        if not applied:
+            return
+        records = [change_record(entry_id, change, delta) for entry_id, change, delta in applied]
+        applied.clear()
+        self._analytics.append.remote(source_id, records)
+
+    async def flush_analytics(self) -> int:
+        """Barrier: seal every change applied so far into the change log; the rows it holds."""
+        if self._analytics is None:
+            return 0
+        rows: int = await self._analytics.flush.remote()
+        return rows
 
     async def _try_persist(self, source_id: str, tables_changed: bool) -> Exception | None:
         try:

@@ -412,6 +412,39 @@ class RedisStreamBackend:
                 return _progress(group, info, consumers)
         raise missing
 
+    async def trim_acked(self, stream: str) -> int:
+        """Delete the entries every group of ``stream`` has acked (``XTRIM MINID``).
+
+        The floor of a group is its oldest pending entry, else the entry after its last
+        delivered id; entries below the lowest floor of all groups are needed by nobody. A
+        stream with no group is left alone. Returns the number of entries deleted.
+        """
+        try:
+            groups = await self._execute("XINFO", "GROUPS", stream)
+        except rexc.ResponseError as exc:
+            if "no such key" in str(exc):
+                return 0
+            raise self._error(exc, "XINFO GROUPS", stream) from exc
+        except (rexc.RedisError, OSError) as exc:
+            raise self._error(exc, "XINFO GROUPS", stream) from exc
+        floors = [await self._group_floor(stream, _flat_info(raw)) for raw in groups]
+        if not floors:
+            return 0
+        floor = min(floors)
+        try:
+            deleted = await self._execute("XTRIM", stream, "MINID", f"{floor[0]}-{floor[1]}")
+        except (rexc.RedisError, OSError) as exc:
+            raise self._error(exc, "XTRIM", stream) from exc
+        return int(deleted)
+
+    async def _group_floor(self, stream: str, info: dict[str, Any]) -> tuple[int, int]:
+        group = _text(info["name"])
+        if int(info["pending"]) > 0:
+            summary = await self._call(stream, group, "XPENDING", stream, group)
+            return parse_entry_id(_text(summary[1]))
+        ms, seq = parse_entry_id(_text(info["last-delivered-id"]))
+        return (ms, seq + 1)
+
     async def _consumers(self, stream: str, group: str) -> tuple[ConsumerInfo, ...]:
         reply = await self._call(stream, group, "XINFO", "CONSUMERS", stream, group)
         infos = (_flat_info(raw) for raw in reply)
