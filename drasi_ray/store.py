@@ -57,7 +57,7 @@ Values are stored as JSON: a tuple nested in a property comes back as a list.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any, Final
 
 import orjson
@@ -271,9 +271,13 @@ class ElementStore:
         self._dirty = set()
         return dirty
 
-    def mark_dirty(self, ids: set[str]) -> None:
-        """Mark ``ids`` as changed again (their persisted copy failed to be written)."""
-        self._dirty |= ids
+    def mark_dirty(self, element_ids: Iterable[str]) -> None:
+        """Mark records dirty again, e.g. after persisting what :meth:`take_dirty` gave failed.
+
+        Ids the store has no record for are ignored: there is nothing to persist for them.
+        """
+        records = self._records
+        self._dirty.update(element_id for element_id in element_ids if element_id in records)
 
     def snapshot_element(self, element_id: str) -> bytes:
         """The record of ``element_id`` in the persisted format (module docstring).

@@ -319,6 +319,8 @@ def test_take_dirty() -> None:
     assert store.take_dirty() == set()
     store.apply(change("i", room({}), 1))  # redelivery: nothing written
     assert store.take_dirty() == set()
+    store.mark_dirty(["r1", "never-seen"])  # e.g. persisting failed
+    assert store.take_dirty() == {"r1"}
 
 
 # ---------------------------------------------------------------------------------------------
