@@ -21,7 +21,7 @@ import logging
 import time
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import ray
 import redis
@@ -44,6 +44,9 @@ from drasi_ray.query.engine import ContinuousQuery
 from drasi_ray.sources.platform import PlatformSource
 from drasi_ray.streams import progress
 from drasi_ray.subscription import Subscription
+
+if TYPE_CHECKING:
+    from drasi_ray.analytics.facade import Analytics
 
 logger = logging.getLogger("drasi_ray.app")
 
@@ -70,7 +73,7 @@ class DrasiRay:
         self._state = state_config or StateConfig()
         self._failpoints = failpoints
         self._analytics_config = analytics_config or AnalyticsConfig()
-        self._analytics: Any = None  # the Analytics facade while running with analytics
+        self._analytics: Analytics | None = None  # while running with analytics enabled
         self._sources: dict[str, PlatformSource] = {}
         self._queries: dict[str, QueryConfig] = {}
         self._engines: dict[str, ContinuousQuery] = {}
@@ -183,7 +186,7 @@ class DrasiRay:
         return ANALYTICS_ACTOR
 
     @property
-    def analytics(self) -> Any:
+    def analytics(self) -> Analytics:
         """The change log and its Spark analytics (:class:`drasi_ray.analytics.facade.Analytics`).
 
         Needs ``analytics.enabled`` and a running app; Spark starts on first use.
