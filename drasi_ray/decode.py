@@ -27,7 +27,8 @@ Contract of :func:`decode_entry`:
   every event of the entry is a control event whose type is ``payload.source.table``.
   ``SourceSubscription`` gives a :class:`~drasi_ray.changes.SubscriptionControl`; one missing
   ``queryId`` or ``queryNodeId`` is skipped with a warning (Drasi's behaviour), not an error.
-  Other types give :class:`~drasi_ray.changes.UnknownControl`; the caller logs them at info.
+  Other types give :class:`~drasi_ray.changes.UnknownControl` (only their type is read, so a
+  future type is never dead-lettered for its unknown fields); the caller logs them at info.
 
 Speed: decoding is the per-event hot path, so validation is plain code over ``type(x) is T``
 checks, with no schema library, and the frozen change values are built through
@@ -191,18 +192,27 @@ def _decode_change(event: Any, version: Version) -> ElementChange:
 
 
 def _op_and_payload(event: Any) -> tuple[Op, dict[str, Any]]:
+    payload = _payload(event)
+    return _op(event), payload
+
+
+def _payload(event: Any) -> dict[str, Any]:
     if type(event) is not dict:
         raise DecodeError(_BAD_EVENT)
+    payload = event.get("payload")
+    if type(payload) is not dict:
+        raise DecodeError(_BAD_PAYLOAD)
+    return payload
+
+
+def _op(event: dict[str, Any]) -> Op:
     code = event.get("op")
     op = _OPS.get(code) if type(code) is str else None
     if op is None:
         if type(code) is str:
             raise DecodeError(f"unknown operation type '{code}'")
         raise DecodeError(_BAD_OP)
-    payload = event.get("payload")
-    if type(payload) is not dict:
-        raise DecodeError(_BAD_PAYLOAD)
-    return op, payload
+    return op
 
 
 def _table_kind(table: Any) -> ElementKind:
@@ -303,8 +313,12 @@ def _decode_controls(
 
 
 def _decode_control(entry_id: str, event: Any, version: Version) -> ControlEvent | None:
-    """One control event; ``None`` for a subscription without its ids (logged as a warning)."""
-    op, payload = _op_and_payload(event)
+    """One control event; ``None`` for a subscription without its ids (logged as a warning).
+
+    The type is read before anything else: an unknown type's schema is unknown, so only its
+    envelope (``payload.source.table``) is required, and it is skipped, never dead-lettered.
+    """
+    payload = _payload(event)
     source = payload.get("source")
     if type(source) is not dict:
         raise DecodeError(_BAD_SOURCE)
@@ -313,6 +327,7 @@ def _decode_control(entry_id: str, event: Any, version: Version) -> ControlEvent
         raise DecodeError(_BAD_TABLE)
     if control_type != _SUBSCRIPTION:
         return UnknownControl(control_type, version)
+    op = _op(event)
     data = payload.get("before" if op is Op.DELETE else "after")
     data = data if type(data) is dict else {}
     query_id = data.get("queryId")

@@ -563,6 +563,12 @@ def test_unknown_control_type() -> None:
     assert decoded.changes == ()
 
 
+def test_unknown_control_type_needs_only_its_envelope() -> None:
+    """A future control type's fields are unknown: it is skipped, not dead-lettered."""
+    event = {"op": "x", "payload": {"source": {"db": "drasi", "table": "Future"}}}
+    assert decode_entry("2-5", entry(event)).controls == (UnknownControl("Future", (2, 5, 0)),)
+
+
 @pytest.mark.parametrize(
     ("mutate", "reason"),
     [
