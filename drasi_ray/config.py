@@ -19,6 +19,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from drasi_ray.errors import ConfigError
+from drasi_ray.reactions.specs import ReactionSpec
 
 _ENTRY_ID = re.compile(r"^\d+(-\d+)?$")
 
@@ -133,6 +134,9 @@ class QueryConfig(_Model):
     query_language: Literal["cypher"] = "cypher"
     parameters: dict[str, Any] = Field(default_factory=dict)
     auto_start: bool = True
+    reactions: tuple[ReactionSpec, ...] = Field(
+        (), description="where results go besides subscriptions (drasi_ray.reactions)"
+    )
 
 
 class RayConfig(_Model):

@@ -1,0 +1,177 @@
+"""The reaction protocol and the worker that runs one reaction beside a query.
+
+A :class:`Reaction` writes batches of results somewhere (a Redis stream, a file, the log, a
+callback). It never runs on the query's path: the query actor *offers* each result to a
+:class:`ReactionWorker`, which queues it (bounded) and returns at once. The worker's background
+task takes whatever is queued (up to ``max_batch``), renders it once and writes it; a failed
+write is retried with capped exponential backoff until it succeeds, while new results keep
+queueing. When the queue is full a result is dropped and counted (``dropped`` in status): a
+reaction that cannot keep up costs only itself, never the query or the other reactions.
+
+Contract for implementations: :meth:`Reaction.render` is pure and called once per batch;
+:meth:`Reaction.write` may be called again with the same rendered value after it raised
+(``retry=True``) and must then not write twice what the failed attempt already wrote.
+"""
+
+from __future__ import annotations
+
+import abc
+import asyncio
+import collections
+import contextlib
+import logging
+import random
+from collections.abc import Sequence
+from typing import Any, Generic, TypeVar
+
+from drasi_ray.reactions.specs import AnyReaction
+from drasi_ray.results import ControlResult, QueryResult
+
+logger = logging.getLogger("drasi_ray.reaction")
+
+Delivered = QueryResult | ControlResult
+R = TypeVar("R")
+
+
+class Reaction(abc.ABC, Generic[R]):
+    """Somewhere a query's results go. Created and used inside the query actor."""
+
+    kind: str = "reaction"
+
+    async def open(self) -> None:
+        """Prepare (connect, open files). Retried with backoff while it raises."""
+
+    @abc.abstractmethod
+    def render(self, items: Sequence[Delivered]) -> R:
+        """Turn a batch into what :meth:`write` writes (called once per batch)."""
+
+    @abc.abstractmethod
+    async def write(self, rendered: R, retry: bool) -> None:
+        """Write one rendered batch; raise to have it retried (then ``retry`` is True)."""
+
+    async def close(self) -> None:
+        """Release what :meth:`open` acquired."""
+
+    async def last_sequence(self) -> int | None:
+        """The highest result sequence already written where the reaction keeps results.
+
+        Lets a restarted query actor continue numbering above it. None: not known.
+        """
+        return None
+
+
+class ReactionWorker:
+    """Runs one :class:`Reaction`: bounded queue, background writes, retry with backoff."""
+
+    def __init__(self, name: str, reaction: Reaction[Any], spec: AnyReaction) -> None:
+        self.name = name
+        self.reaction = reaction
+        self.spec = spec
+        self.delivered = 0
+        self.dropped = 0
+        self.failures = 0
+        self.state = "starting"
+        self.last_error: str | None = None
+        self._queue: collections.deque[Delivered] = collections.deque()
+        self._wakeup = asyncio.Event()
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        """Start the background task on the running event loop."""
+        self._task = asyncio.get_running_loop().create_task(self._run(), name=self.name)
+
+    def offer(self, item: Delivered) -> None:
+        """Queue ``item`` without waiting; drop it (counted) when the queue is full."""
+        if isinstance(item, ControlResult) and not self.spec.include_control:
+            return
+        if len(self._queue) >= self.spec.queue_capacity:
+            self.dropped += 1
+            if self.dropped == 1 or self.dropped % 1000 == 0:
+                logger.warning(
+                    "reaction %s: queue full, %d result(s) dropped", self.name, self.dropped
+                )
+            return
+        self._queue.append(item)
+        self._idle.clear()
+        self._wakeup.set()
+
+    async def _run(self) -> None:
+        await self._with_retry(self.reaction.open, "open")
+        self.state = "running"
+        while True:
+            if not self._queue:
+                self._idle.set()
+                self._wakeup.clear()
+                await self._wakeup.wait()
+            count = min(len(self._queue), self.spec.max_batch)
+            await self._deliver([self._queue.popleft() for _ in range(count)])
+
+    async def _deliver(self, batch: list[Delivered]) -> None:
+        try:
+            rendered = self.reaction.render(batch)
+        except Exception as exc:  # a result the reaction cannot represent: no retry helps
+            self.dropped += len(batch)
+            self.last_error = f"render: {type(exc).__name__}: {exc}"
+            logger.error("reaction %s: dropping %d result(s): %s", self.name, len(batch), exc)
+            return
+        attempts = 0
+
+        async def attempt() -> None:
+            nonlocal attempts
+            attempts += 1
+            await self.reaction.write(rendered, retry=attempts > 1)
+
+        await self._with_retry(attempt, "write")
+        self.delivered += len(batch)
+
+    async def _with_retry(self, action: Any, what: str) -> None:
+        """Await ``action()`` until it succeeds, backing off (with jitter) between attempts."""
+        delay = self.spec.retry_initial_ms / 1000
+        while True:
+            try:
+                await action()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                self.failures += 1
+                self.state = "retrying"
+                self.last_error = f"{type(exc).__name__}: {exc}"
+                logger.warning("reaction %s: %s failed (%s); retrying", self.name, what, exc)
+                await asyncio.sleep(random.uniform(delay / 2, delay))
+                delay = min(delay * 2, self.spec.retry_max_ms / 1000)
+            else:
+                if self.state == "retrying":
+                    self.state = "running"
+                return
+
+    async def flush(self, timeout_s: float) -> bool:
+        """Wait until everything queued so far is written; False if ``timeout_s`` passed."""
+        try:
+            await asyncio.wait_for(self._idle.wait(), timeout_s)
+        except asyncio.TimeoutError:
+            return False
+        return True
+
+    async def close(self, timeout_s: float) -> None:
+        """Flush (up to ``timeout_s``), stop the task and close the reaction."""
+        await self.flush(timeout_s)
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._task
+        with contextlib.suppress(Exception):
+            await self.reaction.close()
+        self.state = "stopped"
+
+    def status(self) -> dict[str, Any]:
+        return {
+            "kind": self.reaction.kind,
+            "state": self.state,
+            "delivered": self.delivered,
+            "queued": len(self._queue),
+            "dropped": self.dropped,
+            "failures": self.failures,
+            "last_error": self.last_error,
+        }
