@@ -1,0 +1,484 @@
+"""Ingest benchmark: how fast change events leave a Redis stream, four ways, in one run.
+
+All sections read the same stream contents (the seeded sensor workload of
+:mod:`bench.common`), each from its own fresh stream, pre-published with the pipelined
+:class:`~drasi_ray.streams.publisher.Publisher` before its clock starts:
+
+(a) **peer**: a bare hand-written redis-py loop, XREADGROUP COUNT 500, ``orjson.loads`` of each
+    entry's ``data``, ONE XACK per batch. The yardstick; every ratio is against it.
+(b) **per-message XACK**: the loop of typical docs, XREADGROUP COUNT 10, ``json.loads``, one
+    XACK per message (on fewer events: it is slow).
+(c) **one drasi_ray consumer actor**: the real :class:`~drasi_ray.actors.consumer.ConsumerActor`
+    (StreamConsumer: XREADGROUP COUNT 500 -> decode + validate -> one Ray call per batch ->
+    XACK) dispatching to a sink actor that only counts (:mod:`bench.sink`).
+(d) **whole pipeline** through the public API: DrasiRay + PlatformSource (batch 500) + the
+    README's filter query, with 1 and 2 consumer actors. ``backlog``: a pre-published backlog
+    released to already-running actors; ``live``: the app is running, the clock starts at the
+    first publish and stops when ``wait_until_idle`` returns (publishing competes for the CPUs).
+
+(a) and (b) are timed from the first XREADGROUP to the read that finds the stream drained.
+(c) and d-backlog use a *release*: the backlog (all events but one) is published, the consumer
+group is created at ``$`` (after it), the actors start and block in XREADGROUP; the clock starts,
+``XGROUP SETID`` moves the group back to ``0`` and one XADD (the last event) wakes the readers;
+the clock stops when every entry is acked (d: ``wait_until_idle``; c: the same check polled every
+5 ms). So actor start-up is outside the clock and every event is consumed from a backlog.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import tempfile
+import uuid
+from collections.abc import Callable, Sequence
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+import redis
+
+from bench import profiling
+from bench.common import (
+    SENSOR_QUERY,
+    bench_env,
+    command_line,
+    format_table,
+    load_average,
+    print_lines,
+    publish,
+    rate,
+    record,
+    sensor_payloads,
+    timed,
+    wait_until,
+)
+from bench.sink import start_consumer
+from drasi_ray import DrasiRay, PlatformSource, Query
+from drasi_ray.config import PlatformSourceConfig
+from drasi_ray.streams import progress
+
+GROUP = "bench"
+BATCH = 500
+TIMEOUT_S = 600.0
+
+
+@dataclass
+class Section:
+    """Repeated measurements of one way of ingesting."""
+
+    key: str
+    label: str
+    events: int
+    seconds: list[float] = field(default_factory=list)
+    loads: list[tuple[float, float]] = field(default_factory=list)
+
+    @property
+    def rates(self) -> list[float]:
+        return [rate(self.events, s) for s in self.seconds]
+
+    @property
+    def median_rate(self) -> float:
+        return statistics.median(self.rates)
+
+
+# --------------------------------------------------------------------------------------------
+# streams
+# --------------------------------------------------------------------------------------------
+
+
+def _client(url: str) -> redis.Redis:
+    return redis.Redis.from_url(url, decode_responses=False)
+
+
+def fresh_stream(prefix: str) -> str:
+    return f"ingest-{prefix}-{uuid.uuid4().hex[:6]}"
+
+
+def prepare_backlog(url: str, stream: str, payloads: Sequence[bytes]) -> None:
+    """Publish every payload, then create the group at ``0``: all of it is to be read."""
+    publish(url, stream, payloads)
+    with _client(url) as client:
+        client.xgroup_create(stream, GROUP, id="0")
+
+
+def arm_backlog(url: str, stream: str, payloads: Sequence[bytes]) -> bytes:
+    """Publish all but the last payload and create the group *after* them (``$``).
+
+    Readers started now see nothing; :func:`release_backlog` hands them the whole backlog.
+    Returns the last payload, which release publishes to wake blocked readers.
+    """
+    publish(url, stream, payloads[:-1])
+    with _client(url) as client:
+        client.xgroup_create(stream, GROUP, id="$")
+    return payloads[-1]
+
+
+def release_backlog(client: redis.Redis, stream: str, wake: bytes) -> str:
+    """Move the group back to ``0`` and XADD ``wake``; returns the stream's last entry id."""
+    client.xgroup_setid(stream, GROUP, "0")
+    last = client.xadd(stream, {b"data": wake})
+    return last.decode() if isinstance(last, bytes) else str(last)
+
+
+def drop_stream(url: str, stream: str) -> None:
+    with _client(url) as client:
+        client.delete(stream)
+
+
+# --------------------------------------------------------------------------------------------
+# (a) and (b): hand-written redis-py loops
+# --------------------------------------------------------------------------------------------
+
+
+def peer_batch_loop(client: redis.Redis, stream: str, count: int = BATCH) -> int:
+    """XREADGROUP ``count``, ``orjson.loads`` each entry, ONE XACK per batch; until drained."""
+    consumed = 0
+    while True:
+        reply: Any = client.xreadgroup(GROUP, "peer", {stream: ">"}, count=count)
+        if not reply:
+            return consumed
+        entries = reply[0][1]
+        for _entry_id, fields in entries:
+            orjson.loads(fields[b"data"])
+        client.xack(stream, GROUP, *[entry_id for entry_id, _ in entries])
+        consumed += len(entries)
+
+
+def per_message_loop(client: redis.Redis, stream: str, count: int = 10) -> int:
+    """The docs' loop: XREADGROUP ``count``, ``json.loads``, XACK per message; until drained."""
+    consumed = 0
+    while True:
+        reply: Any = client.xreadgroup(GROUP, "docs", {stream: ">"}, count=count)
+        if not reply:
+            return consumed
+        for entry_id, fields in reply[0][1]:
+            json.loads(fields[b"data"])
+            client.xack(stream, GROUP, entry_id)
+            consumed += 1
+
+
+def time_loop(
+    url: str, payloads: Sequence[bytes], loop: Callable[[redis.Redis, str], int], prefix: str
+) -> float:
+    """Seconds ``loop`` takes to drain a fresh pre-published stream of ``payloads``."""
+    stream = fresh_stream(prefix)
+    prepare_backlog(url, stream, payloads)
+    with _client(url) as client, timed() as timer:
+        consumed = loop(client, stream)
+    drop_stream(url, stream)
+    _check(consumed, len(payloads), prefix)
+    return timer.seconds
+
+
+# --------------------------------------------------------------------------------------------
+# (c): one consumer actor and a counting sink
+# --------------------------------------------------------------------------------------------
+
+
+def consumer_config(url: str, stream: str) -> PlatformSourceConfig:
+    return PlatformSourceConfig(
+        redis_url=url,
+        stream_key=stream,
+        consumer_group=GROUP,
+        batch_size=BATCH,
+        block_ms=1000,
+        start_id="0",
+    )
+
+
+def time_consumer(
+    url: str, payloads: Sequence[bytes], profile_dir: Path | None = None
+) -> tuple[float, dict[str, Any]]:
+    """Seconds one consumer actor takes to drain a released backlog; and its stats.
+
+    With ``profile_dir``, py-spy samples the consumer and the sink processes meanwhile
+    (``consumer.txt``, ``sink.txt``).
+    """
+    stream = fresh_stream("c")
+    wake = arm_backlog(url, stream, payloads)
+    config = consumer_config(url, stream)
+    running = start_consumer(config)
+    profiled = _profiled(running.consumer_pid, running.sink_pid, profile_dir)
+    try:
+        with _client(url) as client, profiled, timed() as timer:
+            last_id = release_backlog(client, stream, wake)
+            wait_until(lambda: progress.drained(client, config, last_id), TIMEOUT_S)
+        stats = running.stats()
+    finally:
+        running.stop()
+        drop_stream(url, stream)
+    _check(stats["sink"]["changes"], len(payloads), "c")
+    return timer.seconds, stats
+
+
+def _profiled(consumer_pid: int, sink_pid: int, profile_dir: Path | None) -> ExitStack:
+    """Both processes under py-spy when ``profile_dir`` is given, else a no-op context."""
+    stack = ExitStack()
+    if profile_dir is not None:
+        stack.enter_context(profiling.py_spy(consumer_pid, profile_dir / "consumer.txt"))
+        stack.enter_context(profiling.py_spy(sink_pid, profile_dir / "sink.txt"))
+    return stack
+
+
+# --------------------------------------------------------------------------------------------
+# (d): the whole pipeline through the public API
+# --------------------------------------------------------------------------------------------
+
+
+def pipeline_app(url: str, stream: str, consumers: int) -> DrasiRay:
+    """DrasiRay with one PlatformSource (batch 500, group start ``0``) and the filter query."""
+    app = DrasiRay(f"bench-ingest-{uuid.uuid4().hex[:8]}")
+    app.add_source(
+        PlatformSource.builder("sensors")
+        .with_redis_url(url)
+        .with_stream_key(stream)
+        .with_consumer_group(GROUP)
+        .with_consumers(consumers)
+        .with_batch_size(BATCH)
+        .with_block_ms(1000)
+        .with_start_id("0")
+        .build()
+    )
+    app.add_query(Query.cypher("hot").query(SENSOR_QUERY).from_source("sensors").build())
+    return app
+
+
+def time_pipeline_backlog(url: str, payloads: Sequence[bytes], consumers: int) -> float:
+    """Seconds the running pipeline takes from the backlog's release to ``wait_until_idle``."""
+    stream = fresh_stream(f"d{consumers}")
+    wake = arm_backlog(url, stream, payloads)
+    app = pipeline_app(url, stream, consumers).start()
+    try:
+        with _client(url) as client, timed() as timer:
+            release_backlog(client, stream, wake)
+            app.wait_until_idle(TIMEOUT_S)
+        _check_pipeline(app, len(payloads))
+    finally:
+        app.stop()
+        drop_stream(url, stream)
+    return timer.seconds
+
+
+def time_pipeline_live(url: str, payloads: Sequence[bytes], consumers: int) -> float:
+    """Seconds from the first publish to ``wait_until_idle``, the app already running."""
+    stream = fresh_stream(f"live{consumers}")
+    app = pipeline_app(url, stream, consumers).start()
+    try:
+        with timed() as timer:
+            publish(url, stream, payloads)
+            app.wait_until_idle(TIMEOUT_S)
+        _check_pipeline(app, len(payloads))
+    finally:
+        app.stop()
+        drop_stream(url, stream)
+    return timer.seconds
+
+
+def _check_pipeline(app: DrasiRay, events: int) -> None:
+    changes = app.status()["coordinator"]["changes"]
+    _check(changes, events, "pipeline")
+    if not app.results("hot"):
+        raise RuntimeError("pipeline: the filter query has no results")
+
+
+def _check(seen: int, expected: int, what: str) -> None:
+    if seen != expected:
+        raise RuntimeError(f"{what}: consumed {seen} events, expected {expected}")
+
+
+# --------------------------------------------------------------------------------------------
+# the run
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Options:
+    events: int
+    slow_events: int
+    pipeline_events: int
+    repeat: int
+    sections: str
+    profile: bool
+    profile_dir: Path | None
+    record: bool
+
+
+def parse_args(argv: Sequence[str] | None) -> Options:
+    parser = argparse.ArgumentParser(prog="python -m bench.ingest", description=__doc__)
+    parser.add_argument("--events", type=int, default=200_000, help="events for (a) and (c)")
+    parser.add_argument("--slow-events", type=int, default=20_000, help="events for (b)")
+    parser.add_argument("--pipeline-events", type=int, default=200_000, help="events for (d)")
+    parser.add_argument("--repeat", type=int, default=1, help="runs per section (median shown)")
+    parser.add_argument("--sections", default="abcd", help="which of a, b, c, d to run")
+    parser.add_argument("--profile", action="store_true", help="py-spy profile of (c) too")
+    parser.add_argument("--profile-dir", type=Path, help="keep py-spy's collapsed stacks here")
+    parser.add_argument("--no-record", action="store_true", help="do not append to RESULTS.md")
+    args = parser.parse_args(argv)
+    return Options(
+        args.events,
+        args.slow_events,
+        args.pipeline_events,
+        args.repeat,
+        args.sections,
+        args.profile or args.profile_dir is not None,
+        args.profile_dir,
+        not args.no_record,
+    )
+
+
+def measure(section: Section, run: Callable[[], float], repeat: int) -> Section:
+    """Run ``run`` ``repeat`` times, noting the 1-minute load before and after each."""
+    for _ in range(repeat):
+        before = load_average()
+        section.seconds.append(run())
+        section.loads.append((before, load_average()))
+        print(
+            f"  {section.key}: {section.rates[-1]:,.0f} events/s "
+            f"({section.events:,} in {section.seconds[-1]:.2f}s, "
+            f"load {before:.1f}->{section.loads[-1][1]:.1f})",
+            flush=True,
+        )
+    return section
+
+
+def run_sections(url: str, options: Options) -> list[Section]:
+    """Every selected section, on payloads from the same seeded generator."""
+    largest = max(options.events, options.slow_events, options.pipeline_events)
+    payloads = sensor_payloads(largest)
+    main_set, slow_set, pipe_set = (
+        payloads[: options.events],
+        payloads[: options.slow_events],
+        payloads[: options.pipeline_events],
+    )
+    plan: list[tuple[str, str, int, Callable[[], float]]] = [
+        ("a", "peer: redis-py, COUNT 500, orjson, 1 XACK/batch", len(main_set),
+         lambda: time_loop(url, main_set, peer_batch_loop, "a")),
+        ("b", "docs: COUNT 10, json, XACK per message", len(slow_set),
+         lambda: time_loop(url, slow_set, per_message_loop, "b")),
+        ("c", "drasi_ray: 1 consumer actor -> counting sink", len(main_set),
+         lambda: time_consumer(url, main_set)[0]),
+        ("d", "pipeline backlog, 1 consumer", len(pipe_set),
+         lambda: time_pipeline_backlog(url, pipe_set, 1)),
+        ("d", "pipeline backlog, 2 consumers", len(pipe_set),
+         lambda: time_pipeline_backlog(url, pipe_set, 2)),
+        ("d", "pipeline live (publish+consume), 1 consumer", len(pipe_set),
+         lambda: time_pipeline_live(url, pipe_set, 1)),
+        ("d", "pipeline live (publish+consume), 2 consumers", len(pipe_set),
+         lambda: time_pipeline_live(url, pipe_set, 2)),
+    ]  # fmt: skip
+    sections = []
+    for key, label, events, run in plan:
+        if key in options.sections:
+            print(f"{key}: {label}", flush=True)
+            sections.append(measure(Section(key, label, events), run, options.repeat))
+    return sections
+
+
+def results_table(sections: Sequence[Section]) -> list[str]:
+    """events/s (median of runs), every run, ratio vs (a), load before->after."""
+    peer = next((s.median_rate for s in sections if s.key == "a"), 0.0)
+    rows = [
+        (
+            section.key,
+            section.label,
+            section.events,
+            section.median_rate,
+            f"{section.median_rate / peer:.2f}x" if peer else "-",
+            ", ".join(f"{r:,.0f}" for r in section.rates),
+            ", ".join(f"{b:.1f}->{a:.1f}" for b, a in section.loads),
+        )
+        for section in sections
+    ]
+    headers = ("", "what", "events", "events/s", "vs (a)", "runs (events/s)", "load 1m")
+    return format_table(headers, rows)
+
+
+def profile_consumer(
+    url: str, payloads: Sequence[bytes], keep: Path | None = None, limit: int = 15
+) -> list[str]:
+    """One more (c) run under py-spy; tables of the top frames of consumer and sink.
+
+    The collapsed stacks go to ``keep`` if given (for flame graphs), else to a temp dir.
+    """
+    with tempfile.TemporaryDirectory(prefix="bench-pyspy-") as tmp:
+        directory = keep or Path(tmp)
+        directory.mkdir(parents=True, exist_ok=True)
+        seconds, _ = time_consumer(url, payloads, profile_dir=directory)
+        consumer = profiling.summarize(directory / "consumer.txt")
+        sink = profiling.summarize(directory / "sink.txt")
+    lines = [
+        f"py-spy (250 Hz, nonblocking, by function) of one (c) run: {len(payloads):,} events "
+        f"in {seconds:.2f}s ({rate(len(payloads), seconds):,.0f} events/s under the sampler).",
+        f"Consumer actor: {consumer.samples} samples of Python threads on CPU.",
+        "",
+        *_breakdown_table(consumer),
+        "",
+        *_profile_table(consumer, "self", limit),
+        "",
+        *_profile_table(consumer, "inclusive", limit),
+        "",
+        f"Sink actor: {sink.samples} samples.",
+        "",
+        *_profile_table(sink, "self", 8),
+    ]
+    return lines
+
+
+CONSUMER_PARTS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    (
+        "XREADGROUP incl. reply parsing",
+        ("RedisStreamBackend.read_new", "RedisStreamBackend.read_pending"),
+    ),
+    ("decode + validate (StreamConsumer._screen)", ("StreamConsumer._screen",)),
+    ("  of which JSON parse + envelope (_read_events)", ("_read_events",)),
+    ("Ray call (ActorMethod.remote)", ("ActorMethod.remote",)),
+    ("  of which cloudpickle dumps", ("dumps",)),
+    ("  of which dataclass __getstate__ (fields())", ("_dataclass_getstate",)),
+    ("XACK", ("RedisStreamBackend.ack",)),
+    ("Ray worker main thread (C++ core worker loop)", ("Worker.main_loop",)),
+    ("event loop in epoll (waiting)", ("EpollSelector.select",)),
+)
+"""Where the consumer's time goes: inclusive samples under these functions."""
+
+
+def _breakdown_table(profile: profiling.Profile) -> list[str]:
+    total = max(profile.samples, 1)
+    rows = []
+    for label, functions in CONSUMER_PARTS:
+        samples = profile.inclusive_of(*functions)
+        rows.append((label, samples, f"{100.0 * samples / total:.1f}%"))
+    return format_table(("consumer time (inclusive)", "samples", "share"), rows)
+
+
+def _profile_table(profile: profiling.Profile, view: str, limit: int) -> list[str]:
+    rows = [
+        (profiling.shorten(frame), n, f"{pct:.1f}%") for frame, n, pct in profile.top(view, limit)
+    ]
+    return format_table((f"frame ({view})", "samples", "share"), rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the selected sections, print the table, append it (and a profile) to RESULTS.md."""
+    options = parse_args(argv)
+    command = command_line("bench.ingest", argv)
+    with bench_env() as server:
+        sections = run_sections(server.url, options)
+        table = results_table(sections)
+        print_lines(["", *table])
+        profile_lines: list[str] = []
+        if options.profile and profiling.available():
+            print("profiling (c) with py-spy ...", flush=True)
+            profile_lines = profile_consumer(
+                server.url, sensor_payloads(options.events), options.profile_dir
+            )
+            print_lines(["", *profile_lines])
+    if options.record:
+        record("ingest", [*table, "", *profile_lines], command)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
