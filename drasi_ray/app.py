@@ -17,6 +17,7 @@ consumer group exists and every consumer is reading: nothing published after it 
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Iterable
@@ -26,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 import ray
 import redis
 
+from drasi_ray import scaling
 from drasi_ray.actors import names
 from drasi_ray.actors.consumer import ConsumerActor
 from drasi_ray.actors.coordinator import CoordinatorActor
@@ -41,6 +43,8 @@ from drasi_ray.config import (
 from drasi_ray.errors import ConfigError, NotRunningError, UnknownComponentError
 from drasi_ray.failpoints import NO_FAILPOINTS, Failpoints
 from drasi_ray.query.engine import ContinuousQuery
+from drasi_ray.reactions.factory import resolve_specs
+from drasi_ray.reactions.specs import AnyReaction
 from drasi_ray.sources.platform import PlatformSource
 from drasi_ray.streams import progress
 from drasi_ray.subscription import Subscription
@@ -123,6 +127,66 @@ class DrasiRay:
             self._check_sources(query)
             self._start_query(query)
         return self
+
+    def add_reaction(self, query_id: str, reaction: AnyReaction) -> DrasiRay:
+        """Send a query's results to ``reaction`` too (from now on, if the app is running)."""
+        query = self._queries.get(query_id)
+        if query is None:
+            raise UnknownComponentError(f"unknown query {query_id!r}")
+        updated = query.model_copy(update={"reactions": (*query.reactions, reaction)})
+        self._queries[query_id] = updated
+        if query_id in self._query_actors:
+            (spec,) = resolve_specs([reaction], self._reaction_redis_url(updated))
+            ray.get(self._query_actors[query_id].add_reaction.remote(spec))
+        return self
+
+    def _reaction_redis_url(self, query: QueryConfig) -> str | None:
+        """Where a platform reaction writes by default: the state Redis, else the query's
+        first source's Redis (Drasi keeps results beside the change feed)."""
+        if self._state.redis_url is not None:
+            return self._state.redis_url
+        source = self._sources.get(query.sources[0])
+        return None if source is None else source.config.redis_url
+
+    def _with_reaction_defaults(self, query: QueryConfig) -> QueryConfig:
+        specs = resolve_specs(query.reactions, self._reaction_redis_url(query))
+        return query.model_copy(update={"reactions": tuple(specs)})
+
+    def scale(self, source_id: str, consumers: int) -> int:
+        """Run ``consumers`` consumer actors for ``source_id``; returns the previous count.
+
+        Works on this app's own actors, or (when this object did not start the app) on the
+        named actors of a running app in the same Ray namespace, e.g. from ``drasi-ray scale``;
+        actors started that way are detached. See :mod:`drasi_ray.scaling` for how scaling
+        down hands pending entries over. Raises NotRunningError if no consumer runs.
+        """
+        source = self._sources.get(source_id)
+        if source is None:
+            raise UnknownComponentError(f"unknown source {source_id!r}")
+        if consumers < 1:
+            raise ConfigError("consumers must be >= 1")
+        actors = self._consumers.get(source_id) or scaling.find_consumers(self.namespace, source_id)
+        if not actors:
+            raise NotRunningError(
+                f"source {source_id!r} has no running consumers in {self.namespace}"
+            )
+        before = len(actors)
+        config = source.config.model_copy(update={"consumers": consumers})
+        if consumers > before:
+            options: dict[str, Any] = {"num_cpus": self._ray.actor_num_cpus}
+            if source_id not in self._consumers:
+                options["lifetime"] = "detached"
+            indices = range(before, consumers)
+            actors = actors + scaling.start_consumers(
+                self.namespace, source_id, config, indices, options
+            )
+        elif consumers < before:
+            scaling.retire_consumers(source_id, source.config, actors[consumers:], consumers)
+            actors = actors[:consumers]
+        self._sources[source_id] = dataclasses.replace(source, config=config)
+        if source_id in self._consumers:
+            self._consumers[source_id] = actors
+        return before
 
     @property
     def query_ids(self) -> list[str]:
@@ -234,7 +298,13 @@ class DrasiRay:
             max_restarts=-1,
             max_task_retries=0,
             num_cpus=self._ray.actor_num_cpus,
-        ).remote(query, self.namespace, actor_name, self.app_id, self._state_url())
+        ).remote(
+            self._with_reaction_defaults(query),
+            self.namespace,
+            actor_name,
+            self.app_id,
+            self._state_url(),
+        )
         self._query_actors[query.id] = actor
         ray.get(
             self._coordinator.register_query.remote(
@@ -269,7 +339,11 @@ class DrasiRay:
         if not self.running:
             return
         consumers = [actor for actors in self._consumers.values() for actor in actors]
+        for source_id, actors in self._consumers.items():  # + any `drasi-ray scale` started
+            consumers += scaling.find_consumers(self.namespace, source_id, len(actors))
         _best_effort(lambda: ray.get([a.stop.remote() for a in consumers], timeout=STOP_TIMEOUT_S))
+        queries = list(self._query_actors.values())  # signal `stopped`, flush reactions
+        _best_effort(lambda: ray.get([a.stop.remote() for a in queries], timeout=STOP_TIMEOUT_S))
         for actor in [*consumers, *self._query_actors.values(), self._coordinator]:
             _best_effort(lambda actor=actor: ray.kill(actor))
         self._consumers.clear()

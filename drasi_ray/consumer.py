@@ -125,6 +125,11 @@ class StreamConsumer:
         self._batch_lock = asyncio.Lock()
         self._in_flight = InFlight(max(settings.max_in_flight, 1))
 
+    @property
+    def in_flight(self) -> int:
+        """Entries read and not yet acked (bounded by ``max_in_flight``)."""
+        return self._in_flight.held
+
     # -- lifecycle ----------------------------------------------------------------------
 
     def start(self) -> None:

@@ -15,6 +15,7 @@ import asyncio
 import dataclasses
 from typing import Any
 
+import psutil
 import ray
 
 from drasi_ray.actors.names import COORDINATOR
@@ -22,7 +23,9 @@ from drasi_ray.actors.runtime import was_restarted
 from drasi_ray.changes import DecodedEntry
 from drasi_ray.config import PlatformSourceConfig
 from drasi_ray.consumer import Backoff, StreamConsumer
-from drasi_ray.streams.backend import RedisStreamBackend
+from drasi_ray.metrics import ConsumerMetrics, CountingBackend, group_gauges
+
+METRICS_INTERVAL_S = 2.0
 
 
 @ray.remote
@@ -38,10 +41,14 @@ class ConsumerActor:
     ) -> None:
         self._coordinator = ray.get_actor(COORDINATOR, namespace=namespace)
         self._source_id = source_id
-        backend = RedisStreamBackend.from_url(settings.redis_url)
-        self._consumer = StreamConsumer(source_id, settings, consumer_name, backend, self._dispatch)
+        self._backend = CountingBackend.from_url(settings.redis_url)
+        self._consumer = StreamConsumer(
+            source_id, settings, consumer_name, self._backend, self._dispatch
+        )
         self._restarted = was_restarted()
+        self._metrics = ConsumerMetrics(source_id, consumer_name)
         self._consumer.start()
+        self._metrics_task = asyncio.get_event_loop().create_task(self._record_metrics())
 
     async def _dispatch(self, entries: list[DecodedEntry]) -> object:
         """One Ray call per batch, never per event.
@@ -51,10 +58,27 @@ class ConsumerActor:
         innocent entry towards ``max_deliveries``.
         """
         try:
-            return await self._coordinator.apply_batch.remote(self._source_id, entries)
+            report = await self._coordinator.apply_batch.remote(self._source_id, entries)
         except ray.exceptions.RayActorError:
             await self._await_coordinator()
             raise
+        self._metrics.batch(len(entries), int(getattr(report, "applied", 0)))
+        return report
+
+    async def _record_metrics(self) -> None:
+        """Every few seconds: counters from the consumer's stats, group lag and pending."""
+        settings = self._consumer.settings
+        while True:
+            await asyncio.sleep(METRICS_INTERVAL_S)
+            stats = dataclasses.asdict(self._consumer.stats)
+            self._metrics.sync_counters(stats, self._backend.pending_rereads)
+            try:
+                gauges = await group_gauges(
+                    self._backend, settings.stream_key, settings.consumer_group, self._consumer.name
+                )
+            except Exception:  # the consume loop reports Redis trouble; metrics just skip
+                continue
+            self._metrics.group(*gauges)
 
     async def _await_coordinator(self) -> None:
         backoff = Backoff()
@@ -71,10 +95,13 @@ class ConsumerActor:
         return self._consumer.name
 
     async def stop(self) -> None:
+        self._metrics_task.cancel()
         await self._consumer.stop()
 
     def stats(self) -> dict[str, Any]:
         stats = dataclasses.asdict(self._consumer.stats)
         stats["name"] = self._consumer.name
         stats["restarted"] = self._restarted
+        stats["in_flight"] = self._consumer.in_flight
+        stats["rss_bytes"] = psutil.Process().memory_info().rss
         return stats

@@ -25,7 +25,10 @@ from drasi_ray.actors.names import COORDINATOR
 from drasi_ray.actors.runtime import was_restarted
 from drasi_ray.changes import Element, ElementDelta
 from drasi_ray.config import DispatchMode, QueryConfig
+from drasi_ray.metrics import QueryMetrics
 from drasi_ray.query.engine import ContinuousQuery
+from drasi_ray.reactions.factory import ReactionSet, grouping_keys
+from drasi_ray.reactions.specs import AnyReaction
 from drasi_ray.results import ControlResult, ControlSignal, QueryResult, now_ms
 from drasi_ray.state import StateStore
 from drasi_ray.subscription import Delivered, SubscriberBuffer
@@ -42,9 +45,13 @@ class QueryRunner:
         self.sequence = 0
         self.diffs_emitted = 0
         self.subscribers: dict[str, SubscriberBuffer] = {}
+        self.observers: list[Callable[[Delivered], None]] = []
         self.bootstrapped = False
 
     async def publish(self, item: Delivered) -> None:
+        """Hand ``item`` to the observers (reactions, metrics: never block), then subscribers."""
+        for observe in self.observers:
+            observe(item)
         for buffer in list(self.subscribers.values()):
             await buffer.put(item)
 
@@ -141,6 +148,9 @@ class QueryActor:
         state_url: str | None,
     ) -> None:
         self._runner = QueryRunner(config)
+        self._reactions = ReactionSet(config.id, grouping_keys(self._runner.engine))
+        self._metrics = QueryMetrics(config.id)
+        self._runner.observers += [self._reactions.offer, self._metrics.observe]
         self._order = _InOrder()
         self._subscriber_ids = itertools.count(1)
         self._state = None if state_url is None else StateStore.from_url(state_url, app_id)
@@ -150,8 +160,13 @@ class QueryActor:
             self._rejoin = loop.create_task(self._reregister(namespace, name))
 
     async def _load_sequence(self) -> None:
+        """Start the reactions; number results above what the state or a reaction holds."""
+        for spec in self._runner.config.reactions:
+            self._reactions.add(spec)
+        sequence = await self._reactions.last_sequence()
         if self._state is not None:
-            self._runner.sequence = await self._state.load_sequence(self._runner.config.id)
+            sequence = max(sequence, await self._state.load_sequence(self._runner.config.id))
+        self._runner.sequence = sequence
 
     async def _save_sequence(self, before: int) -> None:
         if self._state is not None and self._runner.sequence != before:
@@ -211,6 +226,20 @@ class QueryActor:
     def results(self) -> list[dict[str, Any]]:
         return self._runner.engine.results()
 
+    async def add_reaction(self, spec: AnyReaction) -> None:
+        """Start one more reaction; it receives the results from now on."""
+        await self._loaded
+        self._reactions.add(spec)
+
+    async def stop(self, timeout_s: float = 10.0) -> bool:
+        """Signal ``stopped``, then let the reactions write what they hold (up to
+        ``timeout_s``) and close them. True if everything was written."""
+        await self._loaded
+        await self._runner.signal(ControlSignal.STOPPED)
+        flushed = await self._reactions.flush(timeout_s)
+        await self._reactions.close(0.0)
+        return flushed
+
     def info(self) -> dict[str, Any]:
         runner = self._runner
         return {
@@ -219,6 +248,7 @@ class QueryActor:
             "diffs": runner.diffs_emitted,
             "rows": len(runner.engine.results()),
             "columns": list(runner.engine.column_names),
+            "reactions": self._reactions.status(),
             "subscribers": {
                 sid: {"buffered": len(buf), "dropped": buf.dropped}
                 for sid, buf in runner.subscribers.items()

@@ -6,6 +6,8 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
+from drasi_ray.query.engine import ContinuousQuery
+from drasi_ray.query.expressions import contains_aggregate
 from drasi_ray.reactions.base import Delivered, Reaction, ReactionWorker
 from drasi_ray.reactions.callback import FunctionReaction
 from drasi_ray.reactions.jsonl import JsonLinesFileReaction
@@ -18,6 +20,13 @@ from drasi_ray.reactions.specs import (
     LogReaction,
     PlatformReaction,
 )
+
+
+def grouping_keys(query: ContinuousQuery) -> list[str]:
+    """The RETURN columns that are not aggregates: Drasi's ``groupingKeys``."""
+    return [
+        item.name for item in query.query.returns.items if not contains_aggregate(item.expression)
+    ]
 
 
 def build_reaction(

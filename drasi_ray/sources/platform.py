@@ -103,6 +103,27 @@ class PlatformSourceBuilder:
     def with_dead_letter_stream(self, stream_key: str) -> PlatformSourceBuilder:
         return self._set("dead_letter_stream", stream_key)
 
+    def with_dead_letter_maxlen(self, maxlen: int | None) -> PlatformSourceBuilder:
+        return self._set("dead_letter_maxlen", maxlen)
+
+    def with_max_deliveries(self, count: int) -> PlatformSourceBuilder:
+        return self._set("max_deliveries", count)
+
+    def with_max_payload_bytes(self, size: int) -> PlatformSourceBuilder:
+        return self._set("max_payload_bytes", size)
+
+    def with_max_in_flight(self, count: int) -> PlatformSourceBuilder:
+        return self._set("max_in_flight", count)
+
+    def with_recreate_start_id(self, start_id: str) -> PlatformSourceBuilder:
+        return self._set("recreate_start_id", start_id)
+
+    def with_trim_acked(
+        self, enabled: bool = True, interval_ms: int = 5000
+    ) -> PlatformSourceBuilder:
+        self._set("trim_acked", enabled)
+        return self._set("trim_interval_ms", interval_ms)
+
     def with_dispatch_mode(self, mode: DispatchMode | str) -> PlatformSourceBuilder:
         try:
             self._dispatch_mode = DispatchMode(mode)

@@ -1,0 +1,171 @@
+"""Metrics through ``ray.util.metrics``, exported by Ray's Prometheus endpoint.
+
+Every metric object is created inside the actor that records it (:class:`ConsumerMetrics` in a
+consumer actor, :class:`QueryMetrics` in a query actor): module globals filled at import would
+not exist in the actor processes. Ray prefixes names with ``ray_`` and suffixes counters with
+``_total``; the names below are as Prometheus shows them.
+
+===========================================  =========  =======================================
+metric                                       type       tags
+===========================================  =========  =======================================
+``ray_drasi_changes_consumed_total``         counter    source, consumer: entries read
+``ray_drasi_changes_applied_total``          counter    source, consumer: changes that altered
+                                                        the graph (duplicates excluded)
+``ray_drasi_changes_dead_lettered_total``    counter    source, consumer
+``ray_drasi_changes_reclaimed_total``        counter    source, consumer: taken from an idle
+                                                        peer (XAUTOCLAIM)
+``ray_drasi_changes_redelivered_total``      counter    source, consumer: read again (own
+                                                        pending after a restart, or reclaimed)
+``ray_drasi_batch_size``                     histogram  source, consumer: entries per batch
+``ray_drasi_group_lag``                      gauge      source: entries not yet delivered
+``ray_drasi_group_pending``                  gauge      source: delivered, not yet acked
+``ray_drasi_consumer_pending``               gauge      source, consumer
+``ray_drasi_diffs_emitted_total``            counter    query
+``ray_drasi_results_emitted_total``          counter    query: QueryResults (one per change)
+``ray_drasi_result_latency_ms``              histogram  query: from the change's source time
+                                                        (``ts_ns``) to its result
+===========================================  =========  =======================================
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ray.util import metrics
+
+from drasi_ray.changes import parse_entry_id
+from drasi_ray.results import QueryResult, now_ms
+from drasi_ray.streams.backend import RedisStreamBackend
+
+BATCH_BOUNDARIES = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 5000]
+LATENCY_BOUNDARIES_MS = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 60000]
+CONSUMER_TAGS = ("source", "consumer")
+LAG_COUNT_CAP = 100_000
+"""On Redis 6.2 lag is counted entry by entry, up to this many."""
+
+
+class ConsumerMetrics:
+    """The metrics one consumer actor records. Create inside the actor."""
+
+    def __init__(self, source_id: str, consumer: str) -> None:
+        self.tags = {"source": source_id, "consumer": consumer}
+        self._source_tags = {"source": source_id}
+        self._counters = {
+            name: metrics.Counter(f"drasi_changes_{name}", description, tag_keys=CONSUMER_TAGS)
+            for name, description in (
+                ("consumed", "stream entries read by the consumer"),
+                ("applied", "changes that altered the element store"),
+                ("dead_lettered", "entries written to the dead-letter stream"),
+                ("reclaimed", "entries claimed from idle peers (XAUTOCLAIM)"),
+                ("redelivered", "entries read again after a restart or a reclaim"),
+            )
+        }
+        self._batch = metrics.Histogram(
+            "drasi_batch_size",
+            "entries per consumer batch",
+            boundaries=BATCH_BOUNDARIES,
+            tag_keys=CONSUMER_TAGS,
+        )
+        self._lag = metrics.Gauge("drasi_group_lag", "entries not yet delivered", ("source",))
+        self._pending = metrics.Gauge("drasi_group_pending", "entries unacked", ("source",))
+        self._own_pending = metrics.Gauge(
+            "drasi_consumer_pending", "entries pending on this consumer", CONSUMER_TAGS
+        )
+        self._seen: dict[str, int] = {}
+
+    def sync_counters(self, stats: dict[str, Any], pending_rereads: int) -> None:
+        """Add what the consumer's cumulative stats grew by since the last call.
+
+        ``pending_rereads`` counts own pending entries read again (see
+        :class:`CountingBackend`); with the reclaimed ones they make the redeliveries.
+        """
+        reclaimed = int(stats.get("reclaimed", 0))
+        self._add("consumed", int(stats.get("read", 0)))
+        self._add("dead_lettered", int(stats.get("dead_lettered", 0)))
+        self._add("reclaimed", reclaimed)
+        self._add("redelivered", reclaimed + pending_rereads)
+
+    def _add(self, counter: str, total: int) -> None:
+        grown = total - self._seen.get(counter, 0)
+        self._seen[counter] = total
+        if grown > 0:
+            self._counters[counter].inc(grown, tags=self.tags)
+
+    def batch(self, size: int, applied: int) -> None:
+        """Record one dispatched batch: its size and how many changes it applied."""
+        self._batch.observe(size, tags=self.tags)
+        if applied > 0:
+            self._counters["applied"].inc(applied, tags=self.tags)
+
+    def group(self, lag: int, pending: int, own_pending: int) -> None:
+        self._lag.set(lag, tags=self._source_tags)
+        self._pending.set(pending, tags=self._source_tags)
+        self._own_pending.set(own_pending, tags=self.tags)
+
+
+class QueryMetrics:
+    """The metrics one query actor records. Create inside the actor; use as a result observer."""
+
+    def __init__(self, query_id: str) -> None:
+        self.tags = {"query": query_id}
+        self._diffs = metrics.Counter(
+            "drasi_diffs_emitted", "result diffs emitted", tag_keys=("query",)
+        )
+        self._results = metrics.Counter(
+            "drasi_results_emitted", "QueryResults emitted", tag_keys=("query",)
+        )
+        self._latency = metrics.Histogram(
+            "drasi_result_latency_ms",
+            "from a change's source time to the result it caused, in ms",
+            boundaries=LATENCY_BOUNDARIES_MS,
+            tag_keys=("query",),
+        )
+
+    def observe(self, item: object) -> None:
+        """Count a published result (control signals are ignored)."""
+        if not isinstance(item, QueryResult):
+            return
+        self._results.inc(1, tags=self.tags)
+        self._diffs.inc(len(item.results), tags=self.tags)
+        if item.source_time_ms > 0:
+            self._latency.observe(max(0, now_ms() - item.source_time_ms), tags=self.tags)
+
+
+async def group_gauges(
+    backend: RedisStreamBackend, stream: str, group: str, consumer: str
+) -> tuple[int, int, int]:
+    """(group lag, group pending, this consumer's pending) of ``group`` on ``stream``.
+
+    Lag is Redis's own ``lag`` (7.0+) or, on 6.2, the entries after the group's last delivered
+    id, counted with ``XRANGE`` (capped at :data:`LAG_COUNT_CAP`).
+    """
+    progress = await backend.group_progress(stream, group)
+    own = next((c.pending for c in progress.consumers if c.name == consumer), 0)
+    lag = progress.lag
+    if lag is None:
+        last = await backend.stream_last_id(stream) or "0-0"
+        if parse_entry_id(last) <= parse_entry_id(progress.last_delivered_id):
+            lag = 0
+        else:
+            after = "(" + progress.last_delivered_id
+            lag = len(await backend.client.xrange(stream, after, "+", count=LAG_COUNT_CAP))
+    return lag, progress.pending, own
+
+
+class CountingBackend(RedisStreamBackend):
+    """A stream backend that counts redeliveries: own pending entries re-read from ``0``.
+
+    (Reclaimed entries are redeliveries too; the consumer's stats count those.)
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.pending_rereads = 0
+
+    async def read_pending(
+        self, stream: str, group: str, consumer: str, count: int, after: str = "0"
+    ) -> Any:
+        entries = await super().read_pending(stream, group, consumer, count, after)
+        if after == "0":
+            self.pending_rereads += len(entries)
+        return entries

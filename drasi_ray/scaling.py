@@ -1,0 +1,112 @@
+"""Changing the number of consumer actors of a running source.
+
+Scaling up starts consumers ``<base>-<len>`` .. ``<base>-<n-1>`` (named actors
+``drasi/<source>/consumer-<i>``) and waits until they read. Scaling down removes the highest
+indices: each removed consumer is stopped gracefully (``stop()`` finishes and acks the batch in
+hand), its actor is killed, whatever is still pending on its name is moved to consumer 0 with
+``XCLAIM ... IDLE <claim_idle_ms> JUSTID`` (idle enough for the next reclaim tick of any live
+consumer to take it, delivery count unchanged) and only then is the name deleted with
+``XGROUP DELCONSUMER`` (deleting a consumer with pending entries would strand them).
+
+Works from the driver that started the app (:meth:`DrasiRay.scale`) and from another process
+connected to the same Ray cluster (``drasi-ray scale``): actors are found by name in the app's
+namespace; those started from another process are detached, so they outlive it.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import ray
+import redis
+
+from drasi_ray.actors import names
+from drasi_ray.actors.consumer import ConsumerActor
+from drasi_ray.config import PlatformSourceConfig
+from drasi_ray.errors import ConfigError
+
+logger = logging.getLogger("drasi_ray.scaling")
+
+STOP_TIMEOUT_S = 30.0
+READY_TIMEOUT_S = 60.0
+PENDING_PAGE = 1000
+
+
+def find_consumers(namespace: str, source_id: str, start: int = 0) -> list[Any]:
+    """Handles of the source's consumer actors with index >= ``start``, up to the first gap."""
+    found: list[Any] = []
+    index = start
+    while True:
+        try:
+            found.append(ray.get_actor(names.consumer_actor(source_id, index), namespace=namespace))
+        except ValueError:
+            return found
+        index += 1
+
+
+def start_consumers(
+    namespace: str,
+    source_id: str,
+    config: PlatformSourceConfig,
+    indices: range,
+    options: dict[str, Any],
+) -> list[Any]:
+    """Start consumer actors ``indices`` (extra Ray ``options``) and wait until they read."""
+    consumer_names = config.consumer_names(source_id)
+    actors = [
+        ConsumerActor.options(  # type: ignore[attr-defined]
+            name=names.consumer_actor(source_id, index),
+            namespace=namespace,
+            get_if_exists=True,
+            max_restarts=-1,
+            max_task_retries=-1,
+            **options,
+        ).remote(source_id, config, consumer_names[index], namespace)
+        for index in indices
+    ]
+    ray.get([actor.ready.remote() for actor in actors], timeout=READY_TIMEOUT_S)
+    return actors
+
+
+def retire_consumers(
+    source_id: str, config: PlatformSourceConfig, actors: list[Any], first_index: int
+) -> int:
+    """Stop ``actors`` (consumers ``first_index``..), hand their pending entries to consumer 0,
+    delete their names from the group. Returns how many pending entries were moved."""
+    if first_index < 1:
+        raise ConfigError("a source keeps at least one consumer")
+    try:
+        ray.get([actor.stop.remote() for actor in actors], timeout=STOP_TIMEOUT_S)
+    except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError) as exc:
+        logger.warning("source %s: a consumer did not stop cleanly: %s", source_id, exc)
+    for actor in actors:
+        ray.kill(actor, no_restart=True)
+    widest = config.model_copy(update={"consumers": first_index + len(actors)})
+    consumer_names = widest.consumer_names(source_id)
+    with redis.Redis.from_url(config.redis_url) as client:
+        return sum(
+            _hand_over(client, config, name, consumer_names[0])
+            for name in consumer_names[first_index:]
+        )
+
+
+def _hand_over(client: redis.Redis, config: PlatformSourceConfig, name: str, heir: str) -> int:
+    """Move ``name``'s pending entries to ``heir``, then delete ``name`` from the group."""
+    stream, group = config.stream_key, config.consumer_group
+    moved = 0
+    while True:
+        page: Any = client.xpending_range(
+            stream, group, min="-", max="+", count=PENDING_PAGE, consumername=name
+        )
+        ids = [item["message_id"] for item in page]
+        if not ids:
+            break
+        client.execute_command(
+            "XCLAIM", stream, group, heir, 0, *ids, "IDLE", config.claim_idle_ms, "JUSTID"
+        )
+        moved += len(ids)
+    client.xgroup_delconsumer(stream, group, name)
+    if moved:
+        logger.info("consumer %s removed; %d pending entries handed to %s", name, moved, heir)
+    return moved
