@@ -43,18 +43,36 @@ class StateStore:
 
     # -- element stores -----------------------------------------------------------------
 
-    async def save_elements(self, source_id: str, store: ElementStore, ids: set[str]) -> None:
-        """Write the records of ``ids`` (one HSET). On failure the ids are marked dirty again."""
-        if not ids:
+    async def save_elements(
+        self,
+        source_id: str,
+        store: ElementStore,
+        ids: set[str],
+        counters: dict[str, int] | None = None,
+    ) -> None:
+        """Write the records of ``ids`` and add ``counters`` to the source's durable counters,
+        in one pipeline. On failure the ids are marked dirty again (counters are lost with the
+        batch, which will be retried)."""
+        pipe = self._client.pipeline(transaction=False)
+        if ids:
+            mapping: dict[Any, Any] = {
+                element_id: store.snapshot_element(element_id) for element_id in ids
+            }
+            pipe.hset(keys.element_store(self._app, source_id), mapping=mapping)
+        for name, amount in (counters or {}).items():
+            if amount:
+                pipe.hincrby(keys.coordinator_stats(self._app, source_id), name, amount)
+        if not pipe.command_stack:
             return
-        mapping: dict[Any, Any] = {
-            element_id: store.snapshot_element(element_id) for element_id in ids
-        }
         try:
-            await self._client.hset(keys.element_store(self._app, source_id), mapping=mapping)
+            await pipe.execute()
         except BaseException:
             store.mark_dirty(ids)
             raise
+
+    async def load_counters(self, source_id: str) -> dict[str, int]:
+        raw: Any = await self._client.hgetall(keys.coordinator_stats(self._app, source_id))
+        return {key.decode(): int(value) for key, value in raw.items()}
 
     async def load_store(self, source_id: str) -> ElementStore:
         store = ElementStore()

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -247,7 +248,7 @@ class CoordinatorActor:
         await self._loaded
         routed, report = self._core.apply_entries(source_id, entries)
         self._forward_applied(source_id)
-        persisted = await self._try_persist(source_id, tables_changed=report.controls > 0)
+        persisted = await self._try_persist(source_id, report)
         calls = []
         for query_id, deltas in routed.items():
             link = self._queries.get(query_id)
@@ -279,23 +280,28 @@ class CoordinatorActor:
         rows: int = await self._analytics.flush.remote()
         return rows
 
-    async def _try_persist(self, source_id: str, tables_changed: bool) -> Exception | None:
+    async def _try_persist(self, source_id: str, report: BatchReport) -> Exception | None:
         try:
-            await self._persist(source_id, tables_changed)
+            await self._persist(source_id, report)
         except Exception as exc:
             logger.warning("coordinator: could not persist batch state: %s", exc)
             return exc
         return None
 
-    async def _persist(self, source_id: str, tables_changed: bool) -> None:
+    async def _persist(self, source_id: str, report: BatchReport) -> None:
         if self._state is None:
             return
+        counters = {
+            "changes": report.changes,
+            "applied": report.applied,
+            "duplicates": report.duplicates,
+        }
         # Serialised, and snapshots are taken inside the lock: Redis only ever receives
         # states newer than the ones it holds, whatever the interleaving of batches.
         async with self._persist_lock:
             store = self._core.store(source_id)
-            await self._state.save_elements(source_id, store, store.take_dirty())
-            if tables_changed:
+            await self._state.save_elements(source_id, store, store.take_dirty(), counters)
+            if report.controls:
                 await self._state.save_table(self._core.table.to_records())
 
     async def _save_table(self) -> None:
@@ -313,9 +319,21 @@ class CoordinatorActor:
             "duplicates": stats.duplicates,
             "controls": stats.controls,
             "restarted": self._restarted,
+            "durable": await self._durable_counters(),
             "elements": {source: len(store) for source, store in self._core.stores.items()},
             "queries": self._core.table.query_ids,
         }
+
+    async def _durable_counters(self) -> dict[str, dict[str, int]]:
+        """Counters kept in Redis: they add up across restarts (None without durable state)."""
+        if self._state is None:
+            return {}
+        return {
+            source_id: await self._state.load_counters(source_id) for source_id in self._core.stores
+        }
+
+    def pid(self) -> int:
+        return os.getpid()
 
     async def elements(self, source_id: str) -> list[Element]:
         """The current graph of ``source_id`` (tests and analytics compare against it)."""

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import os
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Any
 
@@ -222,6 +223,10 @@ class QueryActor:
         if buffer is None:
             return []
         return await buffer.take(max_items, timeout_s)
+
+    def pid(self) -> int:
+        """The actor's process id (chaos tests SIGKILL it)."""
+        return os.getpid()
 
     def results(self) -> list[dict[str, Any]]:
         return self._runner.engine.results()

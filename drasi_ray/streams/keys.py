@@ -17,6 +17,8 @@ key                               what it holds
 ``drasi:<app>:subscriptions``     a hash: the subscription table (query id -> labels).
 ``drasi:<app>:seq:<query_id>``    a counter: the last sequence number written to a query's
                                   result stream.
+``drasi:<app>:stats:<source_id>``  a hash: durable counters of the changes a source's batches
+                                  carried, applied and suppressed as duplicates.
 ================================  ===============================================================
 
 Consumer names inside a group are ``<base>-<i>`` (``i`` = 0, 1, ...): stable across actor
@@ -76,6 +78,11 @@ def subscriptions(app: str) -> str:
 def result_sequence(app: str, query_id: str) -> str:
     """The result-sequence counter of a query: ``drasi:<app>:seq:<query_id>``."""
     return f"{NAMESPACE}:{_require_app(app)}:seq:{_require('query_id', query_id)}"
+
+
+def coordinator_stats(app: str, source_id: str) -> str:
+    """Durable counters of one source (changes, applied, duplicates): ``drasi:<app>:stats:<id>``."""
+    return f"{NAMESPACE}:{_require_app(app)}:stats:{_require('source_id', source_id)}"
 
 
 def consumer_name(base: str, index: int) -> str:
