@@ -2,6 +2,8 @@
 
     drasi-ray demo              run the whole pipeline on an embedded Redis and local Ray
     drasi-ray run app.yaml      run an app described in YAML until Ctrl-C
+    drasi-ray analytics counts app.yaml      Spark analytics over the streams (also: latest,
+                                             stats LABEL, export PATH); see --help
 
 Environment variables are read here and nowhere else (``RAY_ADDRESS`` is Ray's own).
 """
@@ -15,6 +17,7 @@ import sys
 import threading
 from collections.abc import Sequence
 
+from drasi_ray.analytics import command as analytics_command
 from drasi_ray.errors import DrasiRayError
 
 
@@ -44,6 +47,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     run.add_argument("config", metavar="APP_YAML", help="application file (sources, queries)")
     run.add_argument("--quiet", action="store_true", help="do not print result diffs")
+    analytics_command.add_parser(commands)
     return parser
 
 
@@ -85,7 +89,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         level=logging.INFO if args.verbose else logging.WARNING,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
-    handlers = {"demo": _cmd_demo, "run": _cmd_run}
+    handlers = {"demo": _cmd_demo, "run": _cmd_run, "analytics": analytics_command.run}
     try:
         return handlers[args.command](args)
     except DrasiRayError as exc:
