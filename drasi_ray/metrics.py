@@ -37,8 +37,23 @@ from drasi_ray.changes import parse_entry_id
 from drasi_ray.results import QueryResult, now_ms
 from drasi_ray.streams.backend import RedisStreamBackend
 
-BATCH_BOUNDARIES = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 5000]
-LATENCY_BOUNDARIES_MS = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 60000]
+BATCH_BOUNDARIES: list[float] = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 5000]
+LATENCY_BOUNDARIES_MS: list[float] = [
+    1,
+    2,
+    5,
+    10,
+    20,
+    50,
+    100,
+    200,
+    500,
+    1000,
+    2000,
+    5000,
+    10000,
+    60000,
+]
 CONSUMER_TAGS = ("source", "consumer")
 LAG_COUNT_CAP = 100_000
 """On Redis 6.2 lag is counted entry by entry, up to this many."""
@@ -148,7 +163,8 @@ async def group_gauges(
             lag = 0
         else:
             after = "(" + progress.last_delivered_id
-            lag = len(await backend.client.xrange(stream, after, "+", count=LAG_COUNT_CAP))
+            entries: Any = await backend.client.xrange(stream, after, "+", count=LAG_COUNT_CAP)
+            lag = len(entries)
     return lag, progress.pending, own
 
 
@@ -161,6 +177,13 @@ class CountingBackend(RedisStreamBackend):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.pending_rereads = 0
+
+    @classmethod
+    def counting(cls, url: str) -> CountingBackend:
+        """:meth:`RedisStreamBackend.from_url`, typed as this class."""
+        backend = cls.from_url(url)
+        assert isinstance(backend, CountingBackend)
+        return backend
 
     async def read_pending(
         self, stream: str, group: str, consumer: str, count: int, after: str = "0"

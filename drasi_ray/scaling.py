@@ -102,9 +102,8 @@ def _hand_over(client: redis.Redis, config: PlatformSourceConfig, name: str, hei
         ids = [item["message_id"] for item in page]
         if not ids:
             break
-        client.execute_command(
-            "XCLAIM", stream, group, heir, 0, *ids, "IDLE", config.claim_idle_ms, "JUSTID"
-        )
+        execute: Any = client.execute_command
+        execute("XCLAIM", stream, group, heir, 0, *ids, "IDLE", config.claim_idle_ms, "JUSTID")
         moved += len(ids)
     client.xgroup_delconsumer(stream, group, name)
     if moved:

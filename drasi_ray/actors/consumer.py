@@ -41,7 +41,7 @@ class ConsumerActor:
     ) -> None:
         self._coordinator = ray.get_actor(COORDINATOR, namespace=namespace)
         self._source_id = source_id
-        self._backend = CountingBackend.from_url(settings.redis_url)
+        self._backend = CountingBackend.counting(settings.redis_url)
         self._consumer = StreamConsumer(
             source_id, settings, consumer_name, self._backend, self._dispatch
         )
