@@ -1,30 +1,59 @@
 """The ``drasi-ray`` command line.
 
-    drasi-ray demo              run the whole pipeline on an embedded Redis and local Ray
-    drasi-ray run app.yaml      run an app described in YAML until Ctrl-C
-    drasi-ray analytics counts app.yaml      Spark analytics over the streams (also: latest,
-                                             stats LABEL, export PATH); see --help
+    drasi-ray demo                          the whole pipeline on an embedded Redis and local Ray
+    drasi-ray run app.yaml                  run an app until Ctrl-C (result diffs, status line)
+    drasi-ray validate app.yaml             schema + query syntax, errors at file:line:column
+    drasi-ray publish STREAM events.jsonl   XADD change events, pipelined, with progress
+    drasi-ray status app.yaml [--json]      lag, pending, dead letters, result sequences
+    drasi-ray dlq list|replay|purge SOURCE app.yaml
+    drasi-ray replay SOURCE --from ID app.yaml
+    drasi-ray scale SOURCE N app.yaml
+    drasi-ray analytics counts app.yaml     Spark analytics over the streams (also: latest,
+                                            stats LABEL, export PATH); see --help
 
-Environment variables are read here and nowhere else (``RAY_ADDRESS`` is Ray's own).
+Environment variables are read here and nowhere else (``RAY_ADDRESS`` is Ray's own). The
+subcommands live in :mod:`drasi_ray.ops` (and :mod:`drasi_ray.analytics.command`).
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
-import signal
 import sys
-import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from drasi_ray.analytics import command as analytics_command
 from drasi_ray.errors import DrasiRayError
+from drasi_ray.ops import dlq, publish, replay, run, scale, status, validate
+
+EPILOG = """\
+Every subcommand has its own --help with examples, e.g. `drasi-ray status --help`.
+
+a first session:
+  drasi-ray demo                                   # no setup needed
+  drasi-ray validate app.yaml                      # check the file
+  drasi-ray run app.yaml                           # in one terminal
+  drasi-ray publish sensor-changes events.jsonl    # in another
+  drasi-ray status app.yaml                        # lag should fall to 0
+"""
+
+_MODULES = {
+    "run": run,
+    "validate": validate,
+    "publish": publish,
+    "status": status,
+    "dlq": dlq,
+    "replay": replay,
+    "scale": scale,
+}
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="drasi-ray",
         description="Continuous Cypher queries over Redis Streams change feeds, on Ray.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -33,20 +62,15 @@ def _parser() -> argparse.ArgumentParser:
         "demo",
         help="run the demo: private Redis + local Ray, sensor events, live result diffs",
         description="Starts a private Redis and a local Ray, publishes sample sensor change "
-        "events and prints the diffs of a continuous query as they arrive.",
+        "events and prints the diffs of a continuous query as they arrive.\n\n"
+        "examples:\n  drasi-ray demo\n  drasi-ray demo --sensors 20 --updates 500 --consumers 3",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     demo.add_argument("--sensors", type=int, default=5, help="number of sensors (default 5)")
     demo.add_argument("--updates", type=int, default=40, help="temperature updates (default 40)")
     demo.add_argument("--consumers", type=int, default=2, help="consumer actors (default 2)")
-
-    run = commands.add_parser(
-        "run",
-        help="run an app from a YAML file until interrupted",
-        description="Starts every source and query of APP_YAML and prints each query's result "
-        "diffs until Ctrl-C (or SIGTERM), then stops cleanly.",
-    )
-    run.add_argument("config", metavar="APP_YAML", help="application file (sources, queries)")
-    run.add_argument("--quiet", action="store_true", help="do not print result diffs")
+    for module in _MODULES.values():
+        module.add_parser(commands)
     analytics_command.add_parser(commands)
     return parser
 
@@ -58,38 +82,17 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_run(args: argparse.Namespace) -> int:
-    from drasi_ray.app import DrasiRay
-    from drasi_ray.demo import format_result
-
-    app = DrasiRay.from_yaml(args.config)
-    stop = threading.Event()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, lambda *_: stop.set())
-    app.start()
-    print(f"drasi-ray: app {app.app_id!r} running; Ctrl-C to stop", flush=True)
-    subscriptions = [app.subscribe(query_id) for query_id in app.query_ids]
-    try:
-        while not stop.is_set():
-            for subscription in subscriptions:
-                for result in subscription.next(timeout=0.2 / max(1, len(subscriptions))):
-                    if not args.quiet:
-                        print(f"[{result.query_id}] {format_result(result)}", flush=True)
-    finally:
-        for subscription in subscriptions:
-            subscription.close()
-        app.stop()
-        print("drasi-ray: stopped", flush=True)
-    return 0
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
-    handlers = {"demo": _cmd_demo, "run": _cmd_run, "analytics": analytics_command.run}
+    handlers: dict[str, Callable[[argparse.Namespace], int]] = {
+        "demo": _cmd_demo,
+        "analytics": analytics_command.run,
+        **{name: module.run for name, module in _MODULES.items()},
+    }
     try:
         return handlers[args.command](args)
     except DrasiRayError as exc:

@@ -1,0 +1,88 @@
+"""What the subcommands share: loading the app file, finding sources, Redis clients."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+import redis
+
+from drasi_ray.config import AppConfig, QueryConfig, SourceSpec
+from drasi_ray.errors import ConfigError, UnknownComponentError
+from drasi_ray.reactions.specs import PlatformReaction
+from drasi_ray.streams import keys
+
+EPILOG_FORMATTER = argparse.RawDescriptionHelpFormatter
+
+
+def add_app_arguments(parser: argparse.ArgumentParser) -> None:
+    """``APP_YAML`` and ``--redis-url`` (overrides every source's and the state's Redis)."""
+    parser.add_argument("config", metavar="APP_YAML", help="the application file")
+    parser.add_argument(
+        "--redis-url",
+        metavar="URL",
+        help="use this Redis for every source (and state), overriding the file",
+    )
+
+
+def load_app(path: str, redis_url: str | None = None) -> AppConfig:
+    """Read ``path``; with ``redis_url``, point every source and the state at it."""
+    config = AppConfig.from_yaml(path)
+    return config if redis_url is None else with_redis_url(config, redis_url)
+
+
+def with_redis_url(config: AppConfig, redis_url: str) -> AppConfig:
+    """A copy of ``config`` whose sources, state and platform reactions all use ``redis_url``."""
+    raw: dict[str, Any] = config.model_dump(mode="python")
+    for source in raw["sources"]:
+        source["properties"]["redis_url"] = redis_url
+    if raw["state"].get("redis_url") is not None:
+        raw["state"]["redis_url"] = redis_url
+    for query in raw["queries"]:
+        for reaction in query["reactions"]:
+            if reaction["kind"] == "platform" and reaction.get("redis_url") is not None:
+                reaction["redis_url"] = redis_url
+    return AppConfig.from_mapping(raw, origin="--redis-url")
+
+
+def source_spec(config: AppConfig, source_id: str) -> SourceSpec:
+    for spec in config.sources:
+        if spec.id == source_id:
+            return spec
+    known = ", ".join(spec.id for spec in config.sources) or "none"
+    raise UnknownComponentError(f"unknown source {source_id!r} (sources: {known})")
+
+
+def client(url: str) -> redis.Redis:
+    """A synchronous client returning bytes."""
+    return redis.Redis.from_url(url, decode_responses=False)
+
+
+def result_location(config: AppConfig, query: QueryConfig) -> tuple[str, str] | None:
+    """(redis url, stream) of the query's platform reaction; None if it has none.
+
+    Defaults as the app resolves them: the state Redis, else the first source's Redis.
+    """
+    reaction = next((r for r in query.reactions if isinstance(r, PlatformReaction)), None)
+    if reaction is None:
+        return None
+    url = reaction.redis_url or config.state.redis_url or _source_url(config, query.sources[0])
+    if url is None:
+        raise ConfigError(f"query {query.id!r}: no Redis for its platform reaction")
+    return url, reaction.stream or keys.result_stream(query.id)
+
+
+def state_url(config: AppConfig) -> str | None:
+    """The Redis holding the app's durable state (sequence counters)."""
+    if config.state.redis_url is not None:
+        return config.state.redis_url
+    return config.sources[0].properties.redis_url if config.sources else None
+
+
+def _source_url(config: AppConfig, source_id: str) -> str | None:
+    spec = next((s for s in config.sources if s.id == source_id), None)
+    return None if spec is None else spec.properties.redis_url
+
+
+def text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)

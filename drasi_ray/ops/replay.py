@@ -1,0 +1,68 @@
+"""``drasi-ray replay``: move a source's consumer group back (``XGROUP SETID``).
+
+Destructive for the group's position: every entry after ``--from`` is delivered again, to
+running consumers at once. Re-delivered changes that the element store already holds are
+no-ops (versions), so replaying over applied history emits nothing; replaying history the app
+never applied (a group created at ``$`` after producers had written, a store that was reset)
+applies it. Entries still pending stay pending.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+import redis
+
+from drasi_ray.config import PlatformSourceConfig
+from drasi_ray.ops import common
+
+HELP = """\
+Sets the consumer group's last-delivered id to ID, so every entry after it is delivered again.
+This REWRITES THE GROUP'S POSITION for every consumer of the group (it is what Drasi's
+"delete and recreate the group at 0" does, without deleting anything). Use 0 to replay the
+whole stream, $ to skip to the end.
+
+examples:
+  drasi-ray replay sensors --from 0 app.yaml
+  drasi-ray replay sensors --from 1699900000000-0 app.yaml
+"""
+
+
+def add_parser(commands: Any) -> None:
+    parser = commands.add_parser(
+        "replay",
+        help="re-deliver a source's stream from an id (XGROUP SETID; destructive)",
+        description=HELP,
+        formatter_class=common.EPILOG_FORMATTER,
+    )
+    parser.add_argument("source", metavar="SOURCE", help="source id in APP_YAML")
+    parser.add_argument("--from", dest="start", required=True, metavar="ID", help="0, $ or an id")
+    common.add_app_arguments(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    config = common.load_app(args.config, args.redis_url)
+    props = common.source_spec(config, args.source).properties
+    previous = set_position(props, args.start)
+    print(
+        f"group {props.consumer_group} of {props.stream_key}: last-delivered id "
+        f"{previous} -> {args.start}"
+    )
+    return 0
+
+
+def set_position(props: PlatformSourceConfig, start: str) -> str:
+    """``XGROUP SETID`` (creating the group there if missing); returns the previous position."""
+    with common.client(props.redis_url) as client:
+        groups: Any = []
+        try:
+            groups = client.xinfo_groups(props.stream_key)
+        except redis.ResponseError:  # no stream yet: MKSTREAM below creates it
+            groups = []
+        current = next((g for g in groups if common.text(g["name"]) == props.consumer_group), None)
+        if current is None:
+            client.xgroup_create(props.stream_key, props.consumer_group, id=start, mkstream=True)
+            return "(no group)"
+        client.xgroup_setid(props.stream_key, props.consumer_group, start)
+        return common.text(current["last-delivered-id"])

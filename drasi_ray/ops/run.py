@@ -1,0 +1,135 @@
+"""``drasi-ray run``: run an app from its file, print result diffs and a live status line."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+import time
+from typing import IO, Any
+
+from drasi_ray.ops import common
+from drasi_ray.ops.status import source_status
+
+HELP = """\
+Starts every source and query of APP_YAML (on the Ray cluster in RAY_ADDRESS, else a local
+Ray), prints each query's result diffs as they arrive and a status line (lag, pending, result
+sequence, reaction state) on stderr, until Ctrl-C or SIGTERM; then stops cleanly (consumers
+finish and ack their batch, reactions flush, `stopped` is signalled).
+
+examples:
+  drasi-ray run app.yaml
+  drasi-ray run app.yaml --quiet --redis-url redis://redis.internal:6379
+  drasi-ray run app.yaml --exit-when-idle      # process what is in the streams, then exit
+  ray job submit --working-dir . -- drasi-ray run app.yaml
+"""
+
+
+def add_parser(commands: Any) -> None:
+    parser = commands.add_parser(
+        "run",
+        help="run an app from a YAML file until interrupted",
+        description=HELP,
+        formatter_class=common.EPILOG_FORMATTER,
+    )
+    common.add_app_arguments(parser)
+    parser.add_argument("--quiet", action="store_true", help="do not print result diffs")
+    parser.add_argument(
+        "--exit-when-idle",
+        action="store_true",
+        help="stop once everything in the source streams is applied (batch jobs, ray job)",
+    )
+    parser.add_argument(
+        "--status-interval",
+        type=float,
+        default=1.0,
+        metavar="S",
+        help="seconds between status lines on stderr (0: none; 10 s minimum off a terminal)",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from drasi_ray.app import DrasiRay
+
+    config = common.load_app(args.config, args.redis_url)
+    app = DrasiRay.from_config(config)
+    stop = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stop.set())
+    app.start()
+    print(f"drasi-ray: app {app.app_id!r} running; Ctrl-C to stop", flush=True)
+    line = StatusLine(config, sys.stderr, args.status_interval)
+    subscriptions = [app.subscribe(query_id) for query_id in app.query_ids]
+    try:
+        if args.exit_when_idle:
+            app.wait_until_idle(timeout=3600)
+            stop.set()
+        while True:
+            _print_results(subscriptions, args.quiet)
+            if stop.is_set():
+                break
+            line.maybe_show(app)
+    finally:
+        for subscription in subscriptions:
+            subscription.close()
+        line.close()
+        app.stop()
+        print("drasi-ray: stopped", flush=True)
+    return 0
+
+
+def _print_results(subscriptions: list[Any], quiet: bool) -> None:
+    from drasi_ray.demo import format_result
+
+    wait = 0.2 / max(1, len(subscriptions))
+    for subscription in subscriptions:
+        for result in subscription.next(timeout=wait):
+            if not quiet:
+                print(f"[{result.query_id}] {format_result(result)}", flush=True)
+
+
+class StatusLine:
+    """``sensors lag 0 pending 0 consumers 2 | hot #12 rows 3 reactions ok``, on ``out``.
+
+    On a terminal the line is redrawn in place every ``interval`` seconds; elsewhere a new
+    line is written at most every 10 seconds. ``interval`` 0 disables it.
+    """
+
+    def __init__(self, config: Any, out: IO[str], interval: float) -> None:
+        self._config = config
+        self._out = out
+        self._tty = out.isatty()
+        self._interval = 0.0 if interval <= 0 else interval if self._tty else max(interval, 10)
+        self._last = time.monotonic()
+
+    def maybe_show(self, app: Any) -> None:
+        if not self._interval or time.monotonic() - self._last < self._interval:
+            return
+        self._last = time.monotonic()
+        try:
+            text = self.render(app)
+        except Exception as exc:  # a status hiccup must never stop the app
+            text = f"status unavailable: {exc}"
+        self._out.write(f"\r\x1b[K{text}" if self._tty else f"{text}\n")
+        self._out.flush()
+
+    def render(self, app: Any) -> str:
+        parts = []
+        for spec in self._config.sources:
+            s = source_status(spec)
+            consumers = len(s["consumers"])
+            parts.append(f"{spec.id} lag {s['lag']} pending {s['pending']} consumers {consumers}")
+        for query_id, info in app.status().get("queries", {}).items():
+            reactions = info.get("reactions", [])
+            bad = [r["kind"] for r in reactions if r.get("state") != "running" or r["dropped"]]
+            health = "ok" if not bad else "trouble: " + ",".join(bad)
+            parts.append(f"{query_id} #{info.get('sequence')} rows {info.get('rows')}")
+            if reactions:
+                parts[-1] += f" reactions {health}"
+        return " | ".join(parts)
+
+    def close(self) -> None:
+        if self._tty and self._interval:
+            self._out.write("\n")
+            self._out.flush()
