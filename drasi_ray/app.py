@@ -401,6 +401,18 @@ class DrasiRay:
             raise NotRunningError(f"query {query_id!r} is not running; call start()")
         return self._query_actors[query_id]
 
+    def flush_reactions(self, timeout: float = 30.0) -> None:
+        """Return once every query's reactions wrote every result produced so far.
+
+        Call after :meth:`wait_until_idle` to read a result stream or file deterministically.
+        Raises TimeoutError if a reaction is still behind (e.g. failing) after ``timeout``.
+        """
+        actors = list(self._query_actors.items())
+        done = ray.get([actor.flush_reactions.remote(timeout) for _, actor in actors])
+        behind = [query_id for (query_id, _), ok in zip(actors, done, strict=True) if not ok]
+        if behind:
+            raise TimeoutError(f"reactions of {behind} not flushed within {timeout:.1f}s")
+
     def wait_until_idle(self, timeout: float = 30.0) -> None:
         """Return once every entry appended to the source streams before this call is acked.
 

@@ -236,6 +236,11 @@ class QueryActor:
         await self._loaded
         self._reactions.add(spec)
 
+    async def flush_reactions(self, timeout_s: float) -> bool:
+        """Wait until every reaction wrote what it was handed; False on timeout."""
+        await self._loaded
+        return await self._reactions.flush(timeout_s)
+
     async def stop(self, timeout_s: float = 10.0) -> bool:
         """Signal ``stopped``, then let the reactions write what they hold (up to
         ``timeout_s``) and close them. True if everything was written."""
