@@ -19,6 +19,7 @@ from drasi_ray.config import PlatformSourceConfig
 from drasi_ray.consumer import StreamConsumer
 from drasi_ray.decode import change_event, encode_cloud_event
 from drasi_ray.streams.backend import RedisStreamBackend
+from drasi_ray.streams.records import DeadLetter
 
 STREAM = "changes"
 
@@ -96,7 +97,7 @@ def test_decodes_dispatches_in_batches_and_acks(redis_url: str) -> None:
 def test_malformed_entries_are_dead_lettered_then_acked(redis_url: str) -> None:
     client = redis.Redis.from_url(redis_url)
     client.xadd(STREAM, {"data": _event("ok", 1)})
-    bad = client.xadd(STREAM, {"data": b'{"data": [{"op": "q"}]}'}).decode()
+    bad = client.xadd(STREAM, {"data": b'{"data": [{"op": "q", "payload": {}}]}'}).decode()
 
     async def body(consumer: StreamConsumer, batches: list[list[DecodedEntry]]) -> None:
         await _until(lambda: consumer.stats.acked == 2)
@@ -104,7 +105,7 @@ def test_malformed_entries_are_dead_lettered_then_acked(redis_url: str) -> None:
         ((_, fields),) = client.xrange("changes:dlq")
         assert fields[b"entry_id"].decode() == bad
         assert b"unknown operation type 'q'" in fields[b"reason"]
-        assert fields[b"orig:data"] == b'{"data": [{"op": "q"}]}'
+        assert fields[b"orig:data"] == b'{"data": [{"op": "q", "payload": {}}]}'
         assert consumer.stats.dead_lettered == 1
 
     _run(redis_url, body)
@@ -215,3 +216,19 @@ def test_acl_user_works_and_password_never_shows(redis_url: str) -> None:
     assert message.startswith("RedisRejectedError")
     assert "wrong-pw" not in message and "s3cret" not in message
     client.execute_command("ACL", "DELUSER", "drasi")
+
+
+def test_dead_lettering_is_idempotent(redis_url: str) -> None:
+    client = redis.Redis.from_url(redis_url)
+    letter = DeadLetter("5-0", "bad", {b"data": b"x"}, STREAM, "src-0", 1)
+
+    async def twice() -> list[list[str]]:
+        backend = RedisStreamBackend.from_url(redis_url)
+        try:
+            return [await backend.dead_letter("changes:dlq", [letter]) for _ in range(2)]
+        finally:
+            await backend.close()
+
+    first, second = asyncio.run(twice())
+    assert len(first) == 1 and second == []  # a redelivered bad entry is dead-lettered once
+    assert client.xlen("changes:dlq") == 1

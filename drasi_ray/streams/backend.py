@@ -32,7 +32,7 @@ from redis import exceptions as rexc
 
 from drasi_ray.changes import parse_entry_id
 from drasi_ray.errors import AckError, GroupMissingError, StreamError
-from drasi_ray.streams import redis_errors
+from drasi_ray.streams import keys, redis_errors
 from drasi_ray.streams.records import (
     ClaimResult,
     ConsumerInfo,
@@ -50,6 +50,11 @@ __all__ = [
     "StreamEntry",
 ]
 
+# KEYS: dead-letter stream, its id index. ARGV: original entry id, then XADD's arguments.
+_DEAD_LETTER_ONCE = """
+if redis.call('HSETNX', KEYS[2], ARGV[1], '1') == 0 then return false end
+return redis.call('XADD', KEYS[1], unpack(ARGV, 2))
+"""
 _RAW_REPLY_COMMANDS = ("XREADGROUP", "XAUTOCLAIM", "XCLAIM", "XPENDING")
 _MAX_SEQ = 18446744073709551615  # largest sequence part of a stream id (2**64 - 1)
 _OWN_PENDING_PAGE = 500
@@ -461,26 +466,31 @@ class RedisStreamBackend:
         maxlen: int | None = None,
         now_ms: int | None = None,
     ) -> list[str]:
-        """Append ``items`` to ``dlq_stream`` (one pipelined ``XADD`` each); returns their ids.
+        """Append ``items`` to ``dlq_stream``, each at most once; returns the new entries' ids.
 
         Format: :class:`DeadLetter`. ``maxlen`` trims the dead-letter stream approximately
         (``MAXLEN ~``). ``now_ms`` (the ``failed_at_ms`` stamp) defaults to this machine's
         clock. Does not ack the originals: the caller acks after this returns, so a crash in
-        between re-delivers (and may dead-letter twice) rather than lose an entry.
+        between re-delivers the entry. Dead-lettering is nevertheless idempotent: a script
+        records each original entry id in ``<dlq>:ids`` (a hash) and adds the dead letter only
+        the first time, so the dead-letter stream holds every bad entry exactly once.
         """
         if not items:
             return []
         stamp = now_ms if now_ms is not None else _now_ms()
+        index = keys.dead_letter_index(dlq_stream)
         trim: list[Any] = [] if maxlen is None else ["MAXLEN", "~", maxlen]
         pipe = self._client.pipeline(transaction=False)
         for item in items:
             flat = [part for pair in item.to_fields(stamp).items() for part in pair]
-            pipe.execute_command("XADD", dlq_stream, *trim, "*", *flat)
+            pipe.execute_command(
+                "EVAL", _DEAD_LETTER_ONCE, 2, dlq_stream, index, item.entry_id, *trim, "*", *flat
+            )
         try:
             ids = await pipe.execute()
         except (rexc.RedisError, OSError) as exc:
             raise self._error(exc, "XADD", dlq_stream) from exc
-        return [_text(raw) for raw in ids]
+        return [_text(raw) for raw in ids if raw is not None]
 
     async def close(self) -> None:
         """Close the client and its connection pool. The backend is unusable afterwards."""

@@ -11,6 +11,8 @@ key                               what it holds
 ``<stream_key>:dlq``              that source's dead-letter stream: entries that could not be
                                   decoded, or were delivered too often (see
                                   :class:`drasi_ray.streams.records.DeadLetter`).
+``<stream_key>:dlq:ids``          a hash: the original entry ids already dead-lettered, so a
+                                  redelivered bad entry is not dead-lettered twice.
 ``<query_id>-results``            a query's result stream, the Drasi platform reaction convention
                                   (so existing Drasi reactions can read it unchanged).
 ``drasi:<app>:store:<source_id>``  a hash: the versioned element store of one source.
@@ -58,6 +60,11 @@ def _require_app(app: str) -> str:
 def dead_letter_stream(stream_key: str) -> str:
     """The dead-letter stream of a source stream: ``<stream_key>:dlq``."""
     return _require("stream_key", stream_key) + DEAD_LETTER_SUFFIX
+
+
+def dead_letter_index(dead_letter_key: str) -> str:
+    """The hash of original entry ids already dead-lettered: ``<dead_letter_stream>:ids``."""
+    return _require("dead_letter_key", dead_letter_key) + ":ids"
 
 
 def result_stream(query_id: str) -> str:

@@ -1,0 +1,35 @@
+"""The full chaos run: 100,000 changes under SIGKILLs and Redis restarts (issue: reliability).
+
+    python -m bench.chaos                      # 100,000 changes, kill every ~2 s, 2 restarts
+    python -m bench.chaos --changes 20000      # shorter
+
+Runs :mod:`drasi_ray.chaos` (which starts its own Redis with AOF and uses the local Ray) and
+appends its report to bench/RESULTS.md. Exit status 1 if anything was lost or mismatched.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+from bench.common import command_line, load_average, print_lines, record
+from drasi_ray.chaos import Chaos, ChaosSettings
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    changes = int(args[args.index("--changes") + 1]) if "--changes" in args else 100_000
+    load_before = load_average()
+    report = Chaos(ChaosSettings(changes=changes)).run()
+    lines = [
+        *report.lines(),
+        f"{'verdict':>22}: {'PASSED' if report.passed else 'FAILED'}",
+        f"{'load average':>22}: {load_before:.1f} before, {load_average():.1f} after (2 cores)",
+    ]
+    print_lines(lines)
+    record("Chaos run", lines, command_line("bench.chaos", argv))
+    return 0 if report.passed else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

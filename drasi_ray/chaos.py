@@ -1,0 +1,387 @@
+"""The chaos run: nothing lost, nothing applied twice, while processes die and Redis restarts.
+
+    python -m drasi_ray.chaos --changes 100000          # the full run (bench/chaos.py too)
+    python -m drasi_ray.chaos --changes 5000 --redis-restarts 1   # the short CI version
+
+It publishes a sensor workload (1% malformed entries, ~1% producer retries duplicating earlier
+entries) into 3 consumers feeding several queries, SIGKILLs a random actor process (consumer,
+coordinator or query) every ~2 s and restarts the Redis server (AOF on) while the changes
+flow. At the end it replays the stream exactly as Redis holds it, in entry order, through a
+fresh single-process store and engine (the oracle) and compares every query's results, and the
+element store, with the app's. ``lost`` and ``mismatched rows`` must both be 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import signal
+import time
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import ray
+import redis
+
+from drasi_ray.app import DrasiRay
+from drasi_ray.changes import Op, node, relation
+from drasi_ray.config import RayConfig
+from drasi_ray.conformance import diffs_match, values_equal
+from drasi_ray.decode import change_event, decode_entry, encode_cloud_event
+from drasi_ray.errors import DecodeError, DrasiRayError
+from drasi_ray.query.definition import Query
+from drasi_ray.query.engine import ContinuousQuery
+from drasi_ray.redis_server import EmbeddedRedis
+from drasi_ray.sources.platform import PlatformSource
+from drasi_ray.store import ElementStore
+from drasi_ray.streams.publisher import Publisher
+
+QUERIES = {
+    "hot": "MATCH (s:Sensor) WHERE s.temperature > 30 "
+    "RETURN s.id AS id, s.temperature AS temperature",
+    "by_zone": "MATCH (s:Sensor)-[:IN]->(z:Zone) RETURN z.name AS zone, count(s) AS sensors, "
+    "avg(s.temperature) AS avg_temp, max(s.temperature) AS max_temp",
+    "zone_hot": "MATCH (s:Sensor)-[:IN]->(z:Zone) WHERE s.temperature > 35 "
+    "RETURN s.id AS sensor, z.name AS zone",
+}
+STREAM = "chaos-changes"
+SOURCE = "plant"
+
+
+@dataclass(frozen=True, slots=True)
+class ChaosSettings:
+    changes: int = 100_000
+    consumers: int = 3
+    sensors: int = 2_000
+    zones: int = 20
+    malformed_rate: float = 0.01
+    duplicate_rate: float = 0.01
+    kill_every_s: float = 2.0
+    redis_restarts: int = 2
+    chunk: int = 250
+    rate_per_s: float = 4_000.0
+    seed: int = 7
+    idle_timeout_s: float = 600.0
+
+
+@dataclass(slots=True)
+class ChaosReport:
+    published: int = 0
+    malformed: int = 0
+    duplicated: int = 0
+    applied: int = 0
+    applied_in_order: int = 0
+    dead_lettered: int = 0
+    duplicates_suppressed: int = 0
+    kills: int = 0
+    redis_restarts: int = 0
+    lost: int = 0
+    mismatched_rows: int = 0
+    wall_s: float = 0.0
+    kill_log: list[str] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        """Nothing lost, every result right, and exactly the malformed entries dead-lettered."""
+        return self.lost == 0 and self.mismatched_rows == 0 and self.dead_lettered == self.malformed
+
+    def lines(self) -> list[str]:
+        data = asdict(self)
+        data.pop("kill_log")
+        return [f"{name:>22}: {value}" for name, value in data.items()]
+
+
+# --------------------------------------------------------------------------- the workload
+
+
+def workload(settings: ChaosSettings) -> Iterator[bytes]:
+    """Entries in publish order: the graph, then updates, malformed entries and retries."""
+    rng = random.Random(settings.seed)
+    yield from _initial_graph(settings)
+    sent: list[bytes] = []
+    for number in range(settings.changes):
+        roll = rng.random()
+        if roll < settings.malformed_rate:
+            yield _malformed(rng, number)
+        elif roll < settings.malformed_rate + settings.duplicate_rate and sent:
+            yield rng.choice(sent[-500:])  # a producer retrying an earlier write
+        else:
+            payload = _change(rng, settings, number)
+            sent.append(payload)
+            yield payload
+
+
+def _initial_graph(settings: ChaosSettings) -> Iterator[bytes]:
+    for zone in range(settings.zones):
+        yield _entry(Op.INSERT, node(f"zone-{zone}", ["Zone"], {"name": f"zone-{zone}"}), 0)
+    for sensor in range(settings.sensors):
+        properties = {"id": sensor, "temperature": 20.0}
+        yield _entry(Op.INSERT, node(f"s-{sensor}", ["Sensor"], properties), 0)
+        zone_id = f"zone-{sensor % settings.zones}"
+        yield _entry(Op.INSERT, relation(f"in-{sensor}", ["IN"], f"s-{sensor}", zone_id), 0)
+
+
+def _change(rng: random.Random, settings: ChaosSettings, number: int) -> bytes:
+    sensor = rng.randrange(settings.sensors)
+    ts = (number + 1) * 1_000_000
+    roll = rng.random()
+    if roll < 0.05:  # move the sensor to another zone (the relation's end changes)
+        zone = f"zone-{rng.randrange(settings.zones)}"
+        return _entry(Op.UPDATE, relation(f"in-{sensor}", ["IN"], f"s-{sensor}", zone), ts)
+    if roll < 0.07:  # delete it, or bring it back
+        op = Op.DELETE if rng.random() < 0.5 else Op.INSERT
+        properties = {"id": sensor, "temperature": round(rng.uniform(10, 45), 2)}
+        return _entry(op, node(f"s-{sensor}", ["Sensor"], properties), ts)
+    temperature = round(rng.uniform(10, 45), 2)
+    return _entry(Op.UPDATE, node(f"s-{sensor}", ["Sensor"], {"temperature": temperature}), ts)
+
+
+def _entry(op: Op, element: Any, ts_ns: int) -> bytes:
+    return encode_cloud_event([change_event(op, element, ts_ns, db="plant")])
+
+
+def _malformed(rng: random.Random, number: int) -> bytes:
+    return rng.choice(
+        [
+            b"{not json",
+            b'{"data": "not a list"}',
+            b'{"data": [{"op": "x", "payload": {}}]}',
+            b'{"data": [{"op": "u", "payload": {"after": {"id": "m%d", "labels": []},' % number
+            + b' "source": {"db": "plant", "table": "node", "ts_ns": 1}}}]}',
+        ]
+    )
+
+
+# --------------------------------------------------------------------------- the run
+
+
+class Chaos:
+    """Publishes the workload while killing actors and restarting Redis."""
+
+    def __init__(self, settings: ChaosSettings, echo: Callable[[str], Any] = print) -> None:
+        self.settings = settings
+        self.echo = echo
+        self.report = ChaosReport()
+        self._rng = random.Random(settings.seed + 1)
+
+    def run(self) -> ChaosReport:
+        started = time.monotonic()
+        with EmbeddedRedis(appendonly=True, appendfsync="always") as server:
+            app = self._app(server.url)
+            app.start()
+            try:
+                self._publish_under_fire(app, server)
+                self._wait_idle(app)
+                self._verify(app, server.url)
+            finally:
+                app.stop()
+        self.report.wall_s = round(time.monotonic() - started, 1)
+        return self.report
+
+    def _app(self, url: str) -> DrasiRay:
+        app = DrasiRay(
+            f"chaos-{uuid.uuid4().hex[:6]}", ray_config=RayConfig(include_dashboard=False)
+        )
+        app.add_source(
+            PlatformSource.builder(SOURCE)
+            .with_redis_url(url)
+            .with_stream_key(STREAM)
+            .with_consumers(self.settings.consumers)
+            .with_batch_size(200)
+            .with_block_ms(200)
+            .with_claim_idle_ms(3_000)
+            .with_reclaim_interval_ms(500)
+            .with_dead_letter_maxlen(None)
+            .with_dispatch_buffer_capacity(1_000)
+            .build()
+        )
+        for query_id, text in QUERIES.items():
+            app.add_query(Query.cypher(query_id).query(text).from_source(SOURCE).build())
+        return app
+
+    def _publish_under_fire(self, app: DrasiRay, server: EmbeddedRedis) -> None:
+        entries = list(workload(self.settings))
+        restarts_at = {
+            len(entries) * (i + 1) // (self.settings.redis_restarts + 1)
+            for i in range(self.settings.redis_restarts)
+        }
+        interval = self.settings.chunk / self.settings.rate_per_s
+        next_kill = time.monotonic() + self.settings.kill_every_s
+        publisher = Publisher.from_url(server.url)
+        for start in range(0, len(entries), self.settings.chunk):
+            chunk = entries[start : start + self.settings.chunk]
+            publisher = self._publish_chunk(publisher, server.url, chunk)
+            if any(start <= at < start + len(chunk) for at in restarts_at):
+                self._restart_redis(server)
+            if time.monotonic() >= next_kill:
+                self._kill_one(app)
+                next_kill = time.monotonic() + self.settings.kill_every_s
+            time.sleep(interval)
+        publisher.close()
+
+    def _publish_chunk(self, publisher: Publisher, url: str, chunk: Sequence[bytes]) -> Publisher:
+        """Publish, retrying through Redis outages like a real producer would."""
+        for attempt in range(100):
+            try:
+                publisher.publish(STREAM, chunk)
+                return publisher
+            except DrasiRayError:
+                time.sleep(min(0.1 * 2**attempt, 2.0))
+                publisher.close()
+                publisher = Publisher.from_url(url)
+        raise RuntimeError("could not publish through the Redis outage")
+
+    def _restart_redis(self, server: EmbeddedRedis) -> None:
+        self.echo(f"  restarting redis (pid {server.pid})")
+        server.restart()
+        self.report.redis_restarts += 1
+
+    def _kill_one(self, app: DrasiRay) -> None:
+        victims: list[tuple[str, Any]] = [("coordinator", app.coordinator_actor())]
+        victims += [(f"query {q}", app.query_actor(q)) for q in QUERIES]
+        victims += [(f"consumer {i}", actor) for i, actor in enumerate(app.consumer_actors(SOURCE))]
+        name, actor = self._rng.choice(victims)
+        try:
+            pid = ray.get(actor.pid.remote(), timeout=5)
+        except (ray.exceptions.RayError, TimeoutError):
+            return  # still restarting from an earlier kill
+        os.kill(pid, signal.SIGKILL)
+        self.report.kills += 1
+        self.report.kill_log.append(f"{name} pid {pid}")
+        self.echo(f"  SIGKILL {name} (pid {pid})")
+
+    def _wait_idle(self, app: DrasiRay) -> None:
+        deadline = time.monotonic() + self.settings.idle_timeout_s
+        while True:
+            try:
+                app.wait_until_idle(timeout=max(1.0, deadline - time.monotonic()))
+                return
+            except (redis.RedisError, ray.exceptions.RayError):
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
+
+    # -- verification -------------------------------------------------------------------
+
+    def _verify(self, app: DrasiRay, url: str) -> None:
+        client = redis.Redis.from_url(url)
+        oracle = Oracle.replay(client)
+        report = self.report
+        report.published = oracle.entries
+        report.malformed = oracle.malformed
+        report.duplicated = len(oracle.payload_hashes) - len(set(oracle.payload_hashes))
+        report.applied_in_order = oracle.applied
+        counters = app.status()["coordinator"]["durable"].get(SOURCE, {})
+        report.applied = counters.get("applied", 0)
+        report.duplicates_suppressed = counters.get("duplicates", 0)
+        dead: Any = client.xrange(f"{STREAM}:dlq")
+        report.dead_lettered = len(dead)
+        wrongly_dead = [f for _, f in dead if f[b"entry_id"].decode() not in oracle.malformed_ids]
+        pending = int(client.xpending(STREAM, "drasi-core")["pending"])
+        store_diff = oracle.store_mismatches(app.elements(SOURCE))
+        report.lost = len(wrongly_dead) + pending + store_diff
+        report.mismatched_rows = sum(
+            _row_mismatches(oracle.results(query_id), app.results(query_id)) for query_id in QUERIES
+        )
+
+
+class Oracle:
+    """The stream replayed in entry order through a fresh store and engine, in-process."""
+
+    def __init__(self) -> None:
+        self.store = ElementStore()
+        self.queries = {qid: ContinuousQuery(qid, text) for qid, text in QUERIES.items()}
+        self.entries = 0
+        self.malformed = 0
+        self.applied = 0
+        self.malformed_ids: set[str] = set()
+        self.payload_hashes: list[int] = []
+
+    @classmethod
+    def replay(cls, client: redis.Redis, page: int = 5_000) -> Oracle:
+        oracle = cls()
+        start = "-"
+        while True:
+            rows: Any = client.xrange(STREAM, min=start, count=page)
+            for entry_id, fields in rows:
+                oracle.apply(entry_id.decode(), fields)
+            if len(rows) < page:
+                return oracle
+            start = "(" + rows[-1][0].decode()
+
+    def apply(self, entry_id: str, fields: dict[bytes, bytes]) -> None:
+        self.entries += 1
+        try:
+            entry = decode_entry(entry_id, fields)
+        except DecodeError:
+            self.malformed += 1
+            self.malformed_ids.add(entry_id)
+            return
+        self.payload_hashes.append(hash(fields.get(b"data")))
+        for change in entry.changes:
+            delta = self.store.apply(change)
+            if delta is None:
+                continue
+            self.applied += 1
+            for query in self.queries.values():
+                query.apply(delta)
+
+    def results(self, query_id: str) -> list[dict[str, Any]]:
+        return self.queries[query_id].results()
+
+    def store_mismatches(self, elements: Sequence[Any]) -> int:
+        theirs = {element.id: element for element in elements}
+        ours = {element.id: element for element in self.store.elements()}
+        wrong = sum(
+            1
+            for element_id, element in ours.items()
+            if element_id not in theirs
+            or not values_equal(dict(element.properties), dict(theirs[element_id].properties))
+            or element.labels != theirs[element_id].labels
+        )
+        return wrong + len(set(theirs) - set(ours))
+
+
+def _row_mismatches(expected: list[dict[str, Any]], actual: list[dict[str, Any]]) -> int:
+    if diffs_match(expected, actual):
+        return 0
+    unmatched = list(actual)
+    missing = 0
+    for row in expected:
+        index = next((i for i, got in enumerate(unmatched) if values_equal(row, got)), None)
+        if index is None:
+            missing += 1
+        else:
+            unmatched.pop(index)
+    return missing + len(unmatched)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    defaults = ChaosSettings()
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--changes", type=int, default=defaults.changes)
+    parser.add_argument("--consumers", type=int, default=defaults.consumers)
+    parser.add_argument("--kill-every", type=float, default=defaults.kill_every_s)
+    parser.add_argument("--redis-restarts", type=int, default=defaults.redis_restarts)
+    parser.add_argument("--rate", type=float, default=defaults.rate_per_s)
+    parser.add_argument("--seed", type=int, default=defaults.seed)
+    args = parser.parse_args(argv)
+    settings = ChaosSettings(
+        changes=args.changes,
+        consumers=args.consumers,
+        kill_every_s=args.kill_every,
+        redis_restarts=args.redis_restarts,
+        rate_per_s=args.rate,
+        seed=args.seed,
+    )
+    report = Chaos(settings).run()
+    print("\n".join(report.lines()))
+    print("PASSED" if report.passed else "FAILED: lost or mismatched rows")
+    return 0 if report.passed else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,21 @@
+"""The short chaos run (CI): actors SIGKILLed and Redis restarted while changes flow.
+
+The full run is ``python -m bench.chaos`` (100,000 changes); see bench/RESULTS.md.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from drasi_ray.chaos import Chaos, ChaosSettings
+
+
+@pytest.mark.slow
+def test_short_chaos_run_loses_nothing(ray_session: None) -> None:
+    settings = ChaosSettings(changes=4_000, kill_every_s=1.5, redis_restarts=1, rate_per_s=1_500)
+    report = Chaos(settings, echo=lambda _line: None).run()
+    summary = "\n".join(report.lines())
+    assert report.kills >= 1 and report.redis_restarts == 1, summary
+    assert report.lost == 0, summary
+    assert report.mismatched_rows == 0, summary
+    assert report.dead_lettered == report.malformed > 0, summary
