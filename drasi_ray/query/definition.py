@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from drasi_ray.config import QueryConfig, validated
+from drasi_ray.reactions.specs import AnyReaction
 
 
 class Query:
@@ -27,6 +28,7 @@ class QueryBuilder:
         self._sources: list[str] = []
         self._parameters: dict[str, Any] = {}
         self._auto_start = True
+        self._reactions: list[AnyReaction] = []
 
     def query(self, text: str) -> QueryBuilder:
         self._text = text
@@ -48,6 +50,11 @@ class QueryBuilder:
         self._auto_start = auto_start
         return self
 
+    def with_reaction(self, reaction: AnyReaction) -> QueryBuilder:
+        """Also send results to ``reaction`` (see :mod:`drasi_ray.reactions`)."""
+        self._reactions.append(reaction)
+        return self
+
     def build(self) -> QueryConfig:
         config: QueryConfig = validated(
             QueryConfig,
@@ -56,5 +63,6 @@ class QueryBuilder:
             sources=tuple(self._sources),
             parameters=dict(self._parameters),
             auto_start=self._auto_start,
+            reactions=tuple(self._reactions),
         )
         return config
