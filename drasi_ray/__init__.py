@@ -28,6 +28,12 @@ from drasi_ray.errors import (
     UnsupportedQueryError,
 )
 from drasi_ray.query.definition import Query
+from drasi_ray.reactions import (
+    CallbackReaction,
+    JsonLinesReaction,
+    LogReaction,
+    PlatformReaction,
+)
 from drasi_ray.results import ControlResult, ControlSignal, QueryResult
 from drasi_ray.sources.platform import PlatformSource
 from drasi_ray.subscription import Subscription
@@ -36,6 +42,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AppConfig",
+    "CallbackReaction",
     "ConfigError",
     "ControlResult",
     "ControlSignal",
@@ -43,7 +50,10 @@ __all__ = [
     "DispatchMode",
     "DrasiRay",
     "DrasiRayError",
+    "JsonLinesReaction",
+    "LogReaction",
     "NotRunningError",
+    "PlatformReaction",
     "PlatformSource",
     "PlatformSourceConfig",
     "Query",
