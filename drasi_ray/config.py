@@ -100,6 +100,13 @@ class PlatformSourceConfig(_Model):
             raise ValueError("must be '$', '0' or a stream entry id like '1700000000000-0'")
         return value
 
+    def __repr_args__(self) -> Any:
+        """Never show the password in a repr (logs, Ray error messages, tracebacks)."""
+        from drasi_ray.streams.redis_errors import redact_url
+
+        for name, value in super().__repr_args__():
+            yield name, redact_url(value) if name == "redis_url" else value
+
     @property
     def dead_letter_key(self) -> str:
         from drasi_ray.streams.keys import dead_letter_stream

@@ -158,3 +158,12 @@ def test_duplicate_ids_are_refused() -> None:
     app = DrasiRay().add_source(source)
     with pytest.raises(ConfigError, match="already added"):
         app.add_source(source)
+
+
+def test_passwords_never_show_in_reprs() -> None:
+    config = PlatformSourceConfig(redis_url="redis://user:hunter2@host:6379/0", stream_key="s")
+    source = PlatformSource("src", config)
+    for text in (repr(config), str(config), repr(source)):
+        assert "hunter2" not in text
+        assert "redis://user:***@host:6379/0" in text
+    assert config.redis_url.endswith("hunter2@host:6379/0")  # the real value is intact
