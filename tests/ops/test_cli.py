@@ -1,0 +1,160 @@
+"""The CLI subcommands that need only Redis: validate, publish, status, dlq, replay, --help."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import orjson
+import pytest
+import redis
+
+from drasi_ray import cli
+from drasi_ray.streams.records import DeadLetter
+
+EXAMPLES = Path(__file__).parent.parent.parent / "examples"
+SUBCOMMANDS = ["demo", "run", "validate", "publish", "status", "dlq", "replay", "scale"]
+
+APP = """\
+id: cli-app
+sources:
+  - id: sensors
+    properties:
+      redis_url: {url}
+      stream_key: sensor-changes
+queries:
+  - id: hot
+    sources: [sensors]
+    query: >
+      MATCH (s:Sensor)
+      WHERE s.temperature > 70
+      RETURN s.id AS id
+    reactions:
+      - kind: platform
+"""
+
+
+def _app_file(tmp_path: Path, url: str, text: str = APP) -> str:
+    path = tmp_path / "app.yaml"
+    path.write_text(text.format(url=url))
+    return str(path)
+
+
+@pytest.mark.parametrize("command", SUBCOMMANDS)
+def test_every_subcommand_help_teaches_with_examples(
+    command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as done:
+        cli.main([command, "--help"])
+    assert done.value.code == 0
+    assert "examples:" in capsys.readouterr().out
+
+
+def test_validate_reports_a_bad_key_with_its_position(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = APP.replace(
+        "      stream_key: sensor-changes\n", "      stream_key: s\n      batch_sise: 5\n"
+    )
+    assert cli.main(["validate", _app_file(tmp_path, "redis://localhost:6379", text)]) == 1
+    out = capsys.readouterr().out.strip()
+    assert out.endswith("app.yaml:7:7: sources.0.properties.batch_sise: unknown key"), out
+
+
+def test_validate_reports_a_bad_query_at_the_token(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = APP.replace("RETURN s.id AS id", "RETURN s.id AS id ORDER BY s.id")
+    assert cli.main(["validate", _app_file(tmp_path, "redis://localhost:6379", text)]) == 1
+    out = capsys.readouterr().out.strip()
+    # the file's line 13 is "      RETURN s.id AS id ORDER BY s.id": ORDER starts at column 25
+    assert "app.yaml:13:25: queries.0.query: ORDER BY is not supported" in out, out
+    assert "(query line 1, column 61)" in out
+
+
+def test_validate_accepts_the_example(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["validate", str(EXAMPLES / "app.yaml")]) == 0
+    assert capsys.readouterr().out.strip().endswith(": ok")
+
+
+def test_publish_wraps_change_events_and_passes_cloud_events(
+    redis_url: str, tmp_path: Path
+) -> None:
+    events = (EXAMPLES / "sensor-events.jsonl").read_text().splitlines()
+    cloud_event = {"id": "e-1", "source": "x", "type": "t", "data": [json.loads(events[0])]}
+    path = tmp_path / "in.jsonl"
+    path.write_text("\n".join([*events, "", json.dumps(cloud_event)]) + "\n")
+    argv = ["publish", "feed", str(path), "--redis-url", redis_url, "--batch", "2"]
+    assert cli.main([*argv, "--progress", "always"]) == 0
+    entries = redis.Redis.from_url(redis_url).xrange("feed")
+    documents = [orjson.loads(fields[b"data"]) for _, fields in entries]
+    assert len(documents) == 6
+    assert [doc["data"] for doc in documents[:5]] == [[json.loads(line)] for line in events]
+    assert documents[5] == cloud_event
+
+
+def test_publish_names_the_bad_line(
+    redis_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "in.jsonl"
+    path.write_text('{"op": "i", "payload": {}}\n{"nope": 1}\n')
+    assert cli.main(["publish", "feed", str(path), "--redis-url", redis_url]) == 2
+    assert "line 2: neither a change event" in capsys.readouterr().err
+
+
+def test_status_computes_lag_pending_and_dead_letters_on_redis_62(
+    redis_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    client = redis.Redis.from_url(redis_url)
+    for number in range(5):
+        client.xadd("sensor-changes", {"data": b"{}", "n": str(number)})
+    client.xgroup_create("sensor-changes", "drasi-core", id="0")
+    client.xreadgroup("drasi-core", "sensors-0", {"sensor-changes": ">"}, count=2)
+    client.xadd("sensor-changes:dlq", {"reason": "bad"})
+    assert cli.main(["status", _app_file(tmp_path, redis_url), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    source = report["sources"]["sensors"]
+    assert (source["length"], source["lag"], source["pending"]) == (5, 3, 2)
+    assert source["dead_letters"] == 1
+    assert [(c["name"], c["pending"]) for c in source["consumers"]] == [("sensors-0", 2)]
+    assert report["queries"]["hot"]["rows"] == 0
+    assert cli.main(["status", _app_file(tmp_path, redis_url)]) == 0
+    table = capsys.readouterr().out
+    assert "sensors-0 2/" in table and "LAG" in table
+
+
+def test_dlq_list_replay_purge(
+    redis_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    client = redis.Redis.from_url(redis_url)
+    for number in range(3):
+        letter = DeadLetter(
+            f"1-{number}", "missing or invalid 'op' field", {b"data": b"x%d" % number},
+            "sensor-changes", "sensors-0", 1,
+        )  # fmt: skip
+        client.xadd("sensor-changes:dlq", letter.to_fields(1000))
+    app = _app_file(tmp_path, redis_url)
+    assert cli.main(["dlq", "list", "sensors", app]) == 0
+    listing = capsys.readouterr().out
+    assert "3 dead letter(s)" in listing and "missing or invalid 'op' field" in listing
+    first = client.xrange("sensor-changes:dlq")[0][0].decode()
+    assert cli.main(["dlq", "replay", "sensors", app, "--id", first]) == 0
+    assert [f for _, f in client.xrange("sensor-changes")] == [{b"data": b"x0"}]
+    assert client.xlen("sensor-changes:dlq") == 2
+    assert cli.main(["dlq", "replay", "sensors", app]) == 0
+    assert [f[b"data"] for _, f in client.xrange("sensor-changes")] == [b"x0", b"x1", b"x2"]
+    client.xadd("sensor-changes:dlq", {"reason": "r", "entry_id": "1-9"})
+    assert cli.main(["dlq", "purge", "sensors", app]) == 0
+    assert client.xlen("sensor-changes:dlq") == 0
+
+
+def test_replay_moves_the_group_position(
+    redis_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    client = redis.Redis.from_url(redis_url)
+    ids = [client.xadd("sensor-changes", {"data": b"{}"}).decode() for _ in range(3)]
+    client.xgroup_create("sensor-changes", "drasi-core", id="$")
+    assert cli.main(["replay", "sensors", "--from", ids[0], _app_file(tmp_path, redis_url)]) == 0
+    assert f"{ids[-1]} -> {ids[0]}" in capsys.readouterr().out
+    group = client.xinfo_groups("sensor-changes")[0]
+    assert group["last-delivered-id"].decode() == ids[0]
