@@ -1,0 +1,202 @@
+"""Operations against a real local Ray: publish -> run -> status, replay, scale."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+import redis
+
+from drasi_ray import DrasiRay, PlatformSource, Query, cli
+from drasi_ray.changes import Op, node
+from drasi_ray.decode import change_event, encode_cloud_event
+from drasi_ray.streams.publisher import Publisher
+
+SENSOR_QUERY = "MATCH (s:Sensor) RETURN s.id AS id, s.temperature AS temperature"
+
+APP = """\
+id: {app_id}
+sources:
+  - id: sensors
+    properties:
+      redis_url: {url}
+      stream_key: sensor-changes
+      consumers: {consumers}
+      block_ms: 100
+      start_id: "{start_id}"
+queries:
+  - id: all-sensors
+    sources: [sensors]
+    query: "{query}"
+    reactions:
+      - kind: platform
+ray:
+  address: local
+  num_cpus: 1
+  include_dashboard: false
+"""
+
+
+def _write_app(
+    tmp_path: Path, url: str, consumers: int = 1, start_id: str = "0"
+) -> tuple[str, str]:
+    app_id = f"ops-{uuid.uuid4().hex[:8]}"
+    path = tmp_path / "app.yaml"
+    text = APP.format(
+        app_id=app_id, url=url, consumers=consumers, start_id=start_id, query=SENSOR_QUERY
+    )
+    path.write_text(text)
+    return str(path), app_id
+
+
+def _event(sensor_id: str, temperature: float) -> bytes:
+    element = node(sensor_id, ["Sensor"], {"id": sensor_id, "temperature": temperature})
+    return encode_cloud_event([change_event(Op.UPDATE, element, time.time_ns())])
+
+
+def _change(sensor_id: str, temperature: float) -> dict[str, object]:
+    element = node(sensor_id, ["Sensor"], {"id": sensor_id, "temperature": temperature})
+    return change_event(Op.UPDATE, element, 1_000_000_000)
+
+
+def _status(app_yaml: str, capsys: pytest.CaptureFixture[str]) -> dict[str, object]:
+    assert cli.main(["status", app_yaml, "--json"]) == 0
+    report: dict[str, object] = json.loads(capsys.readouterr().out)
+    return report
+
+
+def test_publish_run_status_shows_lag_falling_to_zero(
+    redis_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    app_yaml = _write_app(tmp_path, redis_url)
+    events = tmp_path / "events.jsonl"
+    lines = [json.dumps(_change(f"s{i}", i)) for i in range(200)]
+    events.write_text("\n".join(lines) + "\n")
+    assert cli.main(["publish", "sensor-changes", str(events), "--redis-url", redis_url]) == 0
+    before = _status(app_yaml, capsys)["sources"]["sensors"]  # type: ignore[index]
+    assert before["lag"] == 200 and not before["group_exists"]
+    done = subprocess.run(
+        [sys.executable, "-m", "drasi_ray.cli", "run", app_yaml, "--quiet", "--exit-when-idle"],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = _status(app_yaml, capsys)
+    after = report["sources"]["sensors"]  # type: ignore[index]
+    assert (after["lag"], after["pending"], after["length"]) == (0, 0, 200)
+    query = report["queries"]["all-sensors"]  # type: ignore[index]
+    assert query["rows"] == 200 and query["stream_sequence"] == 200
+    assert query["last_sequence"] == 200
+
+
+def _app(redis_url: str, consumers: int = 1, start_id: str = "$") -> DrasiRay:
+    app = DrasiRay(f"ops-{uuid.uuid4().hex[:8]}")
+    app.add_source(
+        PlatformSource.builder("sensors")
+        .with_redis_url(redis_url)
+        .with_stream_key("sensor-changes")
+        .with_consumers(consumers)
+        .with_block_ms(100)
+        .with_start_id(start_id)
+        .with_claim_idle_ms(1000)
+        .build()
+    )
+    app.add_query(Query.cypher("all-sensors").query(SENSOR_QUERY).from_source("sensors").build())
+    return app
+
+
+def test_replay_applies_history_the_group_skipped(
+    ray_session: None, redis_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with Publisher.from_url(redis_url) as publisher:
+        publisher.publish("sensor-changes", [_event(f"old-{i}", i) for i in range(20)])
+    app = _app(redis_url, start_id="$")  # Drasi's default: history is skipped
+    app.start()
+    try:
+        app.wait_until_idle(30)
+        assert app.results("all-sensors") == []
+        app_yaml = _write_app(tmp_path, redis_url)
+        assert cli.main(["replay", "sensors", "--from", "0", app_yaml]) == 0
+        _wait_for(lambda: len(app.results("all-sensors")) == 20)
+        app.wait_until_idle(30)
+        ids = sorted(row["id"] for row in app.results("all-sensors"))
+    finally:
+        app.stop()
+    assert ids == sorted(f"old-{i}" for i in range(20))
+
+
+def _wait_for(condition: object, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():  # type: ignore[operator]
+        assert time.monotonic() < deadline, "condition not reached"
+        time.sleep(0.05)
+
+
+def test_scale_up_and_down_while_changes_flow_loses_nothing(
+    ray_session: None, redis_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    app = _app(redis_url, consumers=1)
+    app.start()
+    stop = threading.Event()
+    published: dict[str, float] = {}
+
+    def produce() -> None:
+        with Publisher.from_url(redis_url) as publisher:
+            number = 0
+            while not stop.is_set():
+                batch = {f"s{(number + i) % 50}": float(number + i) for i in range(20)}
+                publisher.publish("sensor-changes", [_event(k, v) for k, v in batch.items()])
+                published.update(batch)
+                number += 20
+                time.sleep(0.02)
+
+    producer = threading.Thread(target=produce)
+    producer.start()
+    client = redis.Redis.from_url(redis_url)
+    try:
+        assert app.scale("sensors", 3) == 1
+        assert len(client.xinfo_consumers("sensor-changes", "drasi-core")) == 3
+        time.sleep(1.0)
+        assert app.scale("sensors", 1) == 3
+        names = [c["name"].decode() for c in client.xinfo_consumers("sensor-changes", "drasi-core")]
+        assert names == ["sensors-0"]
+        time.sleep(0.5)
+    finally:
+        stop.set()
+        producer.join()
+    try:
+        app.wait_until_idle(60)
+        rows = {row["id"]: row["temperature"] for row in app.results("all-sensors")}
+        consumers = app.status()["sources"]["sensors"]
+    finally:
+        app.stop()
+    assert rows == published  # every sensor at its last published value
+    assert len(consumers) == 1
+    group = client.xinfo_groups("sensor-changes")[0]
+    assert group["pending"] == 0
+
+
+def test_cli_scale_finds_the_running_apps_actors(
+    ray_session: None, redis_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    app_yaml = _write_app(tmp_path, redis_url)
+    app = DrasiRay.from_yaml(app_yaml)
+    app.start()
+    client = redis.Redis.from_url(redis_url)
+    try:
+        assert cli.main(["scale", "sensors", "2", app_yaml]) == 0
+        assert "1 -> 2 consumers" in capsys.readouterr().out
+        assert len(client.xinfo_consumers("sensor-changes", "drasi-core")) == 2
+        with Publisher.from_url(redis_url) as publisher:
+            publisher.publish("sensor-changes", [_event(f"s{i}", i) for i in range(40)])
+        app.wait_until_idle(30)
+        assert len(app.results("all-sensors")) == 40
+        assert cli.main(["scale", "sensors", "1", app_yaml]) == 0
+        assert len(client.xinfo_consumers("sensor-changes", "drasi-core")) == 1
+    finally:
+        app.stop()
