@@ -27,18 +27,23 @@ the clock stops when every entry is acked (d: ``wait_until_idle``; c: the same c
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
+import operator
+import pickle
 import statistics
 import tempfile
+import timeit
 import uuid
-from collections.abc import Callable, Sequence
-from contextlib import ExitStack
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import orjson
 import redis
+from ray import cloudpickle
 
 from bench import profiling
 from bench.common import (
@@ -57,7 +62,9 @@ from bench.common import (
 )
 from bench.sink import start_consumer
 from drasi_ray import DrasiRay, PlatformSource, Query
+from drasi_ray.changes import DecodedEntry, Element, ElementChange, Timing
 from drasi_ray.config import PlatformSourceConfig
+from drasi_ray.decode import decode_entry
 from drasi_ray.streams import progress
 
 GROUP = "bench"
@@ -290,6 +297,72 @@ def _check(seen: int, expected: int, what: str) -> None:
 
 
 # --------------------------------------------------------------------------------------------
+# (m): per-event costs of the consumer's CPU work, in this process, without Ray or Redis
+# --------------------------------------------------------------------------------------------
+
+PICKLED_CLASSES = (DecodedEntry, ElementChange, Element, Timing)
+
+
+def best_us_per_event(work: Callable[[], object], events: int, repeat: int = 15) -> float:
+    """Best of ``repeat`` runs of ``work`` (which handles ``events`` events), in µs per event."""
+    return min(timeit.repeat(work, number=1, repeat=repeat)) / events * 1e6
+
+
+@contextmanager
+def tuple_reduce() -> Iterator[None]:
+    """What-if: the change classes pickle as ``(cls, (field, ...))`` (a ``__reduce__``).
+
+    Python's slotted dataclasses pickle through ``__getstate__``/``__setstate__`` that call
+    ``dataclasses.fields()`` per object, on both sides. Patched for the block only.
+    """
+    for cls in PICKLED_CLASSES:
+        names = tuple(f.name for f in dataclasses.fields(cls))
+        getter = operator.attrgetter(*names)
+        setattr(cls, "__reduce__", _reducer(cls, getter))  # noqa: B010 (a temporary patch)
+    try:
+        yield
+    finally:
+        for cls in PICKLED_CLASSES:
+            del cls.__reduce__
+
+
+def _reducer(cls: type, getter: Callable[[Any], Any]) -> Callable[[Any], tuple[Any, ...]]:
+    def reduce(self: Any) -> tuple[Any, ...]:
+        return (cls, getter(self))
+
+    return reduce
+
+
+def per_event_costs(payloads: Sequence[bytes]) -> list[tuple[str, float]]:
+    """µs per event of each CPU step of one consumer batch (``BATCH`` entries)."""
+    entries = [(f"1700000000000-{i}", {b"data": p}) for i, p in enumerate(payloads[:BATCH])]
+    count = len(entries)
+    batch = [decode_entry(entry_id, fields) for entry_id, fields in entries]
+
+    def dumps() -> bytes:
+        blob: bytes = cloudpickle.dumps(batch, protocol=5)  # type: ignore[no-untyped-call]
+        return blob
+
+    def loads(blob: bytes) -> Callable[[], object]:
+        return lambda: pickle.loads(blob)
+
+    rows = [
+        ("orjson.loads of the entry (what the peer does)",
+         best_us_per_event(lambda: [orjson.loads(f[b"data"]) for _, f in entries], count)),
+        ("decode_entry: JSON parse + validate + build changes",
+         best_us_per_event(lambda: [decode_entry(i, f) for i, f in entries], count)),
+        ("Ray's cloudpickle.dumps of the decoded batch", best_us_per_event(dumps, count)),
+        ("pickle.loads of it (the receiving actor)", best_us_per_event(loads(dumps()), count)),
+    ]  # fmt: skip
+    with tuple_reduce():
+        rows += [
+            ("what-if tuple __reduce__: cloudpickle.dumps", best_us_per_event(dumps, count)),
+            ("what-if tuple __reduce__: pickle.loads", best_us_per_event(loads(dumps()), count)),
+        ]
+    return rows
+
+
+# --------------------------------------------------------------------------------------------
 # the run
 # --------------------------------------------------------------------------------------------
 
@@ -310,9 +383,11 @@ def parse_args(argv: Sequence[str] | None) -> Options:
     parser = argparse.ArgumentParser(prog="python -m bench.ingest", description=__doc__)
     parser.add_argument("--events", type=int, default=200_000, help="events for (a) and (c)")
     parser.add_argument("--slow-events", type=int, default=20_000, help="events for (b)")
-    parser.add_argument("--pipeline-events", type=int, default=200_000, help="events for (d)")
+    parser.add_argument(
+        "--pipeline-events", type=int, default=50_000, help="events for (d): ~3-6k/s here"
+    )
     parser.add_argument("--repeat", type=int, default=1, help="runs per section (median shown)")
-    parser.add_argument("--sections", default="abcd", help="which of a, b, c, d to run")
+    parser.add_argument("--sections", default="mabcd", help="which of m, a, b, c, d to run")
     parser.add_argument("--profile", action="store_true", help="py-spy profile of (c) too")
     parser.add_argument("--profile-dir", type=Path, help="keep py-spy's collapsed stacks here")
     parser.add_argument("--no-record", action="store_true", help="do not append to RESULTS.md")
@@ -396,6 +471,15 @@ def results_table(sections: Sequence[Section]) -> list[str]:
     return format_table(headers, rows)
 
 
+def micro_table() -> list[str]:
+    """Section (m) as a table: µs per event of each step, best of 15 batches; and the load."""
+    before = load_average()
+    rows = per_event_costs(sensor_payloads(BATCH))
+    headers = (f"(m) CPU per event, batches of {BATCH}, in one process", "µs/event")
+    table = format_table(headers, [(label, f"{us:.2f}") for label, us in rows])
+    return [*table, "", f"(m) load 1m {before:.1f}->{load_average():.1f}"]
+
+
 def profile_consumer(
     url: str, payloads: Sequence[bytes], keep: Path | None = None, limit: int = 15
 ) -> list[str]:
@@ -465,8 +549,10 @@ def main(argv: list[str] | None = None) -> int:
     options = parse_args(argv)
     command = command_line("bench.ingest", argv)
     with bench_env() as server:
+        micro = micro_table() if "m" in options.sections else []
+        print_lines(micro)
         sections = run_sections(server.url, options)
-        table = results_table(sections)
+        table = results_table(sections) if sections else []
         print_lines(["", *table])
         profile_lines: list[str] = []
         if options.profile and profiling.available():
@@ -476,7 +562,7 @@ def main(argv: list[str] | None = None) -> int:
             )
             print_lines(["", *profile_lines])
     if options.record:
-        record("ingest", [*table, "", *profile_lines], command)
+        record("ingest", [*table, "", *micro, "", *profile_lines], command)
     return 0
 
 
