@@ -544,6 +544,16 @@ def _profile_table(profile: profiling.Profile, view: str, limit: int) -> list[st
     return format_table((f"frame ({view})", "samples", "share"), rows)
 
 
+NOTES = [
+    "Method (bench/ingest.py docstring): every section reads the same seeded workload from its own",
+    "pre-published stream. (a)/(b): first XREADGROUP to drained. (c) and d-backlog: actors start",
+    "and block on an empty group; the clock runs from releasing the backlog (XGROUP SETID 0 + one",
+    "XADD) until every entry is acked. d-live: app running, clock from the first publish to",
+    "`wait_until_idle`. events/s = median of the runs; `load 1m` = load average before->after",
+    "each run (2 cores: above ~2, other processes competed for the CPUs).",
+]
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the selected sections, print the table, append it (and a profile) to RESULTS.md."""
     options = parse_args(argv)
@@ -562,7 +572,7 @@ def main(argv: list[str] | None = None) -> int:
             )
             print_lines(["", *profile_lines])
     if options.record:
-        record("ingest", [*table, "", *micro, "", *profile_lines], command)
+        record("ingest", [*NOTES, "", *table, "", *micro, "", *profile_lines], command)
     return 0
 
 

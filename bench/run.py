@@ -38,17 +38,14 @@ class Outcome:
     seconds: float
 
 
-def discover(only: Sequence[str] = (), skip: Sequence[str] = ()) -> list[tuple[str, Main]]:
-    """``(name, main)`` of every benchmark module in ``bench/``, sorted by name."""
-    found = []
-    for info in sorted(pkgutil.iter_modules(bench.__path__), key=lambda i: i.name):
-        name = info.name
-        if name in NOT_BENCHMARKS or name in skip or (only and name not in only):
-            continue
-        entry = _main_of(importlib.import_module(f"bench.{name}"))
-        if entry is not None:
-            found.append((name, entry))
-    return found
+def discover(only: Sequence[str] = (), skip: Sequence[str] = ()) -> list[str]:
+    """Names of the candidate modules of ``bench/``, sorted (helpers are weeded out on import)."""
+    names = sorted(info.name for info in pkgutil.iter_modules(bench.__path__))
+    return [
+        name
+        for name in names
+        if name not in NOT_BENCHMARKS and name not in skip and (not only or name in only)
+    ]
 
 
 def _main_of(module: ModuleType) -> Main | None:
@@ -56,12 +53,17 @@ def _main_of(module: ModuleType) -> Main | None:
     return entry if callable(entry) else None
 
 
-def run_one(name: str, entry: Main) -> Outcome:
-    """Run one benchmark's ``main([])``; a failure is reported, not raised."""
-    print(f"\n=== bench.{name} ===", flush=True)
-    status = "ok"
+def run_one(name: str) -> Outcome | None:
+    """Import ``bench.<name>`` and run its ``main([])``; None if it has no ``main``.
+
+    A module that fails to import or raises is reported as failed, not raised.
+    """
     with timed() as timer:
         try:
+            entry = _main_of(importlib.import_module(f"bench.{name}"))
+            if entry is None:
+                return None
+            print(f"\n=== bench.{name} ===", flush=True)
             code = entry([])
             status = "ok" if code == 0 else f"exit {code}"
         except Exception:
@@ -80,10 +82,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", default="", help="comma-separated module names to run")
     parser.add_argument("--skip", default="", help="comma-separated module names to skip")
     args = parser.parse_args(argv)
-    benchmarks = discover(_names(args.only), _names(args.skip))
+    names = discover(_names(args.only), _names(args.skip))
     started = start_ray()
     try:
-        outcomes = [run_one(name, entry) for name, entry in benchmarks]
+        outcomes = [outcome for name in names if (outcome := run_one(name)) is not None]
     finally:
         if started:
             ray.shutdown()
