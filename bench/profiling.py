@@ -20,6 +20,7 @@ from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from itertools import islice
 from pathlib import Path
 
 ATTACH_S = 1.0
@@ -35,10 +36,18 @@ class Profile:
     inclusive_counts: Counter[str]
 
     def top(self, view: str, limit: int) -> list[tuple[str, int, float]]:
-        """``(frame, samples, percent of all samples)`` of the ``self`` or ``inclusive`` view."""
+        """``(frame, samples, percent of all samples)`` of the ``self`` or ``inclusive`` view.
+
+        The inclusive view leaves out the thread and event-loop frames every stack has.
+        """
         counts = self.self_counts if view == "self" else self.inclusive_counts
         total = max(self.samples, 1)
-        return [(frame, n, 100.0 * n / total) for frame, n in counts.most_common(limit)]
+        ranked = (
+            (frame, n)
+            for frame, n in counts.most_common()
+            if view == "self" or not _is_plumbing(frame)
+        )
+        return [(frame, n, 100.0 * n / total) for frame, n in islice(ranked, limit)]
 
     def inclusive_of(self, *functions: str) -> int:
         """Samples with any of ``functions`` (``Class.method`` names) on the stack.
@@ -47,6 +56,14 @@ class Profile:
         """
         wanted = set(functions)
         return sum(n for frame, n in self.inclusive_counts.items() if _name(frame) in wanted)
+
+
+PLUMBING = ("(threading.py", "(asyncio/", "/asyncio/", "threading.py:")
+"""Frames of thread start-up and the asyncio loop: on every stack, so not worth listing."""
+
+
+def _is_plumbing(frame: str) -> bool:
+    return any(marker in frame for marker in PLUMBING)
 
 
 def _name(frame: str) -> str:
