@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import time
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -59,6 +60,9 @@ class _QueryLink:
     handle: Any
     sources: tuple[str, ...]
     next_delivery: int = 0
+    # Links replace each other on re-registration and coordinator restarts: a newer link has a
+    # larger epoch, so the query actor can refuse the deliveries of the link it replaced.
+    epoch: int = field(default_factory=time.time_ns)
 
     def take_delivery(self) -> int:
         number = self.next_delivery
@@ -202,7 +206,7 @@ class CoordinatorActor:
     async def _bootstrap(self, query_id: str, handle: Any, sources: Sequence[str]) -> int:
         link = self._queries[query_id] = _QueryLink(handle, tuple(sources))
         elements = self._core.snapshot(query_id, sources)
-        await handle.bootstrap.remote(link.take_delivery(), elements)
+        await handle.bootstrap.remote(link.epoch, link.take_delivery(), elements)
         return len(elements)
 
     async def ping(self) -> bool:
@@ -253,7 +257,7 @@ class CoordinatorActor:
         for query_id, deltas in routed.items():
             link = self._queries.get(query_id)
             if link is not None:
-                calls.append(link.handle.deliver.remote(link.take_delivery(), deltas))
+                calls.append(link.handle.deliver.remote(link.epoch, link.take_delivery(), deltas))
         if calls:
             await asyncio.gather(*calls)
         if persisted is not None:

@@ -26,6 +26,7 @@ from drasi_ray.actors.names import COORDINATOR
 from drasi_ray.actors.runtime import was_restarted
 from drasi_ray.changes import Element, ElementDelta
 from drasi_ray.config import DispatchMode, QueryConfig
+from drasi_ray.errors import DrasiRayError
 from drasi_ray.metrics import QueryMetrics
 from drasi_ray.query.engine import ContinuousQuery
 from drasi_ray.reactions.factory import ReactionSet, grouping_keys
@@ -109,26 +110,48 @@ def catch_up_diffs(
     return deleted + added
 
 
+class StaleDeliveryError(DrasiRayError):
+    """A delivery of a coordinator link that a newer link (a re-bootstrap) replaced.
+
+    Its changes are in the newer link's bootstrap snapshot; the coordinator fails the batch and
+    the consumer's retry finds them already applied.
+    """
+
+
 class _InOrder:
-    """Runs numbered calls strictly in number order, whatever order they arrive in."""
+    """Runs each link's numbered calls strictly in number order, whatever order they arrive in.
+
+    A coordinator link is identified by its epoch (increasing) and numbers its calls from 0,
+    call 0 being the bootstrap that opens the epoch. A call of a newer epoch waits for that
+    epoch's bootstrap; a call of an older epoch fails with :class:`StaleDeliveryError`, so a
+    link that a restart replaced can never block or interleave with the new one.
+    """
 
     def __init__(self) -> None:
+        self.epoch = -1
         self.expected = 0
         self._turn = asyncio.Condition()
 
-    def reset(self) -> None:
-        self.expected = 0
-
-    async def run(self, number: int, work: Callable[[], Coroutine[Any, Any, Any]]) -> Any:
+    async def run(
+        self, epoch: int, number: int, work: Callable[[], Coroutine[Any, Any, Any]]
+    ) -> Any:
         async with self._turn:
-            await self._turn.wait_for(lambda: self.expected >= number)
-        if number < self.expected:  # a retried delivery that was already applied
-            return None
+            if number == 0 and epoch > self.epoch:
+                self.epoch, self.expected = epoch, 0
+                self._turn.notify_all()
+            await self._turn.wait_for(
+                lambda: self.epoch > epoch or (self.epoch == epoch and self.expected >= number)
+            )
+            if self.epoch != epoch:
+                raise StaleDeliveryError(f"delivery {number} of replaced link {epoch}")
+            if number < self.expected:  # already applied
+                return None
         try:
             return await work()
         finally:
             async with self._turn:
-                self.expected = number + 1
+                if self.epoch == epoch:
+                    self.expected = number + 1
                 self._turn.notify_all()
 
 
@@ -186,23 +209,23 @@ class QueryActor:
             None if engine.relation_labels is None else sorted(engine.relation_labels),
         )
 
-    async def bootstrap(self, delivery: int, elements: Sequence[Element]) -> None:
+    async def bootstrap(self, epoch: int, delivery: int, elements: Sequence[Element]) -> None:
         """Delivery 0 of a coordinator link: (re)load the graph from the coordinator's store.
 
-        A new link (coordinator restarted, or this actor re-registered) numbers its deliveries
-        from 0 again, so delivery 0 restarts the ordering.
+        A new link (coordinator restarted, or this actor re-registered) has a newer epoch and
+        numbers its deliveries from 0 again.
         """
         await self._loaded
-        if delivery == 0:
-            self._order.reset()
         before = self._runner.sequence
-        await self._order.run(delivery, lambda: self._runner.bootstrap(elements))
+        await self._order.run(epoch, delivery, lambda: self._runner.bootstrap(elements))
         await self._save_sequence(before)
 
-    async def deliver(self, delivery: int, deltas: Sequence[ElementDelta]) -> int:
+    async def deliver(self, epoch: int, delivery: int, deltas: Sequence[ElementDelta]) -> int:
         await self._loaded
         before = self._runner.sequence
-        result: int | None = await self._order.run(delivery, lambda: self._runner.apply(deltas))
+        result: int | None = await self._order.run(
+            epoch, delivery, lambda: self._runner.apply(deltas)
+        )
         await self._save_sequence(before)
         return result or 0
 
