@@ -328,7 +328,9 @@ class ChangeLog(Generic[H]):
 
     def _merge(self, blocks: list[_Block[H]], schema: pa.Schema) -> None:
         tables = [conform(self._store.get(block.handle), schema) for block in blocks]
-        merged = pa.concat_tables(tables)
+        # One chunk per column: pyspark's Python workers turn each block into pandas, and
+        # pandas 3 keeps a multi-chunk string column as chunks that pyspark cannot send back.
+        merged = pa.concat_tables(tables).combine_chunks()
         for block in blocks:
             self._blocks.remove(block)
         rows = merged.num_rows

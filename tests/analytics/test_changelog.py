@@ -127,7 +127,7 @@ def test_keys_spark_cannot_name_apart_have_no_typed_column() -> None:
 
 
 def test_snapshot_merges_new_blocks_and_caps_their_number() -> None:
-    log, _ = make_log()
+    log, store = make_log()
     for ms in range(10):
         log.append("s", [record(f"e{ms}", ms, {"v": float(ms)})])
         log.seal()
@@ -140,6 +140,8 @@ def test_snapshot_merges_new_blocks_and_caps_their_number() -> None:
     last = log.snapshot(max_blocks=2)
     assert len(last.blocks) <= 2
     assert last.rows == 13 and last.epoch != first.epoch
+    for handle in last.blocks:  # contiguous: Spark's workers need single-chunk columns
+        assert all(column.num_chunks == 1 for column in store.get(handle).columns)
 
 
 def test_spill_writes_parquet_releases_blocks_and_keeps_every_row(tmp_path: Path) -> None:
