@@ -43,16 +43,14 @@ ray:
 """
 
 
-def _write_app(
-    tmp_path: Path, url: str, consumers: int = 1, start_id: str = "0"
-) -> tuple[str, str]:
+def _write_app(tmp_path: Path, url: str, consumers: int = 1, start_id: str = "0") -> str:
     app_id = f"ops-{uuid.uuid4().hex[:8]}"
     path = tmp_path / "app.yaml"
     text = APP.format(
         app_id=app_id, url=url, consumers=consumers, start_id=start_id, query=SENSOR_QUERY
     )
     path.write_text(text)
-    return str(path), app_id
+    return str(path)
 
 
 def _event(sensor_id: str, temperature: float) -> bytes:
