@@ -49,6 +49,7 @@ class ConsumerStats:
     dead_lettered: int = 0
     acked: int = 0
     reclaimed: int = 0
+    redelivered: int = 0
     deleted_acked: int = 0
     errors: int = 0
     group_recreated: int = 0
@@ -74,6 +75,21 @@ class Backoff:
         ceiling = min(self._cap, self._initial * (2**self._attempt))
         self._attempt += 1
         await asyncio.sleep(random.uniform(ceiling / 2, ceiling))
+
+
+def backend_for(settings: PlatformSourceConfig) -> RedisStreamBackend:
+    """The stream backend a consumer with ``settings`` needs.
+
+    redis-py 8 gives every connection a 5 s socket timeout by default, which would cut a
+    blocking XREADGROUP with ``block_ms`` >= 5000 (Drasi's default) short with a timeout error
+    on every idle read. The read timeout must exceed the block time; 10 s of margin also
+    leaves room for a slow server, while a dead peer is still noticed.
+    """
+    return RedisStreamBackend.from_url(
+        settings.redis_url,
+        socket_timeout=settings.block_ms / 1000 + 10,
+        socket_keepalive=True,
+    )
 
 
 class InFlight:
@@ -208,6 +224,7 @@ class StreamConsumer:
             )
             if not entries:
                 return
+            self.stats.redelivered += len(entries)
             await self._handle(entries, first_delivery=False)
 
     async def _read_new_forever(self) -> None:
@@ -275,6 +292,7 @@ class StreamConsumer:
             self.stats.deleted_acked += len(claim.deleted_ids)
         if claim.entries:
             self.stats.reclaimed += len(claim.entries)
+            self.stats.redelivered += len(claim.entries)
             logger.info("consumer %s reclaimed %d idle entries", self.name, len(claim.entries))
             await self._handle(list(claim.entries), first_delivery=False)
 

@@ -88,17 +88,12 @@ class ConsumerMetrics:
         )
         self._seen: dict[str, int] = {}
 
-    def sync_counters(self, stats: dict[str, Any], pending_rereads: int) -> None:
-        """Add what the consumer's cumulative stats grew by since the last call.
-
-        ``pending_rereads`` counts own pending entries read again (see
-        :class:`CountingBackend`); with the reclaimed ones they make the redeliveries.
-        """
-        reclaimed = int(stats.get("reclaimed", 0))
+    def sync_counters(self, stats: dict[str, Any]) -> None:
+        """Add what the consumer's cumulative stats grew by since the last call."""
         self._add("consumed", int(stats.get("read", 0)))
         self._add("dead_lettered", int(stats.get("dead_lettered", 0)))
-        self._add("reclaimed", reclaimed)
-        self._add("redelivered", reclaimed + pending_rereads)
+        self._add("reclaimed", int(stats.get("reclaimed", 0)))
+        self._add("redelivered", int(stats.get("redelivered", 0)))
 
     def _add(self, counter: str, total: int) -> None:
         grown = total - self._seen.get(counter, 0)
@@ -166,29 +161,3 @@ async def group_gauges(
             entries: Any = await backend.client.xrange(stream, after, "+", count=LAG_COUNT_CAP)
             lag = len(entries)
     return lag, progress.pending, own
-
-
-class CountingBackend(RedisStreamBackend):
-    """A stream backend that counts redeliveries: own pending entries re-read from ``0``.
-
-    (Reclaimed entries are redeliveries too; the consumer's stats count those.)
-    """
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.pending_rereads = 0
-
-    @classmethod
-    def counting(cls, url: str) -> CountingBackend:
-        """:meth:`RedisStreamBackend.from_url`, typed as this class."""
-        backend = cls.from_url(url)
-        assert isinstance(backend, CountingBackend)
-        return backend
-
-    async def read_pending(
-        self, stream: str, group: str, consumer: str, count: int, after: str = "0"
-    ) -> Any:
-        entries = await super().read_pending(stream, group, consumer, count, after)
-        if after == "0":
-            self.pending_rereads += len(entries)
-        return entries

@@ -16,7 +16,7 @@ import redis
 
 from drasi_ray.changes import DecodedEntry, Op, node
 from drasi_ray.config import PlatformSourceConfig
-from drasi_ray.consumer import StreamConsumer
+from drasi_ray.consumer import StreamConsumer, backend_for
 from drasi_ray.decode import change_event, encode_cloud_event
 from drasi_ray.streams.backend import RedisStreamBackend
 from drasi_ray.streams.records import DeadLetter
@@ -232,3 +232,18 @@ def test_dead_lettering_is_idempotent(redis_url: str) -> None:
     first, second = asyncio.run(twice())
     assert len(first) == 1 and second == []  # a redelivered bad entry is dead-lettered once
     assert client.xlen("changes:dlq") == 1
+
+
+def test_idle_read_with_drasi_default_block_ms_does_not_time_out(redis_url: str) -> None:
+    """redis-py 8 sets a 5 s socket timeout by default: a BLOCK 5000+ read must not trip it."""
+    settings = _settings(redis_url, block_ms=5_500)
+
+    async def idle_read() -> list[object]:
+        backend = backend_for(settings)
+        try:
+            await backend.ensure_group(STREAM, "drasi-core", "0")
+            return list(await backend.read_new(STREAM, "drasi-core", "src-0", 10, 5_500))
+        finally:
+            await backend.close()
+
+    assert asyncio.run(idle_read()) == []

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import os
 from typing import Any
 
 import psutil
@@ -22,8 +23,8 @@ from drasi_ray.actors.names import COORDINATOR
 from drasi_ray.actors.runtime import was_restarted
 from drasi_ray.changes import DecodedEntry
 from drasi_ray.config import PlatformSourceConfig
-from drasi_ray.consumer import Backoff, StreamConsumer
-from drasi_ray.metrics import ConsumerMetrics, CountingBackend, group_gauges
+from drasi_ray.consumer import Backoff, StreamConsumer, backend_for
+from drasi_ray.metrics import ConsumerMetrics, group_gauges
 
 METRICS_INTERVAL_S = 2.0
 
@@ -41,7 +42,7 @@ class ConsumerActor:
     ) -> None:
         self._coordinator = ray.get_actor(COORDINATOR, namespace=namespace)
         self._source_id = source_id
-        self._backend = CountingBackend.counting(settings.redis_url)
+        self._backend = backend_for(settings)
         self._consumer = StreamConsumer(
             source_id, settings, consumer_name, self._backend, self._dispatch
         )
@@ -71,7 +72,7 @@ class ConsumerActor:
         while True:
             await asyncio.sleep(METRICS_INTERVAL_S)
             stats = dataclasses.asdict(self._consumer.stats)
-            self._metrics.sync_counters(stats, self._backend.pending_rereads)
+            self._metrics.sync_counters(stats)
             try:
                 gauges = await group_gauges(
                     self._backend, settings.stream_key, settings.consumer_group, self._consumer.name
@@ -97,6 +98,10 @@ class ConsumerActor:
     async def stop(self) -> None:
         self._metrics_task.cancel()
         await self._consumer.stop()
+
+    def pid(self) -> int:
+        """The actor's process id (chaos tests SIGKILL it)."""
+        return os.getpid()
 
     def stats(self) -> dict[str, Any]:
         stats = dataclasses.asdict(self._consumer.stats)
