@@ -21,6 +21,7 @@ import ray
 
 from drasi_ray.actors.names import COORDINATOR
 from drasi_ray.actors.runtime import was_restarted
+from drasi_ray.batch import EntryBatch
 from drasi_ray.changes import DecodedEntry
 from drasi_ray.config import PlatformSourceConfig
 from drasi_ray.consumer import Backoff, StreamConsumer, backend_for
@@ -59,7 +60,9 @@ class ConsumerActor:
         innocent entry towards ``max_deliveries``.
         """
         try:
-            report = await self._coordinator.apply_batch.remote(self._source_id, entries)
+            report = await self._coordinator.apply_batch.remote(
+                self._source_id, EntryBatch(entries)
+            )
         except ray.exceptions.RayActorError:
             await self._await_coordinator()
             raise

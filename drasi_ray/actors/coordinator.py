@@ -27,6 +27,7 @@ import ray
 from drasi_ray.actors import names
 from drasi_ray.actors.runtime import was_restarted
 from drasi_ray.analytics.records import change_record
+from drasi_ray.batch import DeltaBatch, ElementBatch
 from drasi_ray.changes import (
     DecodedEntry,
     Element,
@@ -206,7 +207,7 @@ class CoordinatorActor:
     async def _bootstrap(self, query_id: str, handle: Any, sources: Sequence[str]) -> int:
         link = self._queries[query_id] = _QueryLink(handle, tuple(sources))
         elements = self._core.snapshot(query_id, sources)
-        await handle.bootstrap.remote(link.epoch, link.take_delivery(), elements)
+        await handle.bootstrap.remote(link.epoch, link.take_delivery(), ElementBatch(elements))
         return len(elements)
 
     async def ping(self) -> bool:
@@ -257,7 +258,9 @@ class CoordinatorActor:
         for query_id, deltas in routed.items():
             link = self._queries.get(query_id)
             if link is not None:
-                calls.append(link.handle.deliver.remote(link.epoch, link.take_delivery(), deltas))
+                calls.append(
+                    link.handle.deliver.remote(link.epoch, link.take_delivery(), DeltaBatch(deltas))
+                )
         if calls:
             await asyncio.gather(*calls)
         if persisted is not None:

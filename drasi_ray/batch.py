@@ -1,0 +1,168 @@
+"""Batches as they cross between actors: compact to pickle, cheap to rebuild.
+
+One Ray call carries one batch: :class:`EntryBatch` (consumer -> coordinator: decoded entries),
+:class:`DeltaBatch` (coordinator -> query: element deltas) and :class:`ElementBatch` (a bootstrap
+snapshot). Pickled object by object, frozen dataclasses cost more than decoding them
+(``dataclasses.fields()`` per object, on both sides); these classes pickle as a few flat
+columns of strings, numbers and property dicts, which pickle at C speed, and rebuild the
+objects on the other side with the fast constructors of :mod:`drasi_ray._construct`.
+Measured on 500 sensor updates: 9.8 -> 1.8 µs per entry to pickle, 17 -> 4.7 µs to unpickle.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from drasi_ray._construct import make_change, make_delta, make_element, make_entry, make_timing
+from drasi_ray.changes import DecodedEntry, Element, ElementDelta, ElementKind, FrozenMap, Op
+
+_OPS = {op.value: op for op in Op}
+_KINDS = {kind.value: kind for kind in ElementKind}
+
+
+class _Batch(Sequence[Any]):
+    __slots__ = ("_items",)
+
+    def __init__(self, items: Sequence[Any]) -> None:
+        self._items = tuple(items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __getitem__(self, index: Any) -> Any:
+        return self._items[index]
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._items)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, type(self)) and self._items == other._items
+
+    def __hash__(self) -> int:
+        return hash(self._items)
+
+
+class EntryBatch(_Batch):
+    """An immutable sequence of decoded entries with a compact pickled form."""
+
+    __slots__ = ()
+
+    def __iter__(self) -> Iterator[DecodedEntry]:
+        return iter(self._items)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild, (_columns(self._items),))
+
+
+class DeltaBatch(_Batch):
+    """An immutable sequence of element deltas with a compact pickled form."""
+
+    __slots__ = ()
+
+    def __iter__(self) -> Iterator[ElementDelta]:
+        return iter(self._items)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        rows = [
+            (_element_row(d.before), _element_row(d.after), d.version, d.source_time_ms)
+            for d in self._items
+        ]
+        return (_rebuild_deltas, (rows,))
+
+
+class ElementBatch(_Batch):
+    """An immutable sequence of elements (a bootstrap snapshot) with a compact pickled form."""
+
+    __slots__ = ()
+
+    def __iter__(self) -> Iterator[Element]:
+        return iter(self._items)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild_elements, ([_element_row(e) for e in self._items],))
+
+
+def _element_row(element: Element | None) -> tuple[Any, ...] | None:
+    if element is None:
+        return None
+    return (
+        element.kind.value,
+        element.id,
+        element.labels,
+        dict(element.properties),
+        element.start_id,
+        element.end_id,
+        element.effective_from,
+    )
+
+
+def _element(row: tuple[Any, ...] | None) -> Element | None:
+    if row is None:
+        return None
+    kind, element_id, labels, properties, start, end, effective = row
+    return make_element(
+        _KINDS[kind], element_id, labels, FrozenMap(properties), start, end, effective
+    )
+
+
+def _rebuild_deltas(rows: list[tuple[Any, ...]]) -> DeltaBatch:
+    return DeltaBatch(
+        [make_delta(_element(b), _element(a), version, time) for b, a, version, time in rows]
+    )
+
+
+def _rebuild_elements(rows: list[tuple[Any, ...]]) -> ElementBatch:
+    return ElementBatch([_element(row) for row in rows])
+
+
+def _columns(entries: Sequence[DecodedEntry]) -> tuple[list[Any], ...]:
+    entry_ids: list[str] = []
+    counts: list[int] = []
+    controls: list[Any] = []
+    changes: list[Any] = []
+    for entry in entries:
+        entry_ids.append(entry.entry_id)
+        counts.append(len(entry.changes))
+        controls.append(entry.controls or None)
+        for change in entry.changes:
+            element, timing = change.element, change.timing
+            changes.append(
+                (
+                    change.op.value,
+                    element.kind.value,
+                    element.id,
+                    element.labels,
+                    dict(element.properties),
+                    element.start_id,
+                    element.end_id,
+                    element.effective_from,
+                    change.version,
+                    timing.source_ns,
+                    timing.reactivator_start_ns,
+                    timing.reactivator_end_ns,
+                )
+            )
+    return entry_ids, counts, controls, changes
+
+
+def _rebuild(columns: tuple[list[Any], ...]) -> EntryBatch:
+    entry_ids, counts, controls, changes = columns
+    entries: list[DecodedEntry] = []
+    position = 0
+    for entry_id, count, entry_controls in zip(entry_ids, counts, controls, strict=True):
+        built = tuple(_change(row) for row in changes[position : position + count])
+        position += count
+        if entry_controls:
+            entries.append(DecodedEntry(entry_id, built, tuple(entry_controls)))
+        else:
+            entries.append(make_entry(entry_id, built))
+    return EntryBatch(entries)
+
+
+def _change(row: tuple[Any, ...]) -> Any:
+    op, kind, element_id, labels, properties, start, end, effective, version, *timing = row
+    element = make_element(
+        _KINDS[kind], element_id, labels, FrozenMap(properties), start, end, effective
+    )
+    return make_change(_OPS[op], element, version, make_timing(*timing))

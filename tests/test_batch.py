@@ -1,0 +1,61 @@
+"""Batches crossing actor boundaries pickle compactly and rebuild identical objects."""
+
+from __future__ import annotations
+
+import pickle
+
+import ray.cloudpickle
+
+from drasi_ray.batch import DeltaBatch, ElementBatch, EntryBatch
+from drasi_ray.changes import (
+    DecodedEntry,
+    ElementDelta,
+    Op,
+    SubscriptionControl,
+    node,
+    relation,
+)
+from drasi_ray.decode import change_event, decode_entry, encode_cloud_event
+
+
+def _entries() -> list[DecodedEntry]:
+    events = [
+        change_event(Op.INSERT, node("n1", ["A", "B"], {"x": 1, "l": [1, {"k": None}]}), 5),
+        change_event(Op.DELETE, relation("r1", ["R"], "n1", "n2", {"w": 2.5}), 7_000_000),
+    ]
+    decoded = [decode_entry("10-0", {b"data": encode_cloud_event(events)})]
+    control = SubscriptionControl(Op.INSERT, "q", "default", ("A",), (), (11, 0, 0))
+    decoded.append(DecodedEntry("11-0", (), (control,)))
+    decoded.append(DecodedEntry("12-0"))
+    return decoded
+
+
+def test_entry_batch_round_trips_through_both_picklers() -> None:
+    batch = EntryBatch(_entries())
+    for dumps in (pickle.dumps, ray.cloudpickle.dumps):
+        back = pickle.loads(dumps(batch))
+        assert isinstance(back, EntryBatch)
+        assert list(back) == list(batch)
+        assert back[0].changes[0].element.properties["l"] == [1, {"k": None}]
+
+
+def test_delta_and_element_batches_round_trip() -> None:
+    first, second = _entries()[0].changes
+    deltas = [
+        ElementDelta(None, first.element, (10, 0, 0), 0),
+        ElementDelta(first.element, None, (10, 0, 1), 7),
+        ElementDelta(second.element, second.element, (10, 0, 2), 7),
+    ]
+    assert list(pickle.loads(pickle.dumps(DeltaBatch(deltas)))) == deltas
+    elements = [first.element, second.element]
+    assert list(pickle.loads(pickle.dumps(ElementBatch(elements)))) == elements
+
+
+def test_rebuilt_properties_stay_immutable() -> None:
+    back = pickle.loads(pickle.dumps(EntryBatch(_entries())))
+    properties = back[0].changes[0].element.properties
+    try:
+        properties["x"] = 2
+    except TypeError:
+        return
+    raise AssertionError("properties of a rebuilt element must refuse mutation")
