@@ -55,6 +55,31 @@ class SubscriberBuffer:
             self._items.append(item)
             self._changed.notify_all()
 
+    async def put_many(self, items: list[Delivered]) -> None:
+        """Append ``items`` in order, as :meth:`put` would one by one, with one lock round
+        per chunk that fits instead of one per item."""
+        position = 0
+        async with self._changed:
+            while position < len(items):
+                if self.mode is DispatchMode.CHANNEL:
+                    await self._changed.wait_for(
+                        lambda: len(self._items) < self.capacity or self.closed
+                    )
+                    if self.closed:
+                        return
+                    room = self.capacity - len(self._items)
+                else:
+                    room = len(items) - position
+                chunk = items[position : position + room]
+                position += len(chunk)
+                self._items.extend(chunk)
+                overflow = len(self._items) - self.capacity
+                if overflow > 0:  # broadcast: keep the newest, count what was dropped
+                    for _ in range(overflow):
+                        self._items.popleft()
+                    self.dropped += overflow
+                self._changed.notify_all()
+
     async def take(self, max_items: int | None, timeout_s: float) -> list[Delivered]:
         """Remove and return up to ``max_items`` results, waiting up to ``timeout_s`` for one."""
         async with self._changed:

@@ -52,10 +52,17 @@ class QueryRunner:
 
     async def publish(self, item: Delivered) -> None:
         """Hand ``item`` to the observers (reactions, metrics: never block), then subscribers."""
+        await self.publish_many([item])
+
+    async def publish_many(self, items: list[Delivered]) -> None:
+        """:meth:`publish` each item, in order, with one buffer operation per subscriber."""
+        if not items:
+            return
         for observe in self.observers:
-            observe(item)
+            for item in items:
+                observe(item)
         for buffer in list(self.subscribers.values()):
-            await buffer.put(item)
+            await buffer.put_many(items)
 
     async def signal(self, signal: ControlSignal) -> None:
         await self.publish(ControlResult(self.config.id, self.sequence, now_ms(), signal))
@@ -76,19 +83,26 @@ class QueryRunner:
         await self.signal(ControlSignal.BOOTSTRAP_COMPLETED)
         await self.signal(ControlSignal.RUNNING)
 
-    async def _emit(self, diffs: list[dict[str, Any]], source_time_ms: int) -> None:
-        if not diffs:
-            return
+    def _result(self, diffs: list[dict[str, Any]], source_time_ms: int, at_ms: int) -> QueryResult:
         self.sequence += 1
         self.diffs_emitted += len(diffs)
-        result = QueryResult(self.config.id, self.sequence, now_ms(), source_time_ms, tuple(diffs))
-        await self.publish(result)
+        return QueryResult(self.config.id, self.sequence, at_ms, source_time_ms, tuple(diffs))
+
+    async def _emit(self, diffs: list[dict[str, Any]], source_time_ms: int) -> None:
+        if diffs:
+            await self.publish(self._result(diffs, source_time_ms, now_ms()))
 
     async def apply(self, deltas: Sequence[ElementDelta]) -> int:
-        """Apply deltas in order; one QueryResult per delta that changed the result set."""
+        """Apply deltas in order; one QueryResult per delta that changed the result set,
+        handed to observers and subscribers together once the batch is evaluated."""
         before = self.diffs_emitted
-        for delta, diffs in zip(deltas, self.engine.apply_batch(deltas), strict=True):
-            await self._emit(diffs, delta.source_time_ms)
+        at_ms = now_ms()
+        results: list[Delivered] = [
+            self._result(diffs, delta.source_time_ms, at_ms)
+            for delta, diffs in zip(deltas, self.engine.apply_batch(deltas), strict=True)
+            if diffs
+        ]
+        await self.publish_many(results)
         for message in self.engine.take_evaluation_errors():
             logger.warning("query %s: row refused: %s", self.config.id, message)
         return self.diffs_emitted - before
