@@ -54,6 +54,10 @@ class Count:
 
 
 def _number(function: str, value: Any) -> int | float:
+    kind = type(value)
+    if kind is float or kind is int:
+        number: int | float = value
+        return number
     if not is_number(value):
         raise QueryEvaluationError(f"{function}() expects numbers, got {type_name(value)}")
     result: int | float = value
@@ -139,6 +143,9 @@ class Avg:
 
 def _order_key(value: Any) -> tuple[int, Any]:
     """A total order for min/max: numbers by value, then strings, then booleans."""
+    kind = type(value)
+    if kind is float or kind is int:
+        return (0, value)
     if is_number(value):
         return (0, value)
     if isinstance(value, str):
@@ -152,30 +159,47 @@ def _order_key(value: Any) -> tuple[int, Any]:
     return (3, value)
 
 
+def _key(value: Any) -> Any:
+    """:func:`hashable_key`, with strings, integers and non-NaN floats (their own keys)
+    inline."""
+    kind = type(value)
+    if kind is str or kind is int or (kind is float and value == value):
+        return value
+    return hashable_key(value)
+
+
 class _Extreme:
     """min or max over a multiset: value counts plus a heap with lazy deletion.
 
     Each distinct value has at most one heap entry; entries of values whose count dropped to
     zero are discarded when they surface, and the heap is rebuilt when stale entries
     outnumber live ones, so memory stays proportional to the live distinct values.
+
+    A heap entry is ``(rank, value, serial, key)``: ``rank`` and ``value`` order it (for max,
+    the rank is negated and a number's value too, so the heap stays a min-heap of plain tuples
+    compared in C); ``serial`` is unique, so ties never compare the keys.
     """
 
-    __slots__ = ("_counts", "_heap", "_maximum", "_values")
+    __slots__ = ("_counts", "_heap", "_maximum", "_serial", "_values")
 
     def __init__(self, maximum: bool) -> None:
         self._maximum = maximum
         self._counts: dict[Any, int] = {}
         self._values: dict[Any, Any] = {}
-        self._heap: list[tuple[Any, Any]] = []
+        self._heap: list[tuple[Any, Any, int, Any]] = []
+        self._serial = 0
 
-    def _entry(self, key: Any) -> tuple[Any, Any]:
-        order = _order_key(self._values[key])
-        return (_Reversed(order) if self._maximum else order, _Tiebreak(key))
+    def _entry(self, key: Any) -> tuple[Any, Any, int, Any]:
+        rank, value = _order_key(self._values[key])
+        self._serial += 1
+        if not self._maximum:
+            return (rank, value, self._serial, key)
+        return (-rank, -value if rank == 0 else _Reversed(value), self._serial, key)
 
     def add(self, token: Hashable, value: Any) -> None:
         if value is None:
             return
-        key = hashable_key(value)
+        key = _key(value)
         count = self._counts.get(key, 0)
         self._counts[key] = count + 1
         if count == 0:
@@ -188,7 +212,7 @@ class _Extreme:
     def remove(self, token: Hashable, value: Any) -> None:
         if value is None:
             return
-        key = hashable_key(value)
+        key = _key(value)
         count = self._counts[key] - 1
         if count:
             self._counts[key] = count
@@ -198,24 +222,12 @@ class _Extreme:
 
     def result(self) -> Any:
         heap = self._heap
-        while heap and heap[0][1].key not in self._counts:
+        while heap and heap[0][3] not in self._counts:
             heapq.heappop(heap)
         if not heap:
             return None
-        value = self._values[heap[0][1].key]
+        value = self._values[heap[0][3]]
         return float(value) if is_number(value) else value
-
-
-class _Tiebreak:
-    """Heap entry payload that never takes part in ordering (equal keys are ties)."""
-
-    __slots__ = ("key",)
-
-    def __init__(self, key: Any) -> None:
-        self.key = key
-
-    def __lt__(self, other: _Tiebreak) -> bool:
-        return False
 
 
 class _Reversed:

@@ -35,6 +35,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from drasi_ray._construct import make_delta
 from drasi_ray.changes import ZERO_VERSION, Element, ElementDelta
 from drasi_ray.errors import UnsupportedQueryError
 from drasi_ray.query import ast
@@ -42,9 +43,12 @@ from drasi_ray.query.expressions import contains_aggregate
 from drasi_ray.query.indexes import GraphIndex, LabelFilter
 from drasi_ray.query.parser import parse_query
 from drasi_ray.query.parts import AggregatingPart, Diff, EvaluationErrors, ProjectingPart
-from drasi_ray.query.solutions import MatchSolutions
+from drasi_ray.query.solutions import MatchSolutions, RowChange
 
 Part = ProjectingPart | AggregatingPart
+
+BOOTSTRAP_BATCH = 10_000
+"""Rows handed to the query parts at a time while bootstrapping (bounds the extra memory)."""
 
 
 class ContinuousQuery:
@@ -78,31 +82,64 @@ class ContinuousQuery:
             where = part.projection.where
         self.column_names: tuple[str, ...] = tuple(i.name for i in self.query.returns.items)
         self.is_aggregating: bool = isinstance(self._parts[-1], AggregatingPart)
+        self._intermediate = tuple(self._parts[:-1])
+        self._last = self._parts[-1]
 
     def apply(self, delta: ElementDelta) -> list[Diff]:
         """The diffs one applied change causes (empty if the query does not see it)."""
-        element = delta.element
+        after = delta.after
         index = self._index
-        was_indexed = index.element(element.id) is not None
-        after = delta.after if delta.after is not None and index.wants(delta.after) else None
-        if not was_indexed and after is None:
+        if after is None:
+            before = delta.before
+            assert before is not None, "a delta has a before or an after"
+            element_id = before.id
+        else:
+            element_id = after.id
+            if not index.wants(after):
+                after = None
+        current = index.element(element_id)
+        if current is None and after is None:
             return []
-        index.apply(index.element(element.id), after)
-        changes = self._solutions.changes(index, element.id, after)
-        for part in self._parts[:-1]:
+        same_shape = index.replace(current, after)
+        changes = self._solutions.changes(index, element_id, after, same_shape)
+        for part in self._intermediate:
             if not changes:
                 return []
             changes = part.process(changes)
-        return self._parts[-1].diffs(changes) if changes else []
+        return self._last.diffs(changes) if changes else []
 
     def apply_batch(self, deltas: Sequence[ElementDelta]) -> list[list[Diff]]:
         """:meth:`apply` each delta in order; one diff list per delta."""
         return [self.apply(delta) for delta in deltas]
 
     def bootstrap(self, elements: Iterable[Element]) -> None:
-        """Load an existing graph without emitting diffs (any element order works)."""
+        """Load an existing graph without emitting diffs (any element order works).
+
+        A query that holds nothing yet and has no OPTIONAL MATCH takes the bulk path: every
+        element goes into the index first, then each MATCH row is solved once and the rows
+        run through the parts in batches (:meth:`MatchSolutions.bulk_load`). Otherwise each
+        element is applied as a change. Both give the same result rows.
+        """
+        index = self._index
+        if len(index) or self._solutions.optionals:
+            for element in elements:
+                self.apply(make_delta(index.element(element.id), element, ZERO_VERSION, 0))
+            return
+        wants = index.wants
         for element in elements:
-            self.apply(ElementDelta(self._index.element(element.id), element, ZERO_VERSION, 0))
+            if wants(element):
+                index.replace(index.element(element.id), element)
+        for changes in self._solutions.bulk_load(index, BOOTSTRAP_BATCH):
+            self._feed(changes)
+
+    def _feed(self, changes: list[RowChange]) -> None:
+        """Run row changes through every part, dropping the diffs (bootstrap is silent)."""
+        for part in self._intermediate:
+            if not changes:
+                return
+            changes = part.process(changes)
+        if changes:
+            self._last.diffs(changes)
 
     def take_evaluation_errors(self) -> list[str]:
         """Messages of the rows refused since the last call because evaluating them raised a

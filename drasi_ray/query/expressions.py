@@ -283,9 +283,14 @@ class _Compiler:
             return _or(left, right)
         general = _BINARY_FUNCTIONS[expr.op]
         fast = _NUMERIC_FAST_PATHS.get(expr.op)
-        if fast is not None:
-            return _numeric_binary(left, right, fast, general)
-        return lambda row: general(left(row), right(row))
+        if fast is None and expr.op is ast.BinaryOp.DIV:
+            fast = _divide_numbers
+        if fast is None:
+            return lambda row: general(left(row), right(row))
+        constant = _plain_number(expr.right)
+        if constant is not None:
+            return _numeric_binary_constant(left, constant, fast, general)
+        return _numeric_binary(left, right, fast, general)
 
     def _is_null(self, expr: ast.IsNull) -> Evaluator:
         operand = self.compile(expr.operand)
@@ -381,6 +386,40 @@ def _variable_property(name: str, key: str) -> Evaluator:
         return property_of(value, key)
 
     return access
+
+
+def _plain_number(expr: ast.Expr) -> int | float | None:
+    """The value of a numeric literal (never a bool), else None."""
+    if isinstance(expr, ast.Literal) and type(expr.value) in (int, float):
+        value: int | float = expr.value
+        return value
+    return None
+
+
+def _divide_numbers(left: int | float, right: int | float) -> Any:
+    """``/`` of two plain numbers: Float, and a zero divisor drops the row (as
+    :func:`values.divide`, without its type dispatch)."""
+    if right == 0:
+        raise values.RowDropped("division by zero")
+    return float(left) / float(right)
+
+
+def _numeric_binary_constant(
+    left: Evaluator,
+    constant: int | float,
+    fast: Callable[[Any, Any], Any],
+    general: Callable[[Any, Any], Any],
+) -> Evaluator:
+    """``expr <op> literal``: the literal needs no evaluation (``r.temperature - 72``)."""
+    numbers = (int, float)
+
+    def binary(row: Row) -> Any:
+        first = left(row)
+        if type(first) in numbers:
+            return fast(first, constant)
+        return general(first, constant)
+
+    return binary
 
 
 def _numeric_binary(

@@ -17,9 +17,10 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable
 
-from drasi_ray.changes import Element
+from drasi_ray.changes import Element, ElementKind
 
 _EMPTY: frozenset[str] = frozenset()
+_NODE = ElementKind.NODE
 
 
 class LabelFilter:
@@ -59,7 +60,7 @@ class GraphIndex:
 
     def wants(self, element: Element) -> bool:
         """True if ``element`` belongs in this index (its kind and labels are needed)."""
-        if element.is_node:
+        if element.kind is _NODE:
             return self._node_filter.wants(element)
         return self._relation_filter.wants(element)
 
@@ -68,7 +69,7 @@ class GraphIndex:
 
     def node(self, element_id: str) -> Element | None:
         found = self._elements.get(element_id)
-        return found if found is not None and found.is_node else None
+        return found if found is not None and found.kind is _NODE else None
 
     def outgoing(self, node_id: str) -> Collection[str]:
         """Ids of the indexed relations whose ``start_id`` is ``node_id``."""
@@ -94,14 +95,37 @@ class GraphIndex:
 
     def apply(self, before: Element | None, after: Element | None) -> None:
         """Replace ``before`` (if indexed) by ``after`` (if wanted)."""
-        if before is not None and before.id in self._elements:
-            self._remove(self._elements[before.id])
-        if after is not None and self.wants(after):
+        self.replace(
+            None if before is None else self._elements.get(before.id),
+            after if after is not None and self.wants(after) else None,
+        )
+
+    def replace(self, current: Element | None, after: Element | None) -> bool:
+        """Replace the indexed ``current`` (None: nothing indexed under that id) by ``after``,
+        which the caller has checked is wanted (None: drop it).
+
+        Returns True when the element kept its kind, labels and endpoints (only properties
+        changed): it is then swapped in place, one dict store, and every adjacency and label
+        answer stays as it was."""
+        if current is not None:
+            if (
+                after is not None
+                and after.labels == current.labels
+                and after.kind is current.kind
+                and after.start_id == current.start_id
+                and after.end_id == current.end_id
+                and after.id == current.id
+            ):
+                self._elements[after.id] = after
+                return True
+            self._remove(current)
+        if after is not None:
             self._add(after)
+        return False
 
     def _add(self, element: Element) -> None:
         self._elements[element.id] = element
-        if element.is_node:
+        if element.kind is _NODE:
             self._nodes[element.id] = None
             for label in element.labels:
                 self._nodes_by_label.setdefault(label, {})[element.id] = None
@@ -112,7 +136,7 @@ class GraphIndex:
 
     def _remove(self, element: Element) -> None:
         del self._elements[element.id]
-        if element.is_node:
+        if element.kind is _NODE:
             self._nodes.pop(element.id, None)
             for label in element.labels:
                 _discard(self._nodes_by_label, label, element.id)

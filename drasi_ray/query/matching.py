@@ -18,11 +18,11 @@ relationship uniqueness); a solution is identified by the tuple of its element i
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
-from drasi_ray.changes import Element
+from drasi_ray.changes import Element, ElementKind
 from drasi_ray.errors import QueryEvaluationError, UnsupportedQueryError
 from drasi_ray.query import ast
 from drasi_ray.query.expressions import compile_predicate, referenced_variables
@@ -35,6 +35,10 @@ optional variable left null); for group rows, the group's key."""
 
 Row: TypeAlias = Mapping[str, Any]
 Predicate: TypeAlias = Callable[[Row], bool]
+Solution: TypeAlias = tuple[Key, Row]
+"""``(key, row)``: the element ids in variable order, and a fresh dict name -> element."""
+
+_NODE = ElementKind.NODE
 
 ANONYMOUS_PREFIX = " anon"
 """Prefix of the private names of anonymous pattern variables (not valid Cypher names)."""
@@ -96,9 +100,14 @@ class Variable:
 
     def accepts(self, element: Element) -> bool:
         """Kind and labels match (predicates are checked separately)."""
-        if element.is_node is not self.is_node:
+        if (element.kind is _NODE) is not self.is_node:
             return False
-        return all(not labels.isdisjoint(element.labels) for labels in self.label_sets)
+        labels = element.labels
+        # A loop, not all(<generator>): this runs several times per change.
+        for required in self.label_sets:  # noqa: SIM110
+            if required.isdisjoint(labels):
+                return False
+        return True
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,7 +117,8 @@ class Step:
     ``kind`` is ``"expand"`` (walk from the bound node ``source`` along ``edge``), ``"ends"``
     (the edge's relation is bound: bind or check its two nodes) or ``"scan"`` (enumerate the
     candidates of node variable ``target``). ``checks`` are the predicates that become
-    decidable right after this step.
+    decidable right after this step. ``walks`` (expand only) says which adjacency lists to
+    follow (True = outgoing), decided once when the plan is made.
     """
 
     kind: str
@@ -116,6 +126,7 @@ class Step:
     source: int
     target: int
     checks: tuple[GuardedPredicate, ...]
+    walks: tuple[bool, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -253,6 +264,8 @@ class Pattern:
         self.late_checks = tuple(late_checks)
         self._peers = peers
         self._plans: dict[frozenset[int], Plan] = {}
+        self._anchor_plans: list[Plan | None] = [None] * len(self.variables)
+        self._anchors: dict[tuple[ElementKind, tuple[str, ...]], list[int]] = {}
 
     def __len__(self) -> int:
         return len(self.variables)
@@ -270,8 +283,15 @@ class Pattern:
         return frozenset(needed)
 
     def anchors(self, element: Element) -> list[int]:
-        """The variables ``element`` could bind (kind and labels fit)."""
-        return [i for i, variable in enumerate(self.variables) if variable.accepts(element)]
+        """The variables ``element`` could bind (kind and labels fit); cached per kind and
+        label tuple, since every element of one kind and labels gives the same answer.
+        Callers must not mutate the list."""
+        shape = (element.kind, element.labels)
+        found = self._anchors.get(shape)
+        if found is None:
+            found = [i for i, variable in enumerate(self.variables) if variable.accepts(element)]
+            self._anchors[shape] = found
+        return found
 
     def plan(self, bound: frozenset[int]) -> Plan:
         """The (cached) binding plan that extends a binding of ``bound`` to full solutions."""
@@ -281,27 +301,49 @@ class Pattern:
             self._plans[bound] = plan
         return plan
 
-    def solve(self, index: GraphIndex, initial: Mapping[int, Element]) -> Iterator[tuple[Key, Row]]:
-        """Every solution extending ``initial`` (variable position -> element).
-
-        Yields ``(key, row)``: the element ids in variable order, and a fresh dict from
-        variable name to element. Initial elements must already satisfy ``accepts``.
-        """
+    def solve(self, index: GraphIndex, initial: Mapping[int, Element]) -> list[Solution]:
+        """Every solution extending ``initial`` (variable position -> element), as
+        :data:`Solution` pairs. Initial elements that do not satisfy ``accepts`` (or bind one
+        relation twice) give no solution."""
         plan = self.plan(frozenset(initial))
         ids: list[str | None] = [None] * len(self.variables)
         row: dict[str, Any] = {}
         for position, element in initial.items():
             if not self._bind_ok(position, element, ids):
-                return
+                return []
             ids[position] = element.id
             row[self.names[position]] = element
-        if not _passes(plan.initial_checks, row):
-            return
-        yield from _Search(self, index, plan.steps, ids, row).run(0)
+        return self._complete(index, plan, ids, row)
+
+    def solve_from(self, index: GraphIndex, position: int, element: Element) -> list[Solution]:
+        """Every solution binding ``element`` at ``position``, which must be one of
+        ``anchors(element)``: the per-change path of :meth:`solve`, with its plan cached per
+        position."""
+        plan = self._anchor_plans[position]
+        if plan is None:
+            plan = self._anchor_plans[position] = self.plan(frozenset((position,)))
+        ids: list[str | None] = [None] * len(self.variables)
+        ids[position] = element.id
+        return self._complete(index, plan, ids, {self.names[position]: element})
+
+    def _complete(
+        self, index: GraphIndex, plan: Plan, ids: list[str | None], row: dict[str, Any]
+    ) -> list[Solution]:
+        for guarded in plan.initial_checks:
+            if not guarded.check(row):
+                return []
+        if not plan.steps:
+            return [(tuple(ids), row)]
+        found: list[Solution] = []
+        _Search(self, index, plan.steps, ids, row, found).run(0)
+        return found
 
     def relation_unique(self, position: int, element_id: str, ids: list[str | None]) -> bool:
         """False if another relation variable of the same clause already binds this id."""
-        return all(ids[peer] != element_id for peer in self._peers[position])
+        for peer in self._peers[position]:  # noqa: SIM110 - a loop is cheaper per change
+            if ids[peer] == element_id:
+                return False
+        return True
 
     def _bind_ok(self, position: int, element: Element, ids: list[str | None]) -> bool:
         if not self.variables[position].accepts(element):
@@ -309,10 +351,6 @@ class Pattern:
         if self.variables[position].is_node:
             return True
         return self.relation_unique(position, element.id, ids)
-
-
-def _passes(checks: tuple[GuardedPredicate, ...], row: Row) -> bool:
-    return all(guarded.check(row) for guarded in checks)
 
 
 def _make_plan(pattern: Pattern, bound_in: frozenset[int]) -> Plan:
@@ -333,7 +371,8 @@ def _make_plan(pattern: Pattern, bound_in: frozenset[int]) -> Plan:
     for kind, edge, source, target, newly in raw:
         seen |= newly
         checks = _newly_decidable(pattern, frozenset(seen), scheduled)
-        steps.append(Step(kind, edge, source, target, checks))
+        walks = () if edge is None else _walks(edge.direction, source == edge.left)
+        steps.append(Step(kind, edge, source, target, checks, walks))
     return Plan(initial, tuple(steps))
 
 
@@ -374,9 +413,13 @@ def _newly_decidable(
 
 
 class _Search:
-    """Depth-first execution of a plan over one mutable binding (ids + row)."""
+    """Depth-first execution of a plan over one mutable binding (ids + row).
 
-    __slots__ = ("_ids", "_index", "_pattern", "_row", "_steps")
+    Complete solutions are appended to ``found`` (plain recursion, no generators: this is
+    the per-change hot path). Every binding a step makes is undone before the next candidate.
+    """
+
+    __slots__ = ("_found", "_ids", "_index", "_names", "_pattern", "_row", "_steps", "_variables")
 
     def __init__(
         self,
@@ -385,36 +428,40 @@ class _Search:
         steps: tuple[Step, ...],
         ids: list[str | None],
         row: dict[str, Any],
+        found: list[Solution],
     ) -> None:
         self._pattern = pattern
+        self._variables = pattern.variables
+        self._names = pattern.names
         self._index = index
         self._steps = steps
         self._ids = ids
         self._row = row
+        self._found = found
 
-    def run(self, depth: int) -> Iterator[tuple[Key, Row]]:
+    def run(self, depth: int) -> None:
         if depth == len(self._steps):
-            yield tuple(self._ids), dict(self._row)
+            self._found.append((tuple(self._ids), dict(self._row)))
             return
         step = self._steps[depth]
-        for undo in self._candidates(step):
-            if _passes(step.checks, self._row):
-                yield from self.run(depth + 1)
-            self._unbind(undo)
-
-    def _candidates(self, step: Step) -> Iterator[list[int]]:
-        """Bind each alternative of ``step`` in turn, yielding the positions it bound."""
-        if step.kind == "scan":
-            yield from self._scan(step.target)
+        if step.kind == "expand":
+            self._expand(step, depth)
         elif step.kind == "ends":
-            assert step.edge is not None
-            yield from self._ends(step.edge)
+            self._ends(step, depth)
         else:
-            assert step.edge is not None
-            yield from self._expand(step.edge, step.source, step.target)
+            self._scan(step, depth)
 
-    def _scan(self, target: int) -> Iterator[list[int]]:
-        variable = self._pattern.variables[target]
+    def _descend(self, step: Step, depth: int) -> None:
+        """Check the predicates ``step`` made decidable, then bind the next step."""
+        row = self._row
+        for guarded in step.checks:
+            if not guarded.check(row):
+                return
+        self.run(depth + 1)
+
+    def _scan(self, step: Step, depth: int) -> None:
+        target = step.target
+        variable = self._variables[target]
         if variable.label_sets:
             smallest = min(variable.label_sets, key=len)
             candidates: set[str] = set()
@@ -426,47 +473,47 @@ class _Search:
         for node_id in ids:
             undo: list[int] = []
             if self._bind_node(target, node_id, undo):
-                yield undo
-            else:
-                self._unbind(undo)
+                self._descend(step, depth)
+            self._unbind(undo)
 
-    def _ends(self, edge: Edge) -> Iterator[list[int]]:
-        relation = self._row[self._pattern.names[edge.relation]]
+    def _ends(self, step: Step, depth: int) -> None:
+        edge = step.edge
+        assert edge is not None
+        relation = self._row[self._names[edge.relation]]
         for left, right in _orientations(relation, edge.direction):
             undo: list[int] = []
             if self._bind_node(edge.left, left, undo) and self._bind_node(edge.right, right, undo):
-                yield undo
-            else:
-                self._unbind(undo)
+                self._descend(step, depth)
+            self._unbind(undo)
 
-    def _expand(self, edge: Edge, source: int, target: int) -> Iterator[list[int]]:
-        node_id = self._ids[source]
+    def _expand(self, step: Step, depth: int) -> None:
+        edge = step.edge
+        assert edge is not None
+        index = self._index
+        node_id = self._ids[step.source]
         assert node_id is not None
-        for use_outgoing in _walks(edge.direction, source == edge.left):
-            relations = (
-                self._index.outgoing(node_id) if use_outgoing else self._index.incoming(node_id)
-            )
+        for use_outgoing in step.walks:
+            relations = index.outgoing(node_id) if use_outgoing else index.incoming(node_id)
             for relation_id in relations:
-                relation = self._index.element(relation_id)
+                relation = index.element(relation_id)
                 assert relation is not None and relation.start_id and relation.end_id
                 other = relation.end_id if use_outgoing else relation.start_id
                 undo: list[int] = []
                 if self._bind_relation(edge.relation, relation, undo) and self._bind_node(
-                    target, other, undo
+                    step.target, other, undo
                 ):
-                    yield undo
-                else:
-                    self._unbind(undo)
+                    self._descend(step, depth)
+                self._unbind(undo)
 
     def _bind_node(self, position: int, node_id: str, undo: list[int]) -> bool:
         current = self._ids[position]
         if current is not None:
             return current == node_id
         element = self._index.node(node_id)
-        if element is None or not self._pattern.variables[position].accepts(element):
+        if element is None or not self._variables[position].accepts(element):
             return False
         self._ids[position] = node_id
-        self._row[self._pattern.names[position]] = element
+        self._row[self._names[position]] = element
         undo.append(position)
         return True
 
@@ -474,20 +521,19 @@ class _Search:
         current = self._ids[position]
         if current is not None:
             return current == relation.id
-        pattern = self._pattern
-        if not pattern.variables[position].accepts(relation):
+        if not self._variables[position].accepts(relation):
             return False
-        if not pattern.relation_unique(position, relation.id, self._ids):
+        if not self._pattern.relation_unique(position, relation.id, self._ids):
             return False
         self._ids[position] = relation.id
-        self._row[pattern.names[position]] = relation
+        self._row[self._names[position]] = relation
         undo.append(position)
         return True
 
     def _unbind(self, positions: list[int]) -> None:
         for position in positions:
             self._ids[position] = None
-            del self._row[self._pattern.names[position]]
+            del self._row[self._names[position]]
 
 
 def _orientations(relation: Element, direction: ast.Direction) -> list[tuple[str, str]]:

@@ -24,6 +24,7 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
+from drasi_ray.changes import Element
 from drasi_ray.errors import QueryEvaluationError
 from drasi_ray.query import ast
 from drasi_ray.query.aggregates import Accumulator, accumulator_factory, check_argument
@@ -48,6 +49,9 @@ class _Marker:
     def __repr__(self) -> str:
         return self.name
 
+
+_PLAIN = frozenset((type(None), bool, int, float, str))
+"""Types :func:`to_output` returns unchanged."""
 
 FILTERED: Any = _Marker("FILTERED")
 """State of a row that exists upstream but does not pass the part's WHERE."""
@@ -81,8 +85,25 @@ def hashable_key_or_none(value: Any) -> Any:
         return id(value)
 
 
+_SCALARS = (str, float, int)
+
+
 def same_row(left: Mapping[str, Any], right: Mapping[str, Any]) -> bool:
-    return left.keys() == right.keys() and all(same_value(left[k], right[k]) for k in left)
+    """:func:`same_value` on every column (and the same columns). Strings and numbers of one
+    type, the usual columns, are compared inline."""
+    if left.keys() != right.keys():
+        return False
+    for name, first in left.items():
+        second = right[name]
+        if first is second:
+            continue
+        kind = type(first)
+        if kind is type(second) and kind in _SCALARS:
+            if first != second:
+                return False
+        elif not same_value(first, second):
+            return False
+    return True
 
 
 class EvaluationErrors:
@@ -148,7 +169,9 @@ class ProjectingPart:
         try:
             projected = {name: evaluate(row) for name, evaluate in self._items}
             if self._last:
-                return {name: to_output(value) for name, value in projected.items()}
+                for name, value in projected.items():
+                    if type(value) not in _PLAIN:  # plain values are their own output form
+                        projected[name] = to_output(value)
         except RowDropped:
             return FILTERED
         except QueryEvaluationError as error:
@@ -218,6 +241,7 @@ class _AggregateCall:
     variable: str
     argument: Evaluator | None
     factory: Callable[[], Accumulator]
+    expression: ast.FunctionCall
 
 
 @dataclass(frozen=True, slots=True)
@@ -303,8 +327,12 @@ class AggregatingPart:
             else:
                 self._keys.append((item.name, compile_expression(item.expression, parameters)))
         self._calls = [_compile_call(v, call, parameters) for v, call in rewriter.calls]
-        self._order = [item.name for item in projection.items]
         self._key_names = [name for name, _ in self._keys]
+        self._key_evaluators = tuple(evaluate for _, evaluate in self._keys)
+        self._arguments = tuple(call.argument or _count_all for call in self._calls)
+        self._checks = tuple(_argument_check(call.name) for call in self._calls)
+        self._recipe = _output_recipe(projection, self._key_names, self._outputs, self._calls)
+        self._needs_scope = any(kind == _EXPRESSION for _, kind, _ in self._recipe)
         self._state: dict[Key, Any] = {}
         self._groups: dict[Hashable, _Group] = {}
 
@@ -316,13 +344,11 @@ class AggregatingPart:
         if self._filter is not None and not self._filter(row):
             return FILTERED
         try:
-            values = tuple(evaluate(row) for _, evaluate in self._keys)
-            arguments = tuple(
-                1 if call.argument is None else call.argument(row) for call in self._calls
-            )
-            for call, value in zip(self._calls, arguments, strict=True):
-                check_argument(call.name, value)
-            group = tuple(hashable_key(value) for value in values)
+            values = tuple([evaluate(row) for evaluate in self._key_evaluators])
+            arguments = tuple([argument(row) for argument in self._arguments])
+            for check, value in zip(self._checks, arguments, strict=True):
+                check(value)
+            group = tuple([_group_key(value) for value in values])
         except RowDropped:
             return FILTERED
         except QueryEvaluationError as error:
@@ -331,22 +357,36 @@ class AggregatingPart:
         return _Contribution(group, values, arguments, row)
 
     def _output(self, group: _Group) -> dict[str, Any]:
-        scope = dict(group.row)
-        for call, accumulator in zip(self._calls, group.accumulators, strict=True):
-            scope[call.variable] = accumulator.result()
-        values = dict(zip(self._key_names, group.values, strict=True))
-        for name, evaluate in self._outputs:
-            try:
-                values[name] = evaluate(scope)
-            except RowDropped:
-                values[name] = None
-            except QueryEvaluationError as error:
-                self._errors.record(error)
-                values[name] = None
-        ordered = {name: values[name] for name in self._order}
+        """The group's row, in item order: grouping values, aggregate results, and items
+        computed from them (evaluated over the group's last row plus the results)."""
+        results = [accumulator.result() for accumulator in group.accumulators]
+        scope: dict[str, Any] = {}
+        if self._needs_scope:
+            scope = dict(group.row)
+            for call, result in zip(self._calls, results, strict=True):
+                scope[call.variable] = result
+        ordered: dict[str, Any] = {}
+        for name, kind, source in self._recipe:
+            if kind == _GROUPING:
+                ordered[name] = group.values[source]
+            elif kind == _AGGREGATE:
+                ordered[name] = results[source]
+            else:
+                ordered[name] = self._computed(source, scope)
         if self._last:
-            return {name: _output_value(value, self._errors) for name, value in ordered.items()}
+            for name, value in ordered.items():
+                if type(value) not in _PLAIN:
+                    ordered[name] = _output_value(value, self._errors)
         return ordered
+
+    def _computed(self, evaluate: Evaluator, scope: Row) -> Any:
+        try:
+            return evaluate(scope)
+        except RowDropped:
+            return None
+        except QueryEvaluationError as error:
+            self._errors.record(error)
+            return None
 
     # ------------------------------------------------------------------ group updates
 
@@ -425,9 +465,79 @@ class AggregatingPart:
         return [dict(group.output) for group in self._groups.values()]
 
 
+_GROUPING, _AGGREGATE, _EXPRESSION = 0, 1, 2
+"""How :meth:`AggregatingPart._output` fills an item: a grouping value (by position), an
+aggregate result as is (by call number), or an expression over the row and the results."""
+
+
+def _output_recipe(
+    projection: ast.Projection,
+    key_names: list[str],
+    outputs: list[tuple[str, Evaluator]],
+    calls: list[_AggregateCall],
+) -> list[tuple[str, int, Any]]:
+    """``(name, kind, source)`` per item in item order (see the kinds above). An item that is
+    a bare aggregate call (``count(s) AS n``) reads its accumulator's result directly."""
+    evaluators = dict(outputs)
+    recipe: list[tuple[str, int, Any]] = []
+    for item in projection.items:
+        name = item.name
+        if name in evaluators:
+            expression = item.expression
+            if isinstance(expression, ast.FunctionCall) and expression.name in (
+                ast.AGGREGATE_FUNCTIONS
+            ):
+                number = _call_number(expression, calls)
+                if number is not None:
+                    recipe.append((name, _AGGREGATE, number))
+                    continue
+            recipe.append((name, _EXPRESSION, evaluators[name]))
+        else:
+            recipe.append((name, _GROUPING, key_names.index(name)))
+    return recipe
+
+
+def _call_number(expression: ast.FunctionCall, calls: list[_AggregateCall]) -> int | None:
+    """The position in ``calls`` of the call the rewriter made for ``expression`` (it keeps
+    the very AST node of a bare call)."""
+    for number, call in enumerate(calls):
+        if call.expression is expression:
+            return number
+    return None
+
+
+def _count_all(_row: Row) -> Any:
+    """The argument of an aggregate call without one: every row counts."""
+    return 1
+
+
+def _group_key(value: Any) -> Any:
+    """:func:`hashable_key`, with strings and integers (their own keys) inline."""
+    kind = type(value)
+    if kind is str or kind is int:
+        return value
+    return hashable_key(value)
+
+
+def _argument_check(name: str) -> Callable[[Any], None]:
+    """:func:`check_argument` for aggregate ``name``, skipping the values that always pass
+    (numbers for every aggregate; strings and graph elements where any key will do)."""
+    passes: tuple[type, ...] = (int, float)
+    if name in ("count", "collect"):
+        passes = (int, float, str, Element)
+    elif name in ("min", "max"):
+        passes = (int, float, str)
+
+    def check(value: Any) -> None:
+        if value is not None and type(value) not in passes:
+            check_argument(name, value)
+
+    return check
+
+
 def _compile_call(
     variable: str, call: ast.FunctionCall, parameters: Mapping[str, Any]
 ) -> _AggregateCall:
     argument = compile_expression(call.args[0], parameters) if call.args else None
     factory = accumulator_factory(call.name, call.distinct)
-    return _AggregateCall(call.name, variable, argument, factory)
+    return _AggregateCall(call.name, variable, argument, factory, call)

@@ -22,9 +22,8 @@ first query part, so rows that fail it still exist (Drasi's "row starts passing 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, NamedTuple
 
 from drasi_ray.changes import Element
 from drasi_ray.errors import UnsupportedQueryError
@@ -42,14 +41,14 @@ from drasi_ray.query.matching import (
 )
 
 
-@dataclass(frozen=True, slots=True)
-class RowChange:
+class RowChange(NamedTuple):
     """One row of a stage's output changed.
 
     ``old_key`` is the identity the row had before (None: it did not exist), ``new_key`` the
     identity it has now (None: it is gone) and ``row`` its new content (None when gone). A
     plain update has ``old_key == new_key``; different keys mean the row was replaced in place
-    (an OPTIONAL MATCH null row becoming a match).
+    (an OPTIONAL MATCH null row becoming a match). A named tuple: one is made per row per
+    change, and tuples are the cheapest immutable records to build.
     """
 
     old_key: Key | None
@@ -104,6 +103,12 @@ class MatchSolutions:
         self._width = len(self.required)
         self._by_element: dict[str, set[Key]] = {}
         self._by_required: dict[Key, list[Key]] = {}
+        # Rows depend only on the graph's shape (ids, labels, endpoints) unless a pattern
+        # predicate reads properties: then a property change cannot add or remove a row.
+        self._shape_only = not self.optionals and not self.required.guarded
+        # A lone node variable (``MATCH (r:Room)``): its row is the element itself, so a
+        # property change needs no reverse-index lookup either.
+        self._lone = self._shape_only and len(self.required) == 1
 
     def _compile_optional(
         self, clause: ast.MatchClause, parameters: Mapping[str, Any], counter: list[int]
@@ -137,40 +142,108 @@ class MatchSolutions:
 
     # ------------------------------------------------------------------ changes
 
-    def changes(self, index: GraphIndex, changed_id: str, after: Element | None) -> list[RowChange]:
+    def changes(
+        self,
+        index: GraphIndex,
+        changed_id: str,
+        after: Element | None,
+        same_shape: bool = False,
+    ) -> list[RowChange]:
         """Row changes caused by element ``changed_id`` now being ``after`` (None: absent or
-        no longer wanted by the index)."""
+        no longer wanted by the index). ``same_shape``: only its properties changed (see
+        :meth:`GraphIndex.replace`); when no pattern predicate reads properties, its rows are
+        then exactly the rows it was in, re-read from the index instead of solved again."""
+        if same_shape and self._shape_only:
+            if self._lone:
+                return self._lone_row(after)
+            return self._reread(index, changed_id)
         if not self.optionals:
             return self._required_changes(index, changed_id, after)
         return self._optional_changes(index, changed_id, after)
 
+    def _lone_row(self, after: Element | None) -> list[RowChange]:
+        """The update of the one row of a single-variable pattern (same shape as before, so
+        the row existed before exactly when it exists now)."""
+        variable = self.required.variables[0]
+        if after is None or not variable.accepts(after):
+            return []
+        key = (after.id,)
+        return [RowChange(key, key, {variable.name: after})]
+
+    def _reread(self, index: GraphIndex, changed_id: str) -> list[RowChange]:
+        """An update of every row that holds ``changed_id``, with its elements as indexed."""
+        keys = self._by_element.get(changed_id)
+        if not keys:
+            return []
+        names = self.required.names
+        element = index.element
+        result: list[RowChange] = []
+        for key in keys:
+            row = {name: element(element_id) for name, element_id in zip(names, key, strict=True)}
+            result.append(RowChange(key, key, row))
+        return result
+
     def _solve_anchored(self, index: GraphIndex, after: Element | None) -> dict[Key, Row]:
-        found: dict[Key, Row] = {}
         if after is None:
-            return found
-        for position in self.required.anchors(after):
-            for key, row in self.required.solve(index, {position: after}):
-                found[key] = row
+            return {}
+        required = self.required
+        positions = required.anchors(after)
+        if len(positions) == 1:
+            return dict(required.solve_from(index, positions[0], after))
+        found: dict[Key, Row] = {}
+        for position in positions:
+            found.update(required.solve_from(index, position, after))
         return found
 
     def _required_changes(
         self, index: GraphIndex, changed_id: str, after: Element | None
     ) -> list[RowChange]:
-        old = self._by_element.get(changed_id, set()).copy()
+        registered = self._by_element.get(changed_id)
+        old = () if registered is None else tuple(registered)
         new = self._solve_anchored(index, after)
         result: list[RowChange] = []
+        kept = 0
         for key in old:
             row = new.get(key)
             if row is None:
                 self._unregister(key)
                 result.append(RowChange(key, None, None))
             else:
+                kept += 1
                 result.append(RowChange(key, key, row))
+        if kept == len(new):
+            return result  # every row found was there before: nothing to register
         for key, row in new.items():
-            if key not in old:
+            if registered is None or key not in registered:
                 self._register(key)
                 result.append(RowChange(None, key, row))
         return result
+
+    # ------------------------------------------------------------------ bootstrap
+
+    def bulk_load(self, index: GraphIndex, batch: int) -> Iterator[list[RowChange]]:
+        """Every row of a freshly loaded index, as additions in batches of ``batch``.
+
+        Contract: no row was registered before (an empty query), there are no OPTIONAL MATCH
+        clauses, and ``index`` holds the whole graph. Each row is found exactly once, by
+        solving from the elements its first variable binds, instead of once per element as
+        it completes (which is what applying the elements one by one costs).
+        """
+        assert not self.optionals and not self._by_element
+        required = self.required
+        first = required.variables[0]
+        rows: list[RowChange] = []
+        for element in list(index.elements()):
+            if not first.accepts(element):
+                continue
+            for key, row in required.solve_from(index, 0, element):
+                self._register(key)
+                rows.append(RowChange(None, key, row))
+            if len(rows) >= batch:
+                yield rows
+                rows = []
+        if rows:
+            yield rows
 
     def _optional_changes(
         self, index: GraphIndex, changed_id: str, after: Element | None
@@ -264,12 +337,17 @@ class MatchSolutions:
     # ------------------------------------------------------------------ reverse index
 
     def _register(self, key: Key) -> None:
-        for element_id in set(key):
+        by_element = self._by_element
+        for element_id in key:  # an id bound twice is added twice: sets make that a no-op
             if element_id is not None:
-                self._by_element.setdefault(element_id, set()).add(key)
+                keys = by_element.get(element_id)
+                if keys is None:
+                    by_element[element_id] = {key}
+                else:
+                    keys.add(key)
 
     def _unregister(self, key: Key) -> None:
-        for element_id in set(key):
+        for element_id in key:
             if element_id is None:
                 continue
             keys = self._by_element.get(element_id)

@@ -1,0 +1,593 @@
+"""Query-engine benchmark: changes/s of three query shapes, from 10k to 1M graph elements.
+
+Queries (module constants): (a) **filter** — a WHERE on one node; (b) **two_hop** — a 2-hop
+pattern Room -> Floor -> Building with a WHERE on the room; (c) **aggregate** — sensors grouped
+by zone (100 zones) with count, avg and max.
+
+**In-process** (no Ray, no Redis): the graph is loaded into an
+:class:`~drasi_ray.store.ElementStore` (insert changes), then a
+:class:`~drasi_ray.query.engine.ContinuousQuery` is bootstrapped from it (timed:
+*bootstrap elements/s*). Then ``--changes`` random updates, each setting one property of one
+random element, are applied: first through the store (timed: *store µs*), then the resulting
+deltas through the query (timed: *query µs*). Running the two phases apart gives each its own
+clock without timer calls inside the loop; the query sees the same deltas in the same order
+as an interleaved run would. *changes/s* is over store + query. The 1M/10k ratio of per-change
+µs is the scaling check (target: at most 1.5).
+
+**Pipeline** (``--pipeline``; DrasiRay + private Redis + local Ray, one consumer, batch 500):
+a smaller graph (``--pipeline-elements``, default 10k), because every element then crosses
+Redis, the consumer actor and the coordinator. The graph is published as insert events (100
+per entry) to the running app and timed to ``wait_until_idle`` (*load elements/s*); then
+``--pipeline-changes`` updates (one per entry) are published and timed the same way
+(*changes/s*, publishing included: it competes for the same 2 cores).
+
+Every workload is seeded: the same arguments give the same graph and the same changes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import random
+import time
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from bench.common import (
+    bench_env,
+    command_line,
+    format_table,
+    load_average,
+    print_lines,
+    publish,
+    rate,
+    record,
+)
+from drasi_ray import DrasiRay, PlatformSource, Query
+from drasi_ray.changes import Element, ElementChange, ElementDelta, Op, Timing, node, relation
+from drasi_ray.decode import change_event, encode_cloud_event
+from drasi_ray.query.engine import ContinuousQuery
+from drasi_ray.store import ElementStore
+
+FILTER_QUERY = (
+    "MATCH (s:Sensor) WHERE s.temperature > 70 RETURN s.id AS id, s.temperature AS temperature"
+)
+TWO_HOP_QUERY = (
+    "MATCH (r:Room)-[:PART_OF]->(f:Floor)-[:PART_OF]->(b:Building) WHERE r.temp > 70 "
+    "RETURN r.id AS room, f.id AS floor, b.id AS building, r.temp AS temp"
+)
+AGGREGATE_QUERY = (
+    "MATCH (s:Sensor) RETURN s.zone AS zone, count(s) AS n, avg(s.temperature) AS avg, "
+    "max(s.temperature) AS hottest"
+)
+ZONES = 100
+FLOORS_PER_BUILDING = 10
+ROOMS_PER_FLOOR = 20
+BASE_TS_NS = 1_700_000_000_000_000_000
+PIPELINE_TIMEOUT_S = 900.0
+
+ChangeMaker = Callable[[random.Random, int], Element]
+"""``make(rng, time_ms)``: the element of one random update (only the changed properties)."""
+
+
+# --------------------------------------------------------------------------------------------
+# workloads
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Graph:
+    """A generated graph and how to change it."""
+
+    elements: list[Element]
+    change: ChangeMaker
+
+
+@dataclass(frozen=True)
+class Workload:
+    """A query and a generator of graphs of about ``size`` elements for it."""
+
+    name: str
+    query: str
+    build: Callable[[int, random.Random], Graph]
+
+
+def sensor_graph(size: int, rng: random.Random) -> Graph:
+    """``size`` Sensor nodes {id, temperature in [50, 90), zone of 100}; updates set
+    ``temperature`` of a random sensor (about half of the values pass ``> 70``)."""
+    elements = [
+        node(
+            f"s{i}",
+            ["Sensor"],
+            {"id": f"s{i}", "temperature": round(rng.uniform(50, 90), 2), "zone": f"z{i % ZONES}"},
+        )
+        for i in range(size)
+    ]
+
+    def change(rng: random.Random, time_ms: int) -> Element:
+        i = rng.randrange(size)
+        temperature = round(rng.uniform(50, 90), 2)
+        return node(f"s{i}", ["Sensor"], {"temperature": temperature}, time_ms)
+
+    return Graph(elements, change)
+
+
+def building_graph(size: int, rng: random.Random) -> Graph:
+    """Buildings of 10 floors x 20 rooms with PART_OF relations (421 elements per building,
+    as many buildings as fit in ``size``); updates set ``temp`` of a random room."""
+    buildings = max(1, size // (1 + FLOORS_PER_BUILDING * (2 + 2 * ROOMS_PER_FLOOR)))
+    elements: list[Element] = []
+    rooms: list[str] = []
+    for b in range(buildings):
+        building = f"b{b}"
+        elements.append(node(building, ["Building"], {"id": building}))
+        for f in range(FLOORS_PER_BUILDING):
+            floor = f"f{b}_{f}"
+            elements.append(node(floor, ["Floor"], {"id": floor}))
+            elements.append(relation(f"p_{floor}", ["PART_OF"], floor, building))
+            for r in range(ROOMS_PER_FLOOR):
+                room = f"r{b}_{f}_{r}"
+                rooms.append(room)
+                temp = round(rng.uniform(50, 90), 2)
+                elements.append(node(room, ["Room"], {"id": room, "temp": temp}))
+                elements.append(relation(f"p_{room}", ["PART_OF"], room, floor))
+
+    def change(rng: random.Random, time_ms: int) -> Element:
+        room = rooms[rng.randrange(len(rooms))]
+        return node(room, ["Room"], {"temp": round(rng.uniform(50, 90), 2)}, time_ms)
+
+    return Graph(elements, change)
+
+
+WORKLOADS = {
+    "filter": Workload("filter", FILTER_QUERY, sensor_graph),
+    "two_hop": Workload("two_hop", TWO_HOP_QUERY, building_graph),
+    "aggregate": Workload("aggregate", AGGREGATE_QUERY, sensor_graph),
+}
+
+
+def update_changes(
+    make: ChangeMaker, count: int, rng: random.Random, start_ms: int = 1_000
+) -> list[ElementChange]:
+    """``count`` update changes made by ``make``, at increasing versions and times."""
+    changes: list[ElementChange] = []
+    for number in range(count):
+        time_ms = start_ms + number
+        element = make(rng, time_ms)
+        changes.append(ElementChange(Op.UPDATE, element, (time_ms, 0, 0), Timing(time_ms)))
+    return changes
+
+
+def insert_changes(elements: Sequence[Element]) -> Iterator[ElementChange]:
+    """The insert changes that load ``elements`` (versions below every update's)."""
+    for number, element in enumerate(elements):
+        yield ElementChange(Op.INSERT, element, (0, number, 0), Timing(0))
+
+
+# --------------------------------------------------------------------------------------------
+# in-process measurement
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Span:
+    """Seconds of one timed phase: wall clock and this process's CPU time.
+
+    The machine is shared (2 cores, other engineers' test runs): CPU time is what the engine
+    itself spent, wall time also includes waiting for a core. Rates below use CPU time.
+    """
+
+    wall: float
+    cpu: float
+
+
+class Stopwatch:
+    """Started at construction; :meth:`stop` returns the :class:`Span` since then."""
+
+    __slots__ = ("_cpu", "_wall")
+
+    def __init__(self) -> None:
+        self._wall = time.perf_counter()
+        self._cpu = time.process_time()
+
+    def stop(self) -> Span:
+        return Span(time.perf_counter() - self._wall, time.process_time() - self._cpu)
+
+
+@dataclass(frozen=True)
+class InProcess:
+    """One in-process run: a graph loaded, a query bootstrapped, changes applied.
+
+    Seconds are CPU seconds (see :class:`Span`); ``wall_s`` is the wall time of store + query.
+    ``store_s`` and ``query_s`` are the CPU seconds of all changes (garbage collection
+    included). The changes are applied in :data:`CHUNKS` consecutive chunks, each timed; the
+    ``*_median_s`` fields are the median chunk's cost scaled to all changes, which a burst of
+    contention or one full garbage collection during one chunk does not move: the scaling
+    ratios use them.
+    """
+
+    elements: int
+    load_s: float
+    bootstrap_s: float
+    changes: int
+    store_s: float
+    query_s: float
+    diffs: int
+    wall_s: float
+    store_median_s: float
+    query_median_s: float
+
+    @property
+    def store_us(self) -> float:
+        return 1e6 * self.store_s / self.changes
+
+    @property
+    def query_us(self) -> float:
+        return 1e6 * self.query_s / self.changes
+
+    @property
+    def change_us(self) -> float:
+        return self.store_us + self.query_us
+
+    @property
+    def changes_per_s(self) -> float:
+        return rate(self.changes, self.store_s + self.query_s)
+
+    @property
+    def median_us(self) -> float:
+        """Per-change µs (store + query) at the median chunks' cost."""
+        return 1e6 * (self.store_median_s + self.query_median_s) / self.changes
+
+    @property
+    def query_median_us(self) -> float:
+        return 1e6 * self.query_median_s / self.changes
+
+    @property
+    def wall_changes_per_s(self) -> float:
+        return rate(self.changes, self.wall_s)
+
+    @property
+    def bootstrap_per_s(self) -> float:
+        return rate(self.elements, self.bootstrap_s)
+
+    @property
+    def load_per_s(self) -> float:
+        return rate(self.elements, self.load_s)
+
+
+def load_store(elements: Sequence[Element]) -> tuple[ElementStore, Span]:
+    """A store holding ``elements``, and the time the inserts took."""
+    store = ElementStore()
+    changes = list(insert_changes(elements))
+    watch = Stopwatch()
+    for change in changes:
+        store.apply(change)
+    return store, watch.stop()
+
+
+CHUNKS = 5
+
+LEGEND = (
+    "Columns: *bootstrap el/s* = ContinuousQuery.bootstrap from the loaded store; *store load "
+    "el/s* = the inserts into the ElementStore; *changes/s*, *store µs*, *query µs*, "
+    "*µs/change* = CPU time of this process over all timed changes (GC included); *changes/s "
+    "(wall)* = wall clock (includes waiting for a core on the shared machine); *median µs* = "
+    f"store + query per change at the median of {CHUNKS} consecutive chunks (robust to bursts "
+    "of contention and to one full GC). Ratios: large over small size, of median µs (store + "
+    "query), of query-only median µs, and of the all-changes means."
+)
+
+
+def apply_to_store(store: ElementStore, changes: Sequence[ElementChange]) -> list[ElementDelta]:
+    deltas: list[ElementDelta] = []
+    for change in changes:
+        delta = store.apply(change)
+        if delta is not None:
+            deltas.append(delta)
+    return deltas
+
+
+def apply_to_query(query: ContinuousQuery, deltas: Sequence[ElementDelta]) -> int:
+    diffs = 0
+    for delta in deltas:
+        diffs += len(query.apply(delta))
+    return diffs
+
+
+def chunks(items: Sequence[Any], count: int) -> list[Sequence[Any]]:
+    size = -(-len(items) // count)
+    return [items[start : start + size] for start in range(0, len(items), size)]
+
+
+def median_seconds(spans: Sequence[Span], sizes: Sequence[int]) -> float:
+    """CPU seconds for all ``sum(sizes)`` items at the median chunk's per-item cost."""
+    per_item = sorted(span.cpu / size for span, size in zip(spans, sizes, strict=True))
+    return per_item[len(per_item) // 2] * sum(sizes)
+
+
+def run_in_process(
+    query_text: str, elements: Sequence[Element], changes: Sequence[ElementChange]
+) -> InProcess:
+    """Load, bootstrap and change (see the module docstring); garbage from generation is
+    collected first so it does not land inside a clock."""
+    gc.collect()
+    store, load = load_store(elements)
+    query = ContinuousQuery("bench", query_text)
+    watch = Stopwatch()
+    query.bootstrap(store.elements())
+    bootstrap = watch.stop()
+    store_spans: list[Span] = []
+    deltas: list[ElementDelta] = []
+    for chunk in chunks(changes, CHUNKS):
+        watch = Stopwatch()
+        deltas.extend(apply_to_store(store, chunk))
+        store_spans.append(watch.stop())
+    query_spans: list[Span] = []
+    diffs = 0
+    for chunk in chunks(deltas, CHUNKS):
+        watch = Stopwatch()
+        diffs += apply_to_query(query, chunk)
+        query_spans.append(watch.stop())
+    return InProcess(
+        elements=len(elements),
+        load_s=load.cpu,
+        bootstrap_s=bootstrap.cpu,
+        changes=len(changes),
+        store_s=sum(span.cpu for span in store_spans),
+        query_s=sum(span.cpu for span in query_spans),
+        diffs=diffs,
+        wall_s=sum(span.wall for span in [*store_spans, *query_spans]),
+        store_median_s=median_seconds(store_spans, [len(c) for c in chunks(changes, CHUNKS)]),
+        query_median_s=median_seconds(query_spans, [len(c) for c in chunks(deltas, CHUNKS)]),
+    )
+
+
+def measure_workload(workload: Workload, size: int, changes: int, seed: int) -> InProcess:
+    rng = random.Random(seed)
+    graph = workload.build(size, rng)
+    updates = update_changes(graph.change, changes, rng)
+    return run_in_process(workload.query, graph.elements, updates)
+
+
+# --------------------------------------------------------------------------------------------
+# pipeline measurement
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Pipelined:
+    elements: int
+    load_s: float
+    changes: int
+    change_s: float
+    rows: int
+
+
+def entry_payloads(changes: Sequence[ElementChange], per_entry: int) -> list[bytes]:
+    """Platform-format CloudEvents carrying ``per_entry`` changes each."""
+    payloads: list[bytes] = []
+    for first in range(0, len(changes), per_entry):
+        events = [
+            change_event(c.op, c.element, BASE_TS_NS + c.element.effective_from * 1_000_000)
+            for c in changes[first : first + per_entry]
+        ]
+        payloads.append(encode_cloud_event(events, source="bench"))
+    return payloads
+
+
+def pipeline_app(url: str, stream: str, query_text: str) -> DrasiRay:
+    app = DrasiRay(f"bench-query-{uuid.uuid4().hex[:8]}")
+    app.add_source(
+        PlatformSource.builder("graph")
+        .with_redis_url(url)
+        .with_stream_key(stream)
+        .with_batch_size(500)
+        .with_block_ms(200)
+        .build()
+    )
+    app.add_query(Query.cypher("q").query(query_text).from_source("graph").build())
+    return app
+
+
+def run_pipeline(
+    url: str, query_text: str, elements: Sequence[Element], changes: Sequence[ElementChange]
+) -> Pipelined:
+    """Publish the graph to a running app, then the changes; each timed to idle."""
+    inserts = entry_payloads(list(insert_changes(elements)), per_entry=100)
+    updates = entry_payloads(changes, per_entry=1)
+    stream = f"bench-query-{uuid.uuid4().hex[:6]}"
+    app = pipeline_app(url, stream, query_text).start()
+    try:
+        start = time.perf_counter()
+        publish(url, stream, inserts)
+        app.wait_until_idle(PIPELINE_TIMEOUT_S)
+        load_s = time.perf_counter() - start
+        start = time.perf_counter()
+        publish(url, stream, updates)
+        app.wait_until_idle(PIPELINE_TIMEOUT_S)
+        change_s = time.perf_counter() - start
+        rows = len(app.results("q"))
+    finally:
+        app.stop()
+    return Pipelined(len(elements), load_s, len(changes), change_s, rows)
+
+
+def measure_pipeline(url: str, workload: Workload, size: int, changes: int, seed: int) -> Pipelined:
+    rng = random.Random(seed)
+    graph = workload.build(size, rng)
+    updates = update_changes(graph.change, changes, rng)
+    return run_pipeline(url, workload.query, graph.elements, updates)
+
+
+# --------------------------------------------------------------------------------------------
+# the run
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Options:
+    workloads: list[str]
+    sizes: list[int]
+    changes: int
+    seed: int
+    pipeline: bool
+    pipeline_elements: int
+    pipeline_changes: int
+    record: bool
+
+
+def parse_args(argv: Sequence[str] | None) -> Options:
+    parser = argparse.ArgumentParser(prog="python -m bench.query_engine", description=__doc__)
+    parser.add_argument("--workloads", default="filter,two_hop,aggregate")
+    parser.add_argument("--sizes", default="10000,100000,1000000", help="graph elements")
+    parser.add_argument("--changes", type=int, default=50_000, help="timed updates per run")
+    parser.add_argument("--seed", type=int, default=11)
+    parser.add_argument("--pipeline", action="store_true", help="also run through DrasiRay")
+    parser.add_argument("--pipeline-elements", type=int, default=10_000)
+    parser.add_argument("--pipeline-changes", type=int, default=20_000)
+    parser.add_argument("--no-record", action="store_true", help="do not append to RESULTS.md")
+    args = parser.parse_args(argv)
+    return Options(
+        workloads=[w for w in args.workloads.split(",") if w],
+        sizes=[int(s) for s in args.sizes.split(",") if s],
+        changes=args.changes,
+        seed=args.seed,
+        pipeline=args.pipeline,
+        pipeline_elements=args.pipeline_elements,
+        pipeline_changes=args.pipeline_changes,
+        record=not args.no_record,
+    )
+
+
+def in_process_table(results: dict[tuple[str, int], InProcess]) -> list[str]:
+    rows: list[list[Any]] = []
+    for (name, _size), run in results.items():
+        rows.append(
+            [
+                name,
+                run.elements,
+                run.bootstrap_per_s,
+                run.load_per_s,
+                run.changes,
+                run.changes_per_s,
+                run.wall_changes_per_s,
+                run.store_us,
+                run.query_us,
+                run.change_us,
+                run.median_us,
+                run.diffs,
+            ]
+        )
+    headers = (
+        "query", "elements", "bootstrap el/s", "store load el/s", "changes", "changes/s",
+        "changes/s (wall)", "store µs", "query µs", "µs/change", "median µs", "diffs",
+    )  # fmt: skip
+    return format_table(headers, rows)
+
+
+def ratio_table(results: dict[tuple[str, int], InProcess]) -> list[str]:
+    """Per-change µs of the largest size over the smallest, per query."""
+    rows: list[list[Any]] = []
+    for name in dict.fromkeys(n for n, _ in results):
+        sizes = sorted(s for n, s in results if n == name)
+        if len(sizes) < 2:
+            continue
+        small, large = results[(name, sizes[0])], results[(name, sizes[-1])]
+        rows.append(
+            [
+                name,
+                f"{large.elements:,}/{small.elements:,}",
+                f"{large.median_us / small.median_us:.2f}",
+                f"{large.query_median_us / small.query_median_us:.2f}",
+                f"{large.change_us / small.change_us:.2f}",
+            ]
+        )
+    headers = ("query", "sizes", "µs/change ratio", "query-only ratio", "ratio of means")
+    return format_table(headers, rows)
+
+
+def pipeline_table(results: dict[str, Pipelined]) -> list[str]:
+    rows = [
+        [name, run.elements, rate(run.elements, run.load_s), run.changes,
+         rate(run.changes, run.change_s), run.rows]
+        for name, run in results.items()
+    ]  # fmt: skip
+    headers = ("query", "elements", "load el/s", "changes", "changes/s", "result rows")
+    return format_table(headers, rows)
+
+
+def run_in_process_all(options: Options) -> dict[tuple[str, int], InProcess]:
+    results: dict[tuple[str, int], InProcess] = {}
+    for name in options.workloads:
+        for size in options.sizes:
+            run = measure_workload(WORKLOADS[name], size, options.changes, options.seed)
+            results[(name, size)] = run
+            print(
+                f"{name:10} {run.elements:>9,} el: bootstrap {run.bootstrap_per_s:,.0f} el/s, "
+                f"{run.changes_per_s:,.0f} changes/s ({run.store_us:.2f} + {run.query_us:.2f} "
+                f"µs), load {load_average():.2f}",
+                flush=True,
+            )
+            gc.collect()
+    return results
+
+
+def run_pipeline_all(options: Options) -> dict[str, Pipelined]:
+    results: dict[str, Pipelined] = {}
+    with bench_env() as server:
+        for name in options.workloads:
+            run = measure_pipeline(
+                server.url,
+                WORKLOADS[name],
+                options.pipeline_elements,
+                options.pipeline_changes,
+                options.seed,
+            )
+            results[name] = run
+            print(
+                f"pipeline {name:10} {run.elements:,} el: load "
+                f"{rate(run.elements, run.load_s):,.0f} el/s, "
+                f"{rate(run.changes, run.change_s):,.0f} changes/s",
+                flush=True,
+            )
+    return results
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the in-process (and optionally pipeline) measurements; append them to RESULTS.md."""
+    options = parse_args(argv)
+    command = command_line("bench.query_engine", argv)
+    load_before = load_average()
+    in_process = run_in_process_all(options)
+    lines = [
+        "In-process (ElementStore + ContinuousQuery, no Ray; rates and µs in CPU time of the "
+        "process, plus changes/s in wall time), "
+        f"{options.changes:,} random one-element updates per run.",
+        "",
+        LEGEND,
+        "",
+        *in_process_table(in_process),
+        "",
+        *ratio_table(in_process),
+    ]
+    if options.pipeline:
+        pipelined = run_pipeline_all(options)
+        lines += [
+            "",
+            "Pipeline (DrasiRay, 1 consumer, batch 500, private Redis, local Ray); "
+            f"graph of {options.pipeline_elements:,} elements (smaller than in-process: every "
+            "element crosses Redis and two actors), updates one per entry, publish included:",
+            "",
+            *pipeline_table(pipelined),
+        ]
+    lines += ["", f"Load average (1 min): {load_before:.2f} before, {load_average():.2f} after."]
+    print_lines(["", *lines])
+    if options.record:
+        record("query_engine", lines, command)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
