@@ -27,16 +27,15 @@ the clock stops when every entry is acked (d: ``wait_until_idle``; c: the same c
 from __future__ import annotations
 
 import argparse
-import dataclasses
+import functools
 import json
-import operator
 import pickle
 import statistics
 import tempfile
 import timeit
 import uuid
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import ExitStack, contextmanager
+from collections.abc import Callable, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -62,7 +61,7 @@ from bench.common import (
 )
 from bench.sink import start_consumer
 from drasi_ray import DrasiRay, PlatformSource, Query
-from drasi_ray.changes import DecodedEntry, Element, ElementChange, Timing
+from drasi_ray.batch import EntryBatch
 from drasi_ray.config import PlatformSourceConfig
 from drasi_ray.decode import decode_entry
 from drasi_ray.streams import progress
@@ -300,66 +299,42 @@ def _check(seen: int, expected: int, what: str) -> None:
 # (m): per-event costs of the consumer's CPU work, in this process, without Ray or Redis
 # --------------------------------------------------------------------------------------------
 
-PICKLED_CLASSES = (DecodedEntry, ElementChange, Element, Timing)
-
 
 def best_us_per_event(work: Callable[[], object], events: int, repeat: int = 15) -> float:
     """Best of ``repeat`` runs of ``work`` (which handles ``events`` events), in µs per event."""
     return min(timeit.repeat(work, number=1, repeat=repeat)) / events * 1e6
 
 
-@contextmanager
-def tuple_reduce() -> Iterator[None]:
-    """What-if: the change classes pickle as ``(cls, (field, ...))`` (a ``__reduce__``).
-
-    Python's slotted dataclasses pickle through ``__getstate__``/``__setstate__`` that call
-    ``dataclasses.fields()`` per object, on both sides. Patched for the block only.
-    """
-    for cls in PICKLED_CLASSES:
-        names = tuple(f.name for f in dataclasses.fields(cls))
-        getter = operator.attrgetter(*names)
-        setattr(cls, "__reduce__", _reducer(cls, getter))  # noqa: B010 (a temporary patch)
-    try:
-        yield
-    finally:
-        for cls in PICKLED_CLASSES:
-            del cls.__reduce__
-
-
-def _reducer(cls: type, getter: Callable[[Any], Any]) -> Callable[[Any], tuple[Any, ...]]:
-    def reduce(self: Any) -> tuple[Any, ...]:
-        return (cls, getter(self))
-
-    return reduce
-
-
 def per_event_costs(payloads: Sequence[bytes]) -> list[tuple[str, float]]:
-    """µs per event of each CPU step of one consumer batch (``BATCH`` entries)."""
+    """µs per event of each CPU step of one consumer batch (``BATCH`` entries).
+
+    The Ray call pickles its arguments with cloudpickle; the consumer actor sends an
+    :class:`~drasi_ray.batch.EntryBatch` (columnar pickled form). A plain list of
+    :class:`DecodedEntry` (what it sent before) is measured for comparison.
+    """
     entries = [(f"1700000000000-{i}", {b"data": p}) for i, p in enumerate(payloads[:BATCH])]
     count = len(entries)
-    batch = [decode_entry(entry_id, fields) for entry_id, fields in entries]
-
-    def dumps() -> bytes:
-        blob: bytes = cloudpickle.dumps(batch, protocol=5)  # type: ignore[no-untyped-call]
-        return blob
-
-    def loads(blob: bytes) -> Callable[[], object]:
-        return lambda: pickle.loads(blob)
-
+    decoded = [decode_entry(entry_id, fields) for entry_id, fields in entries]
     rows = [
         ("orjson.loads of the entry (what the peer does)",
          best_us_per_event(lambda: [orjson.loads(f[b"data"]) for _, f in entries], count)),
         ("decode_entry: JSON parse + validate + build changes",
          best_us_per_event(lambda: [decode_entry(i, f) for i, f in entries], count)),
-        ("Ray's cloudpickle.dumps of the decoded batch", best_us_per_event(dumps, count)),
-        ("pickle.loads of it (the receiving actor)", best_us_per_event(loads(dumps()), count)),
     ]  # fmt: skip
-    with tuple_reduce():
+    for label, value in (("EntryBatch", EntryBatch(decoded)), ("list[DecodedEntry]", decoded)):
+        blob = _ray_dumps(value)
         rows += [
-            ("what-if tuple __reduce__: cloudpickle.dumps", best_us_per_event(dumps, count)),
-            ("what-if tuple __reduce__: pickle.loads", best_us_per_event(loads(dumps()), count)),
-        ]
+            (f"cloudpickle.dumps of {label} (Ray call args)",
+             best_us_per_event(functools.partial(_ray_dumps, value), count)),
+            (f"pickle.loads of {label} (receiving actor)",
+             best_us_per_event(functools.partial(pickle.loads, blob), count)),
+        ]  # fmt: skip
     return rows
+
+
+def _ray_dumps(value: object) -> bytes:
+    blob: bytes = cloudpickle.dumps(value, protocol=5)  # type: ignore[no-untyped-call]
+    return blob
 
 
 # --------------------------------------------------------------------------------------------
