@@ -4,7 +4,9 @@
 without rescanning the graph:
 
 - rows that contained X before are found in a reverse index (element id -> row keys);
-- rows that contain X now are solved from X outwards (:meth:`Pattern.solve`);
+- rows that contain X now are solved from X outwards (:meth:`Pattern.solve_from`) — unless
+  only X's properties changed and no pattern predicate reads properties: then they are the
+  rows it was in, re-read from the index (the common case, a sensor reading, costs no search);
 - with OPTIONAL MATCH, a change can also flip another row between "no match" (the null row)
   and "matched": the required rows an optional extension through X attaches to are solved
   from the extension's shared variables, and every affected required row is re-extended.
