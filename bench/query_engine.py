@@ -8,11 +8,12 @@ by zone (100 zones) with count, avg and max.
 :class:`~drasi_ray.store.ElementStore` (insert changes), then a
 :class:`~drasi_ray.query.engine.ContinuousQuery` is bootstrapped from it (timed:
 *bootstrap elements/s*). Then ``--changes`` random updates, each setting one property of one
-random element, are applied: first through the store (timed: *store µs*), then the resulting
-deltas through the query (timed: *query µs*). Running the two phases apart gives each its own
-clock without timer calls inside the loop; the query sees the same deltas in the same order
-as an interleaved run would. *changes/s* is over store + query. The 1M/10k ratio of per-change
-µs is the scaling check (target: at most 1.5).
+random element, are applied in 10 chunks; each chunk goes through the store (timed: *store
+µs*), then its deltas through the query (timed: *query µs*), so no timer call sits inside the
+loop. All sizes of one query are prepared first and their chunks then run in turn, so every
+size sees the same stretches of machine load (the machine is shared). Figures are CPU time of
+the process; *median µs* is the per-change cost of the median chunk. The 1M/10k ratio of
+median per-change µs is the scaling check (target: at most 1.5).
 
 **Pipeline** (``--pipeline``; DrasiRay + private Redis + local Ray, one consumer, batch 500):
 a smaller graph (``--pipeline-elements``, default 10k), because every element then crosses
@@ -267,7 +268,7 @@ def load_store(elements: Sequence[Element]) -> tuple[ElementStore, Span]:
     return store, watch.stop()
 
 
-CHUNKS = 5
+CHUNKS = 10
 
 LEGEND = (
     "Columns: *bootstrap el/s* = ContinuousQuery.bootstrap from the loaded store; *store load "
@@ -275,7 +276,9 @@ LEGEND = (
     "*µs/change* = CPU time of this process over all timed changes (GC included); *changes/s "
     "(wall)* = wall clock (includes waiting for a core on the shared machine); *median µs* = "
     f"store + query per change at the median of {CHUNKS} consecutive chunks (robust to bursts "
-    "of contention and to one full GC). Ratios: large over small size, of median µs (store + "
+    "of contention and to one full GC); the sizes of one query are loaded together and their "
+    "chunks alternate, so they share the machine's load. Ratios: large over small size, of "
+    "median µs (store + "
     "query), of query-only median µs, and of the all-changes means."
 )
 
@@ -301,54 +304,83 @@ def chunks(items: Sequence[Any], count: int) -> list[Sequence[Any]]:
     return [items[start : start + size] for start in range(0, len(items), size)]
 
 
-def median_seconds(spans: Sequence[Span], sizes: Sequence[int]) -> float:
-    """CPU seconds for all ``sum(sizes)`` items at the median chunk's per-item cost."""
-    per_item = sorted(span.cpu / size for span, size in zip(spans, sizes, strict=True))
-    return per_item[len(per_item) // 2] * sum(sizes)
+def median_seconds(spans: Sequence[tuple[Span, int]]) -> float:
+    """CPU seconds for all the changes of ``(span, changes)`` chunks, at the median chunk's
+    per-change cost."""
+    per_change = sorted(span.cpu / count for span, count in spans if count)
+    return per_change[len(per_change) // 2] * sum(count for _, count in spans)
+
+
+class Prepared:
+    """A loaded store and a bootstrapped query, with changes to apply in timed chunks.
+
+    Several prepared runs (the sizes of one workload) are advanced chunk by chunk in turn
+    (:func:`interleave`), so that all sizes share the same stretches of machine load: on a
+    shared machine that is what makes their per-change costs comparable.
+    """
+
+    def __init__(
+        self, query_text: str, elements: Sequence[Element], changes: Sequence[ElementChange]
+    ) -> None:
+        gc.collect()  # the garbage of graph generation must not land inside a clock
+        self.elements = len(elements)
+        self.store, self.load = load_store(elements)
+        self.query = ContinuousQuery("bench", query_text)
+        watch = Stopwatch()
+        self.query.bootstrap(self.store.elements())
+        self.bootstrap = watch.stop()
+        self.pending = chunks(changes, CHUNKS)
+        self.changes = len(changes)
+        self.store_spans: list[tuple[Span, int]] = []
+        self.query_spans: list[tuple[Span, int]] = []
+        self.diffs = 0
+
+    def step(self) -> None:
+        """Apply the next chunk: through the store, then its deltas through the query."""
+        chunk = self.pending[len(self.store_spans)]
+        watch = Stopwatch()
+        deltas = apply_to_store(self.store, chunk)
+        self.store_spans.append((watch.stop(), len(chunk)))
+        watch = Stopwatch()
+        self.diffs += apply_to_query(self.query, deltas)
+        self.query_spans.append((watch.stop(), len(chunk)))
+
+    def result(self) -> InProcess:
+        spans = [span for span, _ in [*self.store_spans, *self.query_spans]]
+        return InProcess(
+            elements=self.elements,
+            load_s=self.load.cpu,
+            bootstrap_s=self.bootstrap.cpu,
+            changes=self.changes,
+            store_s=sum(span.cpu for span, _ in self.store_spans),
+            query_s=sum(span.cpu for span, _ in self.query_spans),
+            diffs=self.diffs,
+            wall_s=sum(span.wall for span in spans),
+            store_median_s=median_seconds(self.store_spans),
+            query_median_s=median_seconds(self.query_spans),
+        )
+
+
+def interleave(runs: Sequence[Prepared]) -> list[InProcess]:
+    """Advance every run one chunk at a time, in turn, until all changes are applied."""
+    for _ in range(CHUNKS):
+        for run in runs:
+            run.step()
+    return [run.result() for run in runs]
 
 
 def run_in_process(
     query_text: str, elements: Sequence[Element], changes: Sequence[ElementChange]
 ) -> InProcess:
-    """Load, bootstrap and change (see the module docstring); garbage from generation is
-    collected first so it does not land inside a clock."""
-    gc.collect()
-    store, load = load_store(elements)
-    query = ContinuousQuery("bench", query_text)
-    watch = Stopwatch()
-    query.bootstrap(store.elements())
-    bootstrap = watch.stop()
-    store_spans: list[Span] = []
-    deltas: list[ElementDelta] = []
-    for chunk in chunks(changes, CHUNKS):
-        watch = Stopwatch()
-        deltas.extend(apply_to_store(store, chunk))
-        store_spans.append(watch.stop())
-    query_spans: list[Span] = []
-    diffs = 0
-    for chunk in chunks(deltas, CHUNKS):
-        watch = Stopwatch()
-        diffs += apply_to_query(query, chunk)
-        query_spans.append(watch.stop())
-    return InProcess(
-        elements=len(elements),
-        load_s=load.cpu,
-        bootstrap_s=bootstrap.cpu,
-        changes=len(changes),
-        store_s=sum(span.cpu for span in store_spans),
-        query_s=sum(span.cpu for span in query_spans),
-        diffs=diffs,
-        wall_s=sum(span.wall for span in [*store_spans, *query_spans]),
-        store_median_s=median_seconds(store_spans, [len(c) for c in chunks(changes, CHUNKS)]),
-        query_median_s=median_seconds(query_spans, [len(c) for c in chunks(deltas, CHUNKS)]),
-    )
+    """One size on its own: load, bootstrap, then every chunk of changes."""
+    return interleave([Prepared(query_text, elements, changes)])[0]
 
 
-def measure_workload(workload: Workload, size: int, changes: int, seed: int) -> InProcess:
+def prepare_workload(workload: Workload, size: int, changes: int, seed: int) -> Prepared:
     rng = random.Random(seed)
     graph = workload.build(size, rng)
     updates = update_changes(graph.change, changes, rng)
-    return run_in_process(workload.query, graph.elements, updates)
+    return Prepared(workload.query, graph.elements, updates)
 
 
 # --------------------------------------------------------------------------------------------
@@ -519,18 +551,23 @@ def pipeline_table(results: dict[str, Pipelined]) -> list[str]:
 
 
 def run_in_process_all(options: Options) -> dict[tuple[str, int], InProcess]:
+    """Per workload: prepare every size, then apply their changes interleaved."""
     results: dict[tuple[str, int], InProcess] = {}
     for name in options.workloads:
-        for size in options.sizes:
-            run = measure_workload(WORKLOADS[name], size, options.changes, options.seed)
+        runs = [
+            prepare_workload(WORKLOADS[name], size, options.changes, options.seed)
+            for size in options.sizes
+        ]
+        for size, run in zip(options.sizes, interleave(runs), strict=True):
             results[(name, size)] = run
             print(
                 f"{name:10} {run.elements:>9,} el: bootstrap {run.bootstrap_per_s:,.0f} el/s, "
-                f"{run.changes_per_s:,.0f} changes/s ({run.store_us:.2f} + {run.query_us:.2f} "
-                f"µs), load {load_average():.2f}",
+                f"{1e6 / run.median_us:,.0f} changes/s at the median, load "
+                f"{load_average():.2f}",
                 flush=True,
             )
-            gc.collect()
+        del runs
+        gc.collect()
     return results
 
 

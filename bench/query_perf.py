@@ -34,6 +34,7 @@ single_node_property_projection 15,385 changes/s (RocksDB), bootstrap 57,671 ele
 from __future__ import annotations
 
 import argparse
+import gc
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -48,7 +49,14 @@ from bench.common import (
     rate,
     record,
 )
-from bench.query_engine import LEGEND, InProcess, Pipelined, run_in_process, run_pipeline
+from bench.query_engine import (
+    LEGEND,
+    InProcess,
+    Pipelined,
+    Prepared,
+    interleave,
+    run_pipeline,
+)
 from drasi_ray.changes import Element, ElementChange, Op, Timing, node, relation
 
 COMFORT = (
@@ -162,27 +170,30 @@ def parse_args(argv: Sequence[str] | None) -> Options:
     )
 
 
-def measure(scenario: str, buildings: int, changes: int, seed: int) -> InProcess:
+def prepare(scenario: str, buildings: int, changes: int, seed: int) -> Prepared:
     model = BuildingModel(buildings)
     updates = model.changes(changes, seed + sorted(SCENARIOS).index(scenario))
-    return run_in_process(SCENARIOS[scenario], model.elements, updates)
+    return Prepared(SCENARIOS[scenario], model.elements, updates)
 
 
 def run_all(options: Options) -> dict[tuple[str, int], InProcess]:
+    """Per scenario: prepare both sizes, then apply their changes interleaved."""
     sizes = [options.buildings]
     if options.scale > 1:
         sizes.append(options.buildings * options.scale)
     results: dict[tuple[str, int], InProcess] = {}
     for scenario in options.scenarios:
-        for buildings in sizes:
-            run = measure(scenario, buildings, options.changes, options.seed)
+        runs = [prepare(scenario, b, options.changes, options.seed) for b in sizes]
+        for buildings, run in zip(sizes, interleave(runs), strict=True):
             results[(scenario, buildings)] = run
             print(
                 f"{scenario:44} {run.elements:>8,} el: bootstrap {run.bootstrap_per_s:,.0f} "
-                f"el/s, {run.changes_per_s:,.0f} changes/s ({run.store_us:.2f} + "
-                f"{run.query_us:.2f} µs), load {load_average():.2f}",
+                f"el/s, {1e6 / run.median_us:,.0f} changes/s at the median, load "
+                f"{load_average():.2f}",
                 flush=True,
             )
+        del runs
+        gc.collect()
     return results
 
 
