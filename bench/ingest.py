@@ -16,6 +16,10 @@ All sections read the same stream contents (the seeded sensor workload of
     released to already-running actors; ``live``: the app is running, the clock starts at the
     first publish and stops when ``wait_until_idle`` returns (publishing competes for the CPUs).
 
+(m) **per-event CPU costs** in this process, no Ray or Redis: orjson alone, ``decode_entry``,
+    and Ray's pickling of a decoded batch (the ``EntryBatch`` the consumer sends, and a plain
+    list for comparison), best of 15 batches of 500.
+
 (a) and (b) are timed from the first XREADGROUP to the read that finds the stream drained.
 (c) and d-backlog use a *release*: the backlog (all events but one) is published, the consumer
 group is created at ``$`` (after it), the actors start and block in XREADGROUP; the clock starts,
