@@ -15,12 +15,12 @@ size sees the same stretches of machine load (the machine is shared). Figures ar
 the process; *median µs* is the per-change cost of the median chunk. The 1M/10k ratio of
 median per-change µs is the scaling check (target: at most 1.5).
 
-**Pipeline** (``--pipeline``; DrasiRay + private Redis + local Ray, one consumer, batch 500):
-a smaller graph (``--pipeline-elements``, default 10k), because every element then crosses
-Redis, the consumer actor and the coordinator. The graph is published as insert events (100
-per entry) to the running app and timed to ``wait_until_idle`` (*load elements/s*); then
-``--pipeline-changes`` updates (one per entry) are published and timed the same way
-(*changes/s*, publishing included: it competes for the same 2 cores).
+**Pipeline** (skipped with ``--no-pipeline``; DrasiRay + private Redis + local Ray, one
+consumer, batch 500): a smaller graph (``--pipeline-elements``, default 10k), because every
+element then crosses Redis, the consumer actor and the coordinator. The graph is published as
+insert events (100 per entry) to the running app and timed to ``wait_until_idle`` (*load
+elements/s*); then ``--pipeline-changes`` updates (one per entry) are published and timed the
+same way (*changes/s*, publishing included: it competes for the same 2 cores).
 
 Every workload is seeded: the same arguments give the same graph and the same changes.
 """
@@ -476,7 +476,10 @@ def parse_args(argv: Sequence[str] | None) -> Options:
     parser.add_argument("--sizes", default="10000,100000,1000000", help="graph elements")
     parser.add_argument("--changes", type=int, default=50_000, help="timed updates per run")
     parser.add_argument("--seed", type=int, default=11)
-    parser.add_argument("--pipeline", action="store_true", help="also run through DrasiRay")
+    parser.add_argument(
+        "--no-pipeline", action="store_true", help="skip the runs through DrasiRay + Redis"
+    )
+    parser.add_argument("--pipeline", action="store_true", help="(the default) run them")
     parser.add_argument("--pipeline-elements", type=int, default=10_000)
     parser.add_argument("--pipeline-changes", type=int, default=20_000)
     parser.add_argument("--no-record", action="store_true", help="do not append to RESULTS.md")
@@ -486,7 +489,7 @@ def parse_args(argv: Sequence[str] | None) -> Options:
         sizes=[int(s) for s in args.sizes.split(",") if s],
         changes=args.changes,
         seed=args.seed,
-        pipeline=args.pipeline,
+        pipeline=not args.no_pipeline,
         pipeline_elements=args.pipeline_elements,
         pipeline_changes=args.pipeline_changes,
         record=not args.no_record,

@@ -24,8 +24,8 @@ The four scenarios and their queries, written out from drasi-core's query-perf R
 
 Measured as :mod:`bench.query_engine` does: in-process (ElementStore + ContinuousQuery, CPU
 time; *bootstrap elements/s* is the query's bootstrap from the loaded store) at the base size
-and scaled ``--scale`` times (default 100: 421,000 elements), and optionally through the
-pipeline (DrasiRay + Redis) at the base size.
+and scaled ``--scale`` times (default 100: 421,000 elements), and through the pipeline
+(DrasiRay + Redis) at the base size unless ``--no-pipeline``.
 
 Drasi's published sample figures (README, in-memory or RocksDB indexes, Rust):
 single_node_property_projection 15,385 changes/s (RocksDB), bootstrap 57,671 elements/s.
@@ -154,7 +154,10 @@ def parse_args(argv: Sequence[str] | None) -> Options:
     parser.add_argument("--scale", type=int, default=100, help="also run this many times bigger")
     parser.add_argument("--changes", type=int, default=20_000, help="timed changes per run")
     parser.add_argument("--seed", type=int, default=5)
-    parser.add_argument("--pipeline", action="store_true", help="also run through DrasiRay")
+    parser.add_argument(
+        "--no-pipeline", action="store_true", help="skip the runs through DrasiRay + Redis"
+    )
+    parser.add_argument("--pipeline", action="store_true", help="(the default) run them")
     parser.add_argument("--pipeline-changes", type=int, default=10_000)
     parser.add_argument("--no-record", action="store_true", help="do not append to RESULTS.md")
     args = parser.parse_args(argv)
@@ -164,7 +167,7 @@ def parse_args(argv: Sequence[str] | None) -> Options:
         scale=args.scale,
         changes=args.changes,
         seed=args.seed,
-        pipeline=args.pipeline,
+        pipeline=not args.no_pipeline,
         pipeline_changes=args.pipeline_changes,
         record=not args.no_record,
     )
