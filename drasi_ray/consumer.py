@@ -138,7 +138,10 @@ class StreamConsumer:
         self._ready = asyncio.Event()
         self._stopping = False
         self._tasks: list[asyncio.Task[None]] = []
-        self._batch_lock = asyncio.Lock()
+        self._batch_lock = asyncio.Lock()  # one batch in hand at a time (see _read_new_forever)
+        self._active = 0
+        self._idle = asyncio.Event()
+        self._idle.set()
         self._in_flight = InFlight(max(settings.max_in_flight, 1))
 
     @property
@@ -163,11 +166,11 @@ class StreamConsumer:
         await self._ready.wait()
 
     async def stop(self) -> None:
-        """Stop reading; let the batch in hand finish (and be acked); close the client."""
+        """Stop reading; let the batches in hand finish (and be acked); close the client."""
         self._stopping = True
-        async with self._batch_lock:
-            for task in self._tasks:
-                task.cancel()
+        await self._idle.wait()
+        for task in self._tasks:
+            task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self.stats.state = "stopped"
         await self._backend.close()
@@ -228,6 +231,9 @@ class StreamConsumer:
             await self._handle(entries, first_delivery=False)
 
     async def _read_new_forever(self) -> None:
+        # One batch at a time: its ack precedes the next read. (Overlapping reads with the
+        # dispatch of earlier batches was tried and left replies unresumed under load; the
+        # overlap the pipeline needs comes from running several consumer actors.)
         while not self._stopping:
             entries = await self._read_reserved(
                 self.settings.batch_size,
@@ -305,6 +311,8 @@ class StreamConsumer:
         ``max_payload_bytes`` (unparsed), entries delivered more than ``max_deliveries`` times,
         and entries that do not decode. Entries whose data was deleted are just acked.
         """
+        self._active += 1
+        self._idle.clear()
         try:
             async with self._batch_lock:
                 self.stats.read += len(entries)
@@ -322,6 +330,9 @@ class StreamConsumer:
                 await self._ack([entry.id for entry in entries])
         finally:
             await self._in_flight.release(len(entries))
+            self._active -= 1
+            if self._active == 0:
+                self._idle.set()
 
     async def _delivery_counts(self, entries: Sequence[StreamEntry]) -> dict[str, int]:
         return await self._backend.delivery_counts(
@@ -356,7 +367,7 @@ class StreamConsumer:
                 f"delivered {deliveries} times, more than max_deliveries ({limit}): "
                 "processing it failed every time"
             )
-        size = sum(len(name) + len(value) for name, value in fields.items())
+        size = sum(map(len, fields.values()))  # values dominate; names are a few bytes
         if size > self.settings.max_payload_bytes:
             return (
                 f"entry of {size} bytes exceeds max_payload_bytes "
@@ -368,21 +379,25 @@ class StreamConsumer:
         """Dispatch, renewing our claim on ``ids`` while it runs so peers do not steal them.
 
         A live but slow batch would otherwise look idle to the peers' reclaim timers after
-        ``claim_idle_ms`` and be processed twice.
+        ``claim_idle_ms`` and be processed twice. The renewer is told to stop rather than
+        cancelled, so a Redis command is never abandoned halfway through its reply.
         """
-        renewer = asyncio.get_running_loop().create_task(self._renew_claims(ids))
+        done = asyncio.Event()
+        renewer = asyncio.get_running_loop().create_task(self._renew_claims(ids, done))
         try:
             await self._dispatch(decoded)
         finally:
-            renewer.cancel()
+            done.set()
             await asyncio.gather(renewer, return_exceptions=True)
 
-    async def _renew_claims(self, ids: list[str]) -> None:
+    async def _renew_claims(self, ids: list[str], done: asyncio.Event) -> None:
         period = max(self.settings.claim_idle_ms / 3000, 0.01)
-        while True:
-            await asyncio.sleep(period)
-            await self._backend.renew_claim(self._stream, self._group, self.name, ids)
-            self.stats.claims_renewed += 1
+        while not done.is_set():
+            try:
+                await asyncio.wait_for(done.wait(), period)
+            except asyncio.TimeoutError:
+                await self._backend.renew_claim(self._stream, self._group, self.name, ids)
+                self.stats.claims_renewed += 1
 
     def _dead_letter(self, entry: StreamEntry, reason: str, deliveries: int) -> DeadLetter:
         return DeadLetter(

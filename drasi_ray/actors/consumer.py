@@ -27,7 +27,7 @@ from drasi_ray.config import PlatformSourceConfig
 from drasi_ray.consumer import Backoff, StreamConsumer, backend_for
 from drasi_ray.metrics import ConsumerMetrics, group_gauges
 
-METRICS_INTERVAL_S = 2.0
+METRICS_INTERVAL_S = 5.0
 
 
 @ray.remote
