@@ -290,6 +290,9 @@ class _Compiler:
         constant = _plain_number(expr.right)
         if constant is not None:
             return _numeric_binary_constant(left, constant, fast, general)
+        constant = _plain_number(expr.left)
+        if constant is not None:
+            return _numeric_constant_binary(constant, right, fast, general)
         return _numeric_binary(left, right, fast, general)
 
     def _is_null(self, expr: ast.IsNull) -> Evaluator:
@@ -418,6 +421,24 @@ def _numeric_binary_constant(
         if type(first) in numbers:
             return fast(first, constant)
         return general(first, constant)
+
+    return binary
+
+
+def _numeric_constant_binary(
+    constant: int | float,
+    right: Evaluator,
+    fast: Callable[[Any, Any], Any],
+    general: Callable[[Any, Any], Any],
+) -> Evaluator:
+    """``literal <op> expr``: the literal needs no evaluation (``50 + r.level``)."""
+    numbers = (int, float)
+
+    def binary(row: Row) -> Any:
+        second = right(row)
+        if type(second) in numbers:
+            return fast(constant, second)
+        return general(constant, second)
 
     return binary
 
