@@ -6,7 +6,7 @@ from typing import Any
 
 import orjson
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from drasi_ray.changes import (
@@ -390,7 +390,7 @@ def streams(draw: st.DrawFn) -> list[ElementChange]:
 
 
 @given(streams())
-@settings(max_examples=200)
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 def test_in_order_deltas_equal_plain_drasi_semantics(changes: list[ElementChange]) -> None:
     store = ElementStore()
     deltas = [delta for item in changes if (delta := store.apply(item)) is not None]
@@ -408,7 +408,7 @@ def test_in_order_deltas_equal_plain_drasi_semantics(changes: list[ElementChange
 
 
 @given(streams(), st.data())
-@settings(max_examples=300)
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 def test_any_interleaving_with_duplicates_converges(
     changes: list[ElementChange], data: st.DataObject
 ) -> None:

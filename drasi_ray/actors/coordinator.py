@@ -14,6 +14,7 @@ execution order of calls to an async actor).
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import os
 import time
@@ -191,6 +192,7 @@ class CoordinatorActor:
             self._core.table = SubscriptionTable.from_records(records)
         for source_id in await self._state.stored_sources():
             self._core.stores[source_id] = await self._state.load_store(source_id)
+        gc.freeze()  # the loaded stores are long-lived: keep them out of later GC passes
         if self._restarted:
             logger.warning("coordinator restarted: re-linking %s", self._core.table.query_ids)
             for query_id in self._core.table.query_ids:

@@ -13,6 +13,7 @@ from the element store (the coordinator's store is the source of truth for the g
 from __future__ import annotations
 
 import asyncio
+import gc
 import itertools
 import logging
 import os
@@ -77,6 +78,9 @@ class QueryRunner:
             config = self.config
             self.engine = ContinuousQuery(config.id, config.query, config.parameters)
         self.engine.bootstrap(elements)
+        # The loaded graph lives as long as the query: keep it out of every later GC pass
+        # (a full collection over a 1M-element graph stalls the actor for a visible moment).
+        gc.freeze()
         if self.bootstrapped:
             await self._emit(catch_up_diffs(previous, self.engine.results()), now_ms())
         self.bootstrapped = True

@@ -150,7 +150,7 @@ def test_incremental_equals_from_scratch(name: str, sequence: list[tuple[Any, ..
 
 
 @pytest.mark.parametrize("name", sorted(QUERIES))
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(sequence=changes)
 def test_bootstrap_equals_incremental(name: str, sequence: list[tuple[Any, ...]]) -> None:
     """Loading the final graph silently gives the same result as replaying the changes
