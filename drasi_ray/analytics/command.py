@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from drasi_ray.config import AppConfig, SourceSpec
 from drasi_ray.errors import ConfigError
+from drasi_ray.ops import common
 
 if TYPE_CHECKING:
     from drasi_ray.analytics.facade import Analytics
@@ -53,7 +54,7 @@ def add_parser(commands: Any) -> None:
 
 def _job(jobs: Any, name: str, summary: str) -> argparse.ArgumentParser:
     parser: argparse.ArgumentParser = jobs.add_parser(name, help=summary, description=summary)
-    parser.add_argument("config", metavar="APP_YAML", help="application file (sources)")
+    common.add_app_arguments(parser)
     parser.add_argument("--rows", type=int, default=1000, help="rows to print (default 1000)")
     parser.add_argument(
         "--timeout", type=float, default=600.0, help="seconds to replay the streams (default 600)"
@@ -63,7 +64,7 @@ def _job(jobs: Any, name: str, summary: str) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     """Run one ``analytics`` subcommand (see the module docstring); the exit status."""
-    config = replay_config(AppConfig.from_yaml(args.config), uuid.uuid4().hex[:8])
+    config = replay_config(common.load_app(args.config, args.redis_url), uuid.uuid4().hex[:8])
     if not config.sources:
         raise ConfigError(f"{args.config}: no sources to analyse")
     with _running(config) as app:

@@ -35,7 +35,9 @@ SKIPPED: list[tuple[str, str]] = [
     ),
     (r"^drasi-ray run (?!.*--exit-when-idle)", "runs until Ctrl-C"),
 ]
-APP_COMMANDS = re.compile(r"^drasi-ray (status|run|dlq|replay|scale) .*examples/app\.yaml")
+APP_COMMANDS = re.compile(
+    r"^drasi-ray (status|run|dlq|replay|scale|analytics \w+) .*examples/app\.yaml"
+)
 
 
 def readme_commands() -> list[str]:
