@@ -1,0 +1,565 @@
+"""End-to-end latency and sustained throughput of the whole pipeline, 1 and 2 consumers.
+
+Redis -> consumer actors -> coordinator -> the README's filter query -> a subscriber in this
+process, through the public API (DrasiRay, PlatformSource, ``app.subscribe``). The workload is
+:mod:`bench.pipeline`'s: realistic sensor updates in which every event changes a result row,
+so every event yields exactly one :class:`~drasi_ray.results.QueryResult`.
+
+For each consumer count, one app (batch 100, block 50 ms: latency settings) runs:
+
+(a) **sustained**: a backlog of ``--backlog-events`` is released to the running actors (as in
+    ``bench.ingest`` section d: group created after the backlog, ``XGROUP SETID 0`` plus one
+    XADD wake the readers); the clock stops when the subscriber has received every result.
+(b) **latency at fixed offered loads** (1k, 5k, 20k events/s by default): a paced publisher
+    thread XADDs ``rate x --duration`` events (at most ``--max-events``), in small pipelines,
+    each event stamped with the publish time (``ts_ns``) right before its XADD. A collector
+    thread long-polls the subscription (``next(timeout)``) and notes ``time.time_ns()`` when a
+    batch of results returns. Latency = that time minus the event's XADD time (ns, recorded by
+    the publisher for the event the row ``(id, temperature)`` names; ``source_time_ms`` is the
+    same instant at 1 ms resolution and is used as a cross-check). ``vs schedule`` measures from
+    when the event was *due* (start + i / rate) instead: it includes any publisher lag.
+    If the pipeline cannot keep up, the backlog and the latency grow for the whole run: the
+    table shows the delivered rate and the p50 latency of the first and last tenth of events.
+
+Between loads the app drains (every result received) and rests 1 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import redis
+
+from bench.common import (
+    bench_env,
+    command_line,
+    format_table,
+    load_average,
+    print_lines,
+    rate,
+    record,
+    wait_until,
+)
+from bench.ingest import arm_backlog, release_backlog
+from bench.pipeline import (
+    CPU_HEADERS,
+    CPU_NOTE,
+    QUERY_ID,
+    SOURCE_ID,
+    CpuMeter,
+    CpuUsage,
+    cpu_cells,
+    fresh_stream,
+    hot_app,
+    hot_payloads,
+    hot_temperature,
+    result_key,
+    sensor_id,
+    stamp_payload,
+)
+from drasi_ray import DrasiRay
+from drasi_ray.results import QueryResult
+from drasi_ray.subscription import Subscription
+
+MAX_CHUNK = 200
+"""Most events one XADD pipeline carries when the publisher is behind schedule."""
+TICK_S = 0.001
+"""Shortest sleep of the paced publisher: events due within it go in one pipeline."""
+DRAIN_TIMEOUT_S = 300.0
+TARGET_RATE = 5000
+TARGET_P99_MS = 20.0
+
+# --------------------------------------------------------------------------------------------
+# subscriber side
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Received:
+    """One batch the subscription returned, and when (``time.time_ns()`` after ``next``)."""
+
+    at_ns: int
+    results: list[QueryResult]
+
+
+class Collector:
+    """Long-polls a subscription in a thread; keeps every batch with its arrival time."""
+
+    def __init__(self, subscription: Subscription) -> None:
+        self._subscription = subscription
+        self._stop = threading.Event()
+        self.batches: list[Received] = []
+        self.count = 0
+        self._thread = threading.Thread(target=self._run, name="collector", daemon=True)
+
+    def start(self) -> Collector:
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            results = self._subscription.next(timeout=0.2)
+            if results:
+                self.batches.append(Received(time.time_ns(), results))
+                self.count += len(results)
+
+    def wait_for(self, total: int, timeout_s: float) -> bool:
+        """True once ``total`` results arrived in all; False after ``timeout_s``."""
+        try:
+            wait_until(lambda: self.count >= total, timeout_s, poll_s=0.002)
+        except TimeoutError:
+            return False
+        return True
+
+    def mark(self) -> int:
+        """Index of the next batch (results from here on belong to the next phase)."""
+        return len(self.batches)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+
+
+# --------------------------------------------------------------------------------------------
+# publisher side
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Published:
+    """What the paced publisher did: per event, its due and XADD times (ns)."""
+
+    rate: int
+    due_ns: list[int]
+    sent_ns: list[int]
+    seconds: float = 0.0
+
+    @property
+    def achieved_rate(self) -> float:
+        return rate(len(self.sent_ns), self.seconds)
+
+
+def paced_publish(
+    client: redis.Redis, stream: str, templates: Sequence[bytes], per_second: int
+) -> Published:
+    """XADD ``templates`` at ``per_second``, stamping each with its publish time.
+
+    Every wake-up publishes the events due by then in one pipeline (at most
+    :data:`MAX_CHUNK`), their ``ts_ns`` and recorded time being ``time_ns()`` just before.
+    """
+    count = len(templates)
+    sent = [0] * count
+    origin_ns = time.time_ns()
+    due = [origin_ns + (i * 1_000_000_000) // per_second for i in range(count)]
+    started = time.perf_counter()
+    done = 0
+    while done < count:
+        now = time.time_ns()
+        upto = min(count, (now - origin_ns) * per_second // 1_000_000_000 + 1, done + MAX_CHUNK)
+        if upto <= done:  # at least TICK_S between wake-ups: a real producer batches too
+            time.sleep(max((due[done] - now) / 1e9, TICK_S))
+            continue
+        stamp = str(now).encode()
+        pipe = client.pipeline(transaction=False)
+        for index in range(done, upto):
+            pipe.xadd(stream, {b"data": stamp_payload(templates[index], stamp)})
+            sent[index] = now
+        pipe.execute()
+        done = upto
+    return Published(per_second, due, sent, time.perf_counter() - started)
+
+
+# --------------------------------------------------------------------------------------------
+# a load's figures
+# --------------------------------------------------------------------------------------------
+
+
+def percentile(ordered: Sequence[float], q: float) -> float:
+    """Nearest-rank percentile of sorted values (``q`` in [0, 1])."""
+    if not ordered:
+        return float("nan")
+    return ordered[min(len(ordered) - 1, max(0, round(q * len(ordered)) - 1))]
+
+
+@dataclass
+class LoadResult:
+    """Latencies (ms) of one offered load, in publish order, and the rates."""
+
+    consumers: int
+    offered: int
+    events: int
+    published_rate: float
+    delivered_rate: float
+    latencies_ms: list[float]
+    schedule_ms: list[float]
+    source_time_ms: list[float]
+    missing: int
+    cpu: CpuUsage
+    loads: tuple[float, float]
+    changes_per_batch: float = 0.0
+    sorted_ms: list[float] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.sorted_ms = sorted(self.latencies_ms)
+
+    def p(self, q: float) -> float:
+        return percentile(self.sorted_ms, q)
+
+    def tenth_p50(self, last: bool) -> float:
+        """p50 of the first (or last) tenth of the events in publish order."""
+        size = max(len(self.latencies_ms) // 10, 1)
+        part = self.latencies_ms[-size:] if last else self.latencies_ms[:size]
+        return percentile(sorted(part), 0.5)
+
+    @property
+    def steady(self) -> bool:
+        """Kept up: delivered >= 90% of offered, and the last tenth's p50 did not blow up."""
+        kept_up = self.delivered_rate >= 0.9 * self.offered
+        growth = self.tenth_p50(True) <= 3 * self.tenth_p50(False) + 20.0
+        return kept_up and growth and self.missing == 0
+
+
+def load_figures(
+    consumers: int,
+    published: Published,
+    keys: Sequence[tuple[str, float]],
+    batches: Sequence[Received],
+    cpu: CpuUsage,
+    loads: tuple[float, float],
+) -> LoadResult:
+    """Match every received row to the event it names; latencies in publish order."""
+    index = {key: i for i, key in enumerate(keys)}
+    arrived = [0] * len(keys)
+    source_ms = [0.0] * len(keys)
+    for batch in batches:
+        for result in batch.results:
+            for diff in result.results:
+                i = index.get(result_key(diff))
+                if i is not None and not arrived[i]:
+                    arrived[i] = batch.at_ns
+                    source_ms[i] = batch.at_ns / 1e6 - result.source_time_ms
+    got = [i for i in range(len(keys)) if arrived[i]]
+    latencies = [(arrived[i] - published.sent_ns[i]) / 1e6 for i in got]
+    schedule = [(arrived[i] - published.due_ns[i]) / 1e6 for i in got]
+    last_ns = max((arrived[i] for i in got), default=published.sent_ns[0])
+    span_s = (last_ns - published.sent_ns[0]) / 1e9
+    return LoadResult(
+        consumers,
+        published.rate,
+        len(keys),
+        published.achieved_rate,
+        rate(len(got), span_s),
+        latencies,
+        schedule,
+        [source_ms[i] for i in got],
+        len(keys) - len(got),
+        cpu,
+        loads,
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# one app: sustained backlog, then each load
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Options:
+    consumers: tuple[int, ...]
+    rates: tuple[int, ...]
+    duration_s: float
+    max_events: int
+    backlog_events: int
+    batch_size: int
+    block_ms: int
+    sensors: int
+    record: bool
+
+
+@dataclass
+class Sustained:
+    consumers: int
+    events: int
+    seconds: float
+    cpu: CpuUsage
+    loads: tuple[float, float]
+    changes_per_batch: float
+
+    @property
+    def rate(self) -> float:
+        return rate(self.events, self.seconds)
+
+
+def run_sustained(
+    collector: Collector, url: str, stream: str, wake: bytes, events: int, meter: CpuMeter
+) -> tuple[float, CpuUsage]:
+    """Release the armed backlog of ``events``; seconds until the subscriber has every result."""
+    with redis.Redis.from_url(url) as client:
+        meter.start()
+        started = time.perf_counter()
+        release_backlog(client, stream, wake)
+        if not collector.wait_for(events, DRAIN_TIMEOUT_S):
+            raise TimeoutError(f"sustained: {collector.count} of {events} results arrived")
+        seconds = time.perf_counter() - started
+    return seconds, meter.stop()
+
+
+def run_load(
+    app: DrasiRay,
+    collector: Collector,
+    url: str,
+    stream: str,
+    meter: CpuMeter,
+    first_seq: int,
+    per_second: int,
+    options: Options,
+) -> LoadResult:
+    """Publish one offered load, wait for its results, and match them to their events."""
+    count = min(int(per_second * options.duration_s), options.max_events)
+    templates = hot_payloads(first_seq, count, options.sensors, live=True)
+    keys = [
+        (sensor_id(seq, options.sensors), hot_temperature(seq, options.sensors))
+        for seq in range(first_seq, first_seq + count)
+    ]
+    mark, expected = collector.mark(), collector.count + count
+    load_before = load_average()
+    counters = coordinator_counters(app)
+    meter.start()
+    with redis.Redis.from_url(url) as client:
+        published = paced_publish(client, stream, templates, per_second)
+    timeout = DRAIN_TIMEOUT_S + count / 1000
+    collector.wait_for(expected, timeout)
+    cpu = meter.stop()
+    app.wait_until_idle(timeout)
+    consumers = len(app.consumer_actors(SOURCE_ID))
+    loads = (load_before, load_average())
+    result = load_figures(consumers, published, keys, collector.batches[mark:], cpu, loads)
+    result.changes_per_batch = changes_per_batch(counters, coordinator_counters(app))
+    return result
+
+
+def coordinator_counters(app: DrasiRay) -> tuple[int, int]:
+    """The coordinator's ``(batches, changes)`` so far."""
+    stats = app.status()["coordinator"]
+    return int(stats["batches"]), int(stats["changes"])
+
+
+def changes_per_batch(before: tuple[int, int], after: tuple[int, int]) -> float:
+    """Mean changes per batch the coordinator received between two counter readings."""
+    batches = after[0] - before[0]
+    return (after[1] - before[1]) / batches if batches else 0.0
+
+
+def run_app(
+    url: str, redis_pid: int | None, consumers: int, options: Options
+) -> tuple[Sustained, list[LoadResult]]:
+    """One app with ``consumers`` consumers: the sustained backlog, then every offered load."""
+    stream = fresh_stream(f"latency{consumers}")
+    backlog = hot_payloads(0, options.backlog_events, options.sensors, live=False)
+    wake = arm_backlog(url, stream, backlog)
+    app = hot_app(url, stream, consumers, options.batch_size, options.block_ms, "latency")
+    app.start()
+    subscription = app.subscribe(QUERY_ID, capacity=100_000)
+    collector = Collector(subscription).start()
+    try:
+        meter = CpuMeter.for_app(app, redis_pid)
+        load_before = load_average()
+        counters = coordinator_counters(app)
+        seconds, cpu = run_sustained(collector, url, stream, wake, len(backlog), meter)
+        per_batch = changes_per_batch(counters, coordinator_counters(app))
+        loads_1m = (load_before, load_average())
+        sustained = Sustained(consumers, len(backlog), seconds, cpu, loads_1m, per_batch)
+        print(f"  {consumers} consumer(s): sustained {sustained.rate:,.0f} events/s", flush=True)
+        loads = []
+        first_seq = len(backlog)
+        for per_second in options.rates:
+            time.sleep(1.0)
+            result = run_load(app, collector, url, stream, meter, first_seq, per_second, options)
+            first_seq += result.events
+            loads.append(result)
+            print(
+                f"  {consumers} consumer(s), {per_second:,}/s offered: published "
+                f"{result.published_rate:,.0f}/s, delivered {result.delivered_rate:,.0f}/s, "
+                f"p50 {result.p(0.5):.1f} p95 {result.p(0.95):.1f} p99 {result.p(0.99):.1f} ms",
+                flush=True,
+            )
+    finally:
+        collector.stop()
+        subscription.close()
+        app.stop()
+        with redis.Redis.from_url(url) as client:
+            client.delete(stream)
+    return sustained, loads
+
+
+# --------------------------------------------------------------------------------------------
+# tables
+# --------------------------------------------------------------------------------------------
+
+
+def sustained_table(rows: Sequence[Sustained]) -> list[str]:
+    headers = (
+        "consumers", "events", "seconds", "events/s", "changes/batch", *CPU_HEADERS, "load 1m"
+    )  # fmt: skip
+    return format_table(
+        headers,
+        [
+            (s.consumers, s.events, f"{s.seconds:.2f}", s.rate, f"{s.changes_per_batch:.0f}",
+             *cpu_cells(s.cpu),
+             f"{s.loads[0]:.1f}->{s.loads[1]:.1f}")
+            for s in rows
+        ],
+    )  # fmt: skip
+
+
+def latency_table(rows: Sequence[LoadResult]) -> list[str]:
+    headers = (
+        "consumers", "offered/s", "events", "published/s", "delivered/s",
+        "p50 ms", "p95 ms", "p99 ms", "max ms", "p99 vs schedule ms",
+        "p50 first/last tenth ms", "p99 via source_time_ms", "kept up", "load 1m",
+    )  # fmt: skip
+    body = []
+    for r in rows:
+        schedule = sorted(r.schedule_ms)
+        source = sorted(r.source_time_ms)
+        body.append(
+            (
+                r.consumers, r.offered, r.events, r.published_rate, r.delivered_rate,
+                f"{r.p(0.5):.1f}", f"{r.p(0.95):.1f}", f"{r.p(0.99):.1f}", f"{r.p(1.0):.1f}",
+                f"{percentile(schedule, 0.99):.1f}",
+                f"{r.tenth_p50(False):.1f} / {r.tenth_p50(True):.1f}",
+                f"{percentile(source, 0.99):.1f}",
+                "yes" if r.steady else f"NO{f' ({r.missing} missing)' if r.missing else ''}",
+                f"{r.loads[0]:.1f}->{r.loads[1]:.1f}",
+            )
+        )  # fmt: skip
+    return format_table(headers, body)
+
+
+def cpu_table(rows: Sequence[LoadResult]) -> list[str]:
+    headers = ("consumers", "offered/s", "changes/batch", *CPU_HEADERS)
+    body = [(r.consumers, r.offered, f"{r.changes_per_batch:.1f}", *cpu_cells(r.cpu)) for r in rows]
+    return format_table(headers, body)
+
+
+def verdict(rows: Sequence[LoadResult]) -> list[str]:
+    """The issue's target, p99 <= 20 ms at 5,000 events/s offered, per consumer count."""
+    lines = []
+    for r in rows:
+        if r.offered != TARGET_RATE:
+            continue
+        met = r.steady and r.p(0.99) <= TARGET_P99_MS
+        lines.append(
+            f"Target p99 <= {TARGET_P99_MS:.0f} ms at {TARGET_RATE:,} events/s offered, "
+            f"{r.consumers} consumer(s): p99 {r.p(0.99):.1f} ms, delivered "
+            f"{r.delivered_rate:,.0f}/s -> {'MET' if met else 'NOT MET'}."
+        )
+    for r in rows:
+        if not r.steady:
+            lines.append(
+                f"{r.consumers} consumer(s) at {r.offered:,}/s offered: the pipeline delivered "
+                f"{r.delivered_rate:,.0f}/s, so the backlog and the latency grew for the whole "
+                f"run (p50 {r.tenth_p50(False):.0f} ms in the first tenth of events, "
+                f"{r.tenth_p50(True):.0f} ms in the last): latency unbounded at this load."
+            )
+    return lines
+
+
+def notes(options: Options) -> list[str]:
+    return [
+        "Method (bench/latency.py docstring): Redis -> consumers -> coordinator -> filter query "
+        "(README's) -> subscriber in the benchmark process, public API. Every event changes a "
+        f"result row ({options.sensors:,} sensors, temperature always > 70 and changing), so "
+        f"every event yields one QueryResult. Source: batch_size {options.batch_size}, "
+        f"block_ms {options.block_ms}, group from 0, CHANNEL dispatch (subscription capacity "
+        "100,000).",
+        f"(a) sustained: a backlog of {options.backlog_events:,} events released to the running "
+        "app, clock stops when the subscriber has received every result.",
+        "(b) latency: paced publisher thread (pipelined XADDs of the events due, ts_ns = publish "
+        f"time), {options.duration_s:g} s per load or at most {options.max_events:,} events; "
+        "latency = time.time_ns() when Subscription.next() returns the result - the event's XADD "
+        "time (ns). `vs schedule`: from when the event was due (includes publisher lag). "
+        "`p99 via source_time_ms`: the same from QueryResult.source_time_ms (1 ms resolution), "
+        "a cross-check. `kept up`: delivered >= 90% of offered and the last tenth's p50 not "
+        "above 3x the first tenth's + 20 ms.",
+        "`changes/batch`: changes per batch the coordinator received (its counters before and "
+        "after), i.e. how many entries one consumer read + Ray call carried.",
+        CPU_NOTE,
+    ]
+
+
+# --------------------------------------------------------------------------------------------
+# the run
+# --------------------------------------------------------------------------------------------
+
+
+def _ints(text: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in text.split(",") if part.strip())
+
+
+def parse_args(argv: Sequence[str] | None) -> Options:
+    parser = argparse.ArgumentParser(prog="python -m bench.latency", description=__doc__)
+    parser.add_argument("--consumers", default="1,2", help="consumer counts, comma-separated")
+    parser.add_argument("--rates", default="1000,5000,20000", help="offered events/s")
+    parser.add_argument("--duration", type=float, default=10.0, help="seconds per load")
+    parser.add_argument("--max-events", type=int, default=60_000, help="cap per load")
+    parser.add_argument("--backlog-events", type=int, default=30_000, help="events for (a)")
+    parser.add_argument("--batch-size", type=int, default=100)
+    parser.add_argument("--block-ms", type=int, default=50)
+    parser.add_argument("--sensors", type=int, default=1000)
+    parser.add_argument("--no-record", action="store_true", help="do not append to RESULTS.md")
+    args = parser.parse_args(argv)
+    return Options(
+        _ints(args.consumers),
+        _ints(args.rates),
+        args.duration,
+        args.max_events,
+        args.backlog_events,
+        args.batch_size,
+        args.block_ms,
+        args.sensors,
+        not args.no_record,
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run every consumer count, print the tables, append them to RESULTS.md."""
+    options = parse_args(argv)
+    command = command_line("bench.latency", argv)
+    sustained: list[Sustained] = []
+    loads: list[LoadResult] = []
+    with bench_env() as server:
+        for consumers in options.consumers:
+            print(f"{consumers} consumer(s) ...", flush=True)
+            one, rows = run_app(server.url, server.pid, consumers, options)
+            sustained.append(one)
+            loads += rows
+    lines = [
+        *notes(options),
+        "",
+        "(a) sustained throughput, backlog released, end to end to the subscriber:",
+        "",
+        *sustained_table(sustained),
+        "",
+        "(b) latency XADD -> result at the subscriber, at fixed offered loads:",
+        "",
+        *latency_table(loads),
+        "",
+        "CPU during each load (publishing to the last result):",
+        "",
+        *cpu_table(loads),
+        "",
+        *verdict(loads),
+    ]
+    print_lines(["", *lines])
+    if options.record:
+        record("latency", lines, command)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
