@@ -35,6 +35,7 @@ import ray
 from bench.common import BASE_TS_NS, SENSOR_QUERY, sensor_properties
 from drasi_ray import DrasiRay, PlatformSource, Query
 from drasi_ray.changes import Op, node
+from drasi_ray.config import StateConfig
 from drasi_ray.decode import change_event, encode_cloud_event
 
 GROUP = "bench"
@@ -100,10 +101,21 @@ def fresh_stream(prefix: str) -> str:
 
 
 def hot_app(
-    url: str, stream: str, consumers: int, batch_size: int, block_ms: int, prefix: str
+    url: str,
+    stream: str,
+    consumers: int,
+    batch_size: int,
+    block_ms: int,
+    prefix: str,
+    durable: bool = True,
 ) -> DrasiRay:
-    """DrasiRay, one PlatformSource (group ``bench`` from ``0``), the README's filter query."""
-    app = DrasiRay(f"bench-{prefix}-{uuid.uuid4().hex[:8]}")
+    """DrasiRay, one PlatformSource (group ``bench`` from ``0``), the README's filter query.
+
+    ``durable`` False keeps the coordinator's state in memory only (no Redis write per batch).
+    """
+    app = DrasiRay(
+        f"bench-{prefix}-{uuid.uuid4().hex[:8]}", state_config=StateConfig(durable=durable)
+    )
     app.add_source(
         PlatformSource.builder(SOURCE_ID)
         .with_redis_url(url)
