@@ -247,15 +247,17 @@ class CoordinatorActor:
     async def apply_batch(self, source_id: str, entries: Sequence[DecodedEntry]) -> BatchReport:
         """Apply one consumer batch; return once it is durable and every query delivered it.
 
-        The deltas go to the queries even when writing the store to Redis fails: a retry of
-        the batch finds its changes already applied (duplicates, routed nowhere), so holding
-        the deltas back would lose them for the queries. The failure is raised afterwards, so
-        the consumer does not ack, and the retry persists the still-dirty records.
+        The deltas go to the queries while the store is written to Redis, and even when that
+        write fails: a retry of the batch finds its changes already applied (duplicates,
+        routed nowhere), so holding the deltas back would lose them for the queries. The
+        failure is raised afterwards, so the consumer does not ack, and the retry persists the
+        still-dirty records.
         """
         await self._loaded
         routed, report = self._core.apply_entries(source_id, entries)
         self._forward_applied(source_id)
-        persisted = await self._try_persist(source_id, report)
+        # Deliveries are numbered in the same event-loop step as the store update (so each
+        # query sees deltas in store order) and run while the state is written to Redis.
         calls = []
         for query_id, deltas in routed.items():
             link = self._queries.get(query_id)
@@ -263,6 +265,7 @@ class CoordinatorActor:
                 calls.append(
                     link.handle.deliver.remote(link.epoch, link.take_delivery(), DeltaBatch(deltas))
                 )
+        persisted = await self._try_persist(source_id, report)
         if calls:
             await asyncio.gather(*calls)
         if persisted is not None:

@@ -49,6 +49,7 @@ class QueryRunner:
         self.diffs_emitted = 0
         self.subscribers: dict[str, SubscriberBuffer] = {}
         self.observers: list[Callable[[Delivered], None]] = []
+        self.batch_observers: list[Callable[[list[Delivered]], None]] = []
         self.bootstrapped = False
 
     async def publish(self, item: Delivered) -> None:
@@ -62,6 +63,8 @@ class QueryRunner:
         for observe in self.observers:
             for item in items:
                 observe(item)
+        for observe_batch in self.batch_observers:
+            observe_batch(items)
         for buffer in list(self.subscribers.values()):
             await buffer.put_many(items)
 
@@ -192,7 +195,8 @@ class QueryActor:
         self._runner = QueryRunner(config)
         self._reactions = ReactionSet(config.id, grouping_keys(self._runner.engine))
         self._metrics = QueryMetrics(config.id)
-        self._runner.observers += [self._reactions.offer, self._metrics.observe]
+        self._runner.observers.append(self._reactions.offer)
+        self._runner.batch_observers.append(self._metrics.observe)
         self._order = _InOrder()
         self._subscriber_ids = itertools.count(1)
         self._state = None if state_url is None else StateStore.from_url(state_url, app_id)
