@@ -57,6 +57,7 @@ from bench.pipeline import (
     hot_app,
     hot_payloads,
     hot_temperature,
+    int_list,
     result_key,
     sensor_id,
     stamp_payload,
@@ -506,10 +507,6 @@ def notes(options: Options) -> list[str]:
 # --------------------------------------------------------------------------------------------
 
 
-def _ints(text: str) -> tuple[int, ...]:
-    return tuple(int(part) for part in text.split(",") if part.strip())
-
-
 def parse_args(argv: Sequence[str] | None) -> Options:
     parser = argparse.ArgumentParser(prog="python -m bench.latency", description=__doc__)
     parser.add_argument("--consumers", default="1,2", help="consumer counts, comma-separated")
@@ -528,8 +525,8 @@ def parse_args(argv: Sequence[str] | None) -> Options:
     parser.add_argument("--no-record", action="store_true", help="do not append to RESULTS.md")
     args = parser.parse_args(argv)
     return Options(
-        _ints(args.consumers),
-        _ints(args.rates),
+        int_list(args.consumers),
+        int_list(args.rates),
         args.duration,
         args.max_events,
         args.backlog_events,

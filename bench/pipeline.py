@@ -50,6 +50,11 @@ TEMPERATURE_STEPS = 2000
 # --------------------------------------------------------------------------------------------
 
 
+def int_list(text: str) -> tuple[int, ...]:
+    """``"1,2,4"`` -> ``(1, 2, 4)`` (command-line lists of consumer counts and rates)."""
+    return tuple(int(part) for part in text.split(",") if part.strip())
+
+
 def sensor_id(seq: int, sensors: int) -> str:
     return f"sensor-{seq % sensors}"
 

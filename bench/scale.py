@@ -57,6 +57,7 @@ from bench.pipeline import (
     fresh_stream,
     hot_app,
     hot_payloads,
+    int_list,
 )
 from drasi_ray import DrasiRay
 
@@ -254,10 +255,6 @@ def notes(options: Options) -> list[str]:
 # --------------------------------------------------------------------------------------------
 
 
-def _ints(text: str) -> tuple[int, ...]:
-    return tuple(int(part) for part in text.split(",") if part.strip())
-
-
 def parse_args(argv: Sequence[str] | None) -> Options:
     parser = argparse.ArgumentParser(prog="python -m bench.scale", description=__doc__)
     parser.add_argument("--consumers", default="1,2,4", help="consumer counts, comma-separated")
@@ -272,12 +269,12 @@ def parse_args(argv: Sequence[str] | None) -> Options:
     parser.add_argument("--no-record", action="store_true", help="do not append to RESULTS.md")
     args = parser.parse_args(argv)
     return Options(
-        _ints(args.consumers),
+        int_list(args.consumers),
         args.events,
         args.batch_size,
         args.block_ms,
         args.sensors,
-        _ints(args.profile_counts),
+        int_list(args.profile_counts),
         args.profile_dir,
         not args.no_record,
     )

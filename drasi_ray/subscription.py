@@ -40,24 +40,9 @@ class SubscriberBuffer:
     def __len__(self) -> int:
         return len(self._items)
 
-    async def put(self, item: Delivered) -> None:
-        """Append ``item``; in CHANNEL mode wait for room, in BROADCAST mode drop the oldest."""
-        async with self._changed:
-            if self.mode is DispatchMode.CHANNEL:
-                await self._changed.wait_for(
-                    lambda: len(self._items) < self.capacity or self.closed
-                )
-                if self.closed:
-                    return
-            elif len(self._items) >= self.capacity:
-                self._items.popleft()
-                self.dropped += 1
-            self._items.append(item)
-            self._changed.notify_all()
-
     async def put_many(self, items: list[Delivered]) -> None:
-        """Append ``items`` in order, as :meth:`put` would one by one, with one lock round
-        per chunk that fits instead of one per item."""
+        """Append ``items`` in order: in CHANNEL mode wait for room (chunk by chunk), in
+        BROADCAST mode keep the newest ``capacity`` and count the dropped ones."""
         position = 0
         async with self._changed:
             while position < len(items):
