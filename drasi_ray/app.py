@@ -36,6 +36,7 @@ from drasi_ray.config import (
     AnalyticsConfig,
     AppConfig,
     DispatchMode,
+    PlatformSourceConfig,
     QueryConfig,
     RayConfig,
     StateConfig,
@@ -177,16 +178,21 @@ class DrasiRay:
             if source_id not in self._consumers:
                 options["lifetime"] = "detached"
             indices = range(before, consumers)
-            actors = actors + scaling.start_consumers(
-                self.namespace, source_id, config, indices, options
-            )
+            started = scaling.start_consumers(self.namespace, source_id, config, indices, options)
+            self._track_consumers(source, config, actors + started)
         elif consumers < before:
+            # Retired actors are killed before their pending entries are handed over: stop
+            # tracking them first, so a failed hand-over never leaves dead actors in the app.
+            self._track_consumers(source, config, actors[:consumers])
             scaling.retire_consumers(source_id, source.config, actors[consumers:], consumers)
-            actors = actors[:consumers]
-        self._sources[source_id] = dataclasses.replace(source, config=config)
-        if source_id in self._consumers:
-            self._consumers[source_id] = actors
         return before
+
+    def _track_consumers(
+        self, source: PlatformSource, config: PlatformSourceConfig, actors: list[Any]
+    ) -> None:
+        self._sources[source.id] = dataclasses.replace(source, config=config)
+        if source.id in self._consumers:  # not when scaling another process's app
+            self._consumers[source.id] = actors
 
     @property
     def query_ids(self) -> list[str]:

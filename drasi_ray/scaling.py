@@ -86,12 +86,12 @@ def retire_consumers(
     consumer_names = widest.consumer_names(source_id)
     with redis.Redis.from_url(config.redis_url) as client:
         return sum(
-            _hand_over(client, config, name, consumer_names[0])
+            hand_over(client, config, name, consumer_names[0])
             for name in consumer_names[first_index:]
         )
 
 
-def _hand_over(client: redis.Redis, config: PlatformSourceConfig, name: str, heir: str) -> int:
+def hand_over(client: redis.Redis, config: PlatformSourceConfig, name: str, heir: str) -> int:
     """Move ``name``'s pending entries to ``heir``, then delete ``name`` from the group."""
     stream, group = config.stream_key, config.consumer_group
     moved = 0
@@ -102,8 +102,12 @@ def _hand_over(client: redis.Redis, config: PlatformSourceConfig, name: str, hei
         ids = [item["message_id"] for item in page]
         if not ids:
             break
-        execute: Any = client.execute_command
-        execute("XCLAIM", stream, group, heir, 0, *ids, "IDLE", config.claim_idle_ms, "JUSTID")
+        # JUSTID: the heir takes ownership without re-delivery (no delivery-count bump); IDLE
+        # makes the entries look `claim_idle_ms` old so its next own-pending read serves them.
+        client.xclaim(
+            stream, group, heir, min_idle_time=0, message_ids=ids,
+            idle=config.claim_idle_ms, justid=True,
+        )  # fmt: skip
         moved += len(ids)
     client.xgroup_delconsumer(stream, group, name)
     if moved:

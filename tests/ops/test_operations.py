@@ -157,17 +157,17 @@ def test_scale_up_and_down_while_changes_flow_loses_nothing(
     producer.start()
     client = redis.Redis.from_url(redis_url)
     try:
-        assert app.scale("sensors", 3) == 1
-        assert len(client.xinfo_consumers("sensor-changes", "drasi-core")) == 3
-        time.sleep(1.0)
-        assert app.scale("sensors", 1) == 3
-        names = [c["name"].decode() for c in client.xinfo_consumers("sensor-changes", "drasi-core")]
-        assert names == ["sensors-0"]
-        time.sleep(0.5)
-    finally:
-        stop.set()
-        producer.join()
-    try:
+        try:
+            assert app.scale("sensors", 3) == 1
+            assert len(client.xinfo_consumers("sensor-changes", "drasi-core")) == 3
+            time.sleep(1.0)
+            assert app.scale("sensors", 1) == 3
+            names = [c["name"] for c in client.xinfo_consumers("sensor-changes", "drasi-core")]
+            assert names == [b"sensors-0"]
+            time.sleep(0.5)
+        finally:
+            stop.set()
+            producer.join()
         app.wait_until_idle(60)
         rows = {row["id"]: row["temperature"] for row in app.results("all-sensors")}
         consumers = app.status()["sources"]["sensors"]
