@@ -16,8 +16,9 @@ All sections read the same stream contents (the seeded sensor workload of
     released to already-running actors; ``live``: the app is running, the clock starts at the
     first publish and stops when ``wait_until_idle`` returns (publishing competes for the CPUs).
 
-(m) **per-event CPU costs** in this process, no Ray or Redis: orjson alone, ``decode_entry``,
-    and Ray's pickling of a decoded batch (the ``EntryBatch`` the consumer sends, and a plain
+(m) **per-event CPU costs** in this process, no Ray or Redis: orjson alone, ``decode_rows`` into
+    the consumer's ``EntryBatch``, ``decode_entry``, and Ray's pickling of a decoded batch (the
+    ``EntryBatch`` of rows the consumer sends, one of built changes, and a plain
     list for comparison), best of 15 batches of 500.
 
 (a) and (b) are timed from the first XREADGROUP to the read that finds the stream drained.
@@ -65,9 +66,9 @@ from bench.common import (
 )
 from bench.sink import start_consumer
 from drasi_ray import DrasiRay, PlatformSource, Query
-from drasi_ray.batch import EntryBatch
+from drasi_ray.batch import EntryBatch, EntryBatchBuilder
 from drasi_ray.config import PlatformSourceConfig
-from drasi_ray.decode import decode_entry
+from drasi_ray.decode import decode_entry, decode_rows
 from drasi_ray.streams import progress
 
 GROUP = "bench"
@@ -312,9 +313,10 @@ def best_us_per_event(work: Callable[[], object], events: int, repeat: int = 15)
 def per_event_costs(payloads: Sequence[bytes]) -> list[tuple[str, float]]:
     """µs per event of each CPU step of one consumer batch (``BATCH`` entries).
 
-    The Ray call pickles its arguments with cloudpickle; the consumer actor sends an
-    :class:`~drasi_ray.batch.EntryBatch` (columnar pickled form). A plain list of
-    :class:`DecodedEntry` (what it sent before) is measured for comparison.
+    The consumer validates each entry into change rows (``decode_rows``) and sends them as
+    the columns of an :class:`~drasi_ray.batch.EntryBatch`; the coordinator's unpickling
+    builds the typed changes. ``decode_entry`` (validate and build the changes in this
+    process) and a plain list of :class:`DecodedEntry` are measured for comparison.
     """
     entries = [(f"1700000000000-{i}", {b"data": p}) for i, p in enumerate(payloads[:BATCH])]
     count = len(entries)
@@ -322,10 +324,17 @@ def per_event_costs(payloads: Sequence[bytes]) -> list[tuple[str, float]]:
     rows = [
         ("orjson.loads of the entry (what the peer does)",
          best_us_per_event(lambda: [orjson.loads(f[b"data"]) for _, f in entries], count)),
+        ("decode_rows into an EntryBatch (what the consumer does)",
+         best_us_per_event(functools.partial(_rows_batch, entries), count)),
         ("decode_entry: JSON parse + validate + build changes",
          best_us_per_event(lambda: [decode_entry(i, f) for i, f in entries], count)),
     ]  # fmt: skip
-    for label, value in (("EntryBatch", EntryBatch(decoded)), ("list[DecodedEntry]", decoded)):
+    batches = (
+        ("EntryBatch of rows", _rows_batch(entries)),
+        ("EntryBatch of changes", EntryBatch(decoded)),
+        ("list[DecodedEntry]", decoded),
+    )
+    for label, value in batches:
         blob = _ray_dumps(value)
         rows += [
             (f"cloudpickle.dumps of {label} (Ray call args)",
@@ -334,6 +343,13 @@ def per_event_costs(payloads: Sequence[bytes]) -> list[tuple[str, float]]:
              best_us_per_event(functools.partial(pickle.loads, blob), count)),
         ]  # fmt: skip
     return rows
+
+
+def _rows_batch(entries: Sequence[tuple[str, dict[bytes, bytes]]]) -> EntryBatch:
+    builder = EntryBatchBuilder()
+    for entry_id, fields in entries:
+        builder.add(entry_id, *decode_rows(entry_id, fields))
+    return builder.build()
 
 
 def _ray_dumps(value: object) -> bytes:

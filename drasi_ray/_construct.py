@@ -30,9 +30,29 @@ from drasi_ray.changes import (
     Version,
 )
 
-__all__ = ["make_change", "make_delta", "make_element", "make_entry", "make_timing"]
+__all__ = [
+    "ChangeRow",
+    "change_from_row",
+    "make_change",
+    "make_delta",
+    "make_element",
+    "make_entry",
+    "make_timing",
+]
 
 _Setter = Callable[[Any, Any], None]
+
+ChangeRow = tuple[
+    str, str, str, tuple[str, ...], dict[str, Any], str | None, str | None, int, Version,
+    int, int | None, int | None,
+]  # fmt: skip
+"""A validated change as plain values, the wire form of a change between actors: ``(op code,
+kind value, element id, labels, properties, start id, end id, effective_from, version,
+source_ns, reactivator_start_ns, reactivator_end_ns)``. Plain strings, tuples and dicts pickle
+at C speed; :func:`change_from_row` builds the :class:`ElementChange` it stands for."""
+
+_OPS = {op.value: op for op in Op}
+_KINDS = {kind.value: kind for kind in ElementKind}
 
 
 def slot_setters(cls: type, names: tuple[str, ...]) -> tuple[_Setter, ...]:
@@ -117,3 +137,12 @@ def make_delta(
     _DL_VERSION(delta, version)
     _DL_TIME(delta, source_time_ms)
     return delta
+
+
+def change_from_row(row: ChangeRow) -> ElementChange:
+    """The :class:`ElementChange` a :data:`ChangeRow` (already validated) stands for."""
+    op, kind, element_id, labels, properties, start, end, effective, version, ts, t0, t1 = row
+    element = make_element(
+        _KINDS[kind], element_id, labels, FrozenMap(properties), start, end, effective
+    )
+    return make_change(_OPS[op], element, version, make_timing(ts, t0, t1))

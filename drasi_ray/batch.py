@@ -14,10 +14,22 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from drasi_ray._construct import make_change, make_delta, make_element, make_entry, make_timing
-from drasi_ray.changes import DecodedEntry, Element, ElementDelta, ElementKind, FrozenMap, Op
+from drasi_ray._construct import (
+    ChangeRow,
+    change_from_row,
+    make_delta,
+    make_element,
+    make_entry,
+)
+from drasi_ray.changes import (
+    ControlEvent,
+    DecodedEntry,
+    Element,
+    ElementDelta,
+    ElementKind,
+    FrozenMap,
+)
 
-_OPS = {op.value: op for op in Op}
 _KINDS = {kind.value: kind for kind in ElementKind}
 
 
@@ -43,16 +55,79 @@ class _Batch(Sequence[Any]):
         return hash(self._items)
 
 
-class EntryBatch(_Batch):
-    """An immutable sequence of decoded entries with a compact pickled form."""
+class EntryBatch(Sequence[DecodedEntry]):
+    """An immutable sequence of decoded entries with a compact pickled form.
 
-    __slots__ = ()
+    Built from decoded entries, or (by the consumer, through :class:`EntryBatchBuilder`) from
+    validated :data:`~drasi_ray._construct.ChangeRow` columns: then it pickles the columns as
+    they are and builds its entries only if this side reads them.
+    """
+
+    __slots__ = ("_columns", "_items")
+
+    def __init__(self, items: Sequence[DecodedEntry]) -> None:
+        self._items: tuple[DecodedEntry, ...] | None = tuple(items)
+        self._columns: _EntryColumns | None = None
+
+    @classmethod
+    def of_columns(cls, columns: _EntryColumns) -> EntryBatch:
+        batch = cls(())
+        batch._items, batch._columns = None, columns
+        return batch
+
+    def _entries(self) -> tuple[DecodedEntry, ...]:
+        if self._items is None:
+            assert self._columns is not None
+            self._items = _rebuild(self._columns)._entries()
+        return self._items
+
+    def __len__(self) -> int:
+        if self._columns is not None:
+            return len(self._columns[0])
+        return len(self._entries())
+
+    def __getitem__(self, index: Any) -> Any:
+        return self._entries()[index]
 
     def __iter__(self) -> Iterator[DecodedEntry]:
-        return iter(self._items)
+        return iter(self._entries())
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, EntryBatch) and self._entries() == other._entries()
+
+    def __hash__(self) -> int:
+        return hash(self._entries())
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (_rebuild, (_columns(self._items),))
+        columns = self._columns if self._columns is not None else _columns(self._entries())
+        return (_rebuild, (columns,))
+
+
+class EntryBatchBuilder:
+    """Collects decoded entries as columns (see :func:`drasi_ray.decode.decode_rows`)."""
+
+    __slots__ = ("_changes", "_controls", "_counts", "_entry_ids")
+
+    def __init__(self) -> None:
+        self._entry_ids: list[str] = []
+        self._counts: list[int] = []
+        self._controls: list[Any] = []
+        self._changes: list[ChangeRow] = []
+
+    def add(
+        self, entry_id: str, controls: tuple[ControlEvent, ...], changes: list[ChangeRow]
+    ) -> None:
+        """Append one entry: its control events, or its validated change rows."""
+        self._entry_ids.append(entry_id)
+        self._counts.append(len(changes))
+        self._controls.append(controls or None)
+        self._changes.extend(changes)
+
+    def __len__(self) -> int:
+        return len(self._entry_ids)
+
+    def build(self) -> EntryBatch:
+        return EntryBatch.of_columns((self._entry_ids, self._counts, self._controls, self._changes))
 
 
 class DeltaBatch(_Batch):
@@ -116,11 +191,14 @@ def _rebuild_elements(rows: list[tuple[Any, ...]]) -> ElementBatch:
     return ElementBatch([_element(row) for row in rows])
 
 
-def _columns(entries: Sequence[DecodedEntry]) -> tuple[list[Any], ...]:
+_EntryColumns = tuple[list[str], list[int], list[Any], list[ChangeRow]]
+
+
+def _columns(entries: Sequence[DecodedEntry]) -> _EntryColumns:
     entry_ids: list[str] = []
     counts: list[int] = []
     controls: list[Any] = []
-    changes: list[Any] = []
+    changes: list[ChangeRow] = []
     for entry in entries:
         entry_ids.append(entry.entry_id)
         counts.append(len(entry.changes))
@@ -146,23 +224,15 @@ def _columns(entries: Sequence[DecodedEntry]) -> tuple[list[Any], ...]:
     return entry_ids, counts, controls, changes
 
 
-def _rebuild(columns: tuple[list[Any], ...]) -> EntryBatch:
+def _rebuild(columns: _EntryColumns) -> EntryBatch:
     entry_ids, counts, controls, changes = columns
     entries: list[DecodedEntry] = []
     position = 0
     for entry_id, count, entry_controls in zip(entry_ids, counts, controls, strict=True):
-        built = tuple(_change(row) for row in changes[position : position + count])
+        built = tuple(map(change_from_row, changes[position : position + count]))
         position += count
         if entry_controls:
             entries.append(DecodedEntry(entry_id, built, tuple(entry_controls)))
         else:
             entries.append(make_entry(entry_id, built))
     return EntryBatch(entries)
-
-
-def _change(row: tuple[Any, ...]) -> Any:
-    op, kind, element_id, labels, properties, start, end, effective, version, *timing = row
-    element = make_element(
-        _KINDS[kind], element_id, labels, FrozenMap(properties), start, end, effective
-    )
-    return make_change(_OPS[op], element, version, make_timing(*timing))

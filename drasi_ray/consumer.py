@@ -23,16 +23,16 @@ import random
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
-from drasi_ray.changes import DecodedEntry
+from drasi_ray.batch import EntryBatch, EntryBatchBuilder
 from drasi_ray.config import PlatformSourceConfig
-from drasi_ray.decode import decode_entry
+from drasi_ray.decode import decode_rows
 from drasi_ray.errors import DecodeError, GroupMissingError, StreamError
 from drasi_ray.streams.backend import RedisStreamBackend
 from drasi_ray.streams.records import DeadLetter, Fields, StreamEntry
 
 logger = logging.getLogger("drasi_ray.consumer")
 
-Dispatch = Callable[[list[DecodedEntry]], Awaitable[object]]
+Dispatch = Callable[[EntryBatch], Awaitable[object]]
 """Hands one decoded batch downstream; returns when it is applied (raises if it was not)."""
 
 MAX_BACKOFF_S = 5.0
@@ -325,8 +325,9 @@ class StreamConsumer:
                     )
                     self.stats.dead_lettered += len(dead)
                 if decoded:
-                    await self._dispatch_renewing([entry.id for entry in entries], decoded)
-                    self.stats.dispatched += len(decoded)
+                    batch = decoded.build()
+                    await self._dispatch_renewing([entry.id for entry in entries], batch)
+                    self.stats.dispatched += len(batch)
                 await self._ack([entry.id for entry in entries])
         finally:
             await self._in_flight.release(len(entries))
@@ -341,8 +342,8 @@ class StreamConsumer:
 
     def _screen(
         self, entries: Sequence[StreamEntry], counts: dict[str, int]
-    ) -> tuple[list[DecodedEntry], list[DeadLetter]]:
-        decoded: list[DecodedEntry] = []
+    ) -> tuple[EntryBatchBuilder, list[DeadLetter]]:
+        decoded = EntryBatchBuilder()
         dead: list[DeadLetter] = []
         limit = self.settings.max_deliveries
         for entry in entries:
@@ -353,7 +354,7 @@ class StreamConsumer:
             reason = self._refusal(entry.fields, deliveries, limit)
             if reason is None:
                 try:
-                    decoded.append(decode_entry(entry.id, entry.fields))
+                    decoded.add(entry.id, *decode_rows(entry.id, entry.fields))
                     continue
                 except DecodeError as exc:
                     reason = exc.reason
@@ -375,7 +376,7 @@ class StreamConsumer:
             )
         return None
 
-    async def _dispatch_renewing(self, ids: list[str], decoded: list[DecodedEntry]) -> None:
+    async def _dispatch_renewing(self, ids: list[str], decoded: EntryBatch) -> None:
         """Dispatch, renewing our claim on ``ids`` while it runs so peers do not steal them.
 
         A live but slow batch would otherwise look idle to the peers' reclaim timers after

@@ -51,14 +51,12 @@ from typing import Any, Final
 
 import orjson
 
-from drasi_ray._construct import make_change, make_element, make_entry, make_timing
+from drasi_ray._construct import ChangeRow, change_from_row, make_entry
 from drasi_ray.changes import (
     ControlEvent,
     DecodedEntry,
     Element,
-    ElementChange,
     ElementKind,
-    FrozenMap,
     Op,
     SubscriptionControl,
     UnknownControl,
@@ -69,6 +67,7 @@ from drasi_ray.errors import DecodeError
 __all__ = [
     "change_event",
     "decode_entry",
+    "decode_rows",
     "encode_cloud_event",
     "subscription_event",
 ]
@@ -76,11 +75,11 @@ __all__ = [
 _log = logging.getLogger("drasi_ray.decode")
 
 _ENTRY_FIELDS: Final = (b"data", b"event", b"payload", b"message")
-_OPS: Final = {"i": Op.INSERT, "u": Op.UPDATE, "d": Op.DELETE}
+_OPS: Final = frozenset(op.value for op in Op)
 _TABLES: Final = {
-    "node": ElementKind.NODE,
-    "rel": ElementKind.RELATION,
-    "relation": ElementKind.RELATION,
+    "node": ElementKind.NODE.value,
+    "rel": ElementKind.RELATION.value,
+    "relation": ElementKind.RELATION.value,
 }
 _I64_MAX: Final = 2**63 - 1  # orjson already gives floats below i64 min and above u64 max
 _NS_PER_MS: Final = 1_000_000
@@ -116,16 +115,28 @@ def decode_entry(entry_id: str, fields: Mapping[bytes, bytes]) -> DecodedEntry:
     Raises :class:`DecodeError` naming the offending field if the entry or any of its events is
     malformed; nothing of a rejected entry is returned.
     """
+    controls, rows = decode_rows(entry_id, fields)
+    if controls:
+        return DecodedEntry(entry_id, controls=controls)
+    return make_entry(entry_id, tuple(map(change_from_row, rows)))
+
+
+def decode_rows(
+    entry_id: str, fields: Mapping[bytes, bytes]
+) -> tuple[tuple[ControlEvent, ...], list[ChangeRow]]:
+    """:func:`decode_entry`'s validation, with the changes left as :data:`ChangeRow` values.
+
+    Same contract and errors; the consumer uses it to put validated changes on the wire
+    without building objects it would only take apart again (the receiver builds them).
+    Returns ``(controls, [])`` for a control entry and ``((), rows)`` otherwise.
+    """
     events = _read_events(fields)
     if not events:
-        return DecodedEntry(entry_id)
+        return (), []
     ms, seq = _entry_position(entry_id)
     if _is_control(events[0]):
-        return DecodedEntry(entry_id, controls=_decode_controls(entry_id, events, ms, seq))
-    if len(events) == 1:  # the common shape: one event per entry
-        return make_entry(entry_id, (_decode_change(events[0], (ms, seq, 0)),))
-    changes = [_decode_change(event, (ms, seq, index)) for index, event in enumerate(events)]
-    return make_entry(entry_id, tuple(changes))
+        return _decode_controls(entry_id, events, ms, seq), []
+    return (), [_decode_change(event, (ms, seq, index)) for index, event in enumerate(events)]
 
 
 def _read_events(fields: Mapping[bytes, bytes]) -> list[Any]:
@@ -171,9 +182,10 @@ def _is_control(event: Any) -> bool:
     return type(db) is str and len(db) == 5 and db.lower() == "drasi"
 
 
-def _decode_change(event: Any, version: Version) -> ElementChange:
-    """One data event -> :class:`ElementChange`. Raises :class:`DecodeError`."""
-    op, payload = _op_and_payload(event)
+def _decode_change(event: Any, version: Version) -> ChangeRow:
+    """One data event -> its :data:`ChangeRow`. Raises :class:`DecodeError`."""
+    payload = _payload(event)
+    op = _op(event)
     source = payload.get("source")
     if type(source) is not dict:
         raise DecodeError(_BAD_SOURCE)
@@ -182,18 +194,29 @@ def _decode_change(event: Any, version: Version) -> ElementChange:
     if type(ts_ns) is not int or ts_ns < 0:
         raise DecodeError(_BAD_TS)
     data = _element_data(op, payload)
-    element = _decode_element(data, kind, op is Op.DELETE, ts_ns // _NS_PER_MS)
+    element_id = data.get("id")
+    if type(element_id) is not str or not element_id:
+        raise DecodeError(_BAD_ID)
+    labels = _labels(data.get("labels"))
+    properties = _properties(data.get("properties"), op == "d")
+    start_id = end_id = None
+    if kind == "relation":
+        start_id = data.get("startId")
+        if type(start_id) is not str:
+            raise DecodeError(_BAD_START)
+        end_id = data.get("endId")
+        if type(end_id) is not str:
+            raise DecodeError(_BAD_END)
     start_ns = event.get("reactivatorStart_ns")
     end_ns = event.get("reactivatorEnd_ns")
     if start_ns is not None or end_ns is not None:  # profiling data is rare: skip the checks
         start_ns = _optional_ns(start_ns)
         end_ns = _optional_ns(end_ns)
-    return make_change(op, element, version, make_timing(ts_ns, start_ns, end_ns))
-
-
-def _op_and_payload(event: Any) -> tuple[Op, dict[str, Any]]:
-    payload = _payload(event)
-    return _op(event), payload
+    effective_from = ts_ns // _NS_PER_MS
+    return (
+        op, kind, element_id, labels, properties, start_id, end_id, effective_from, version,
+        ts_ns, start_ns, end_ns,
+    )  # fmt: skip
 
 
 def _payload(event: Any) -> dict[str, Any]:
@@ -205,17 +228,18 @@ def _payload(event: Any) -> dict[str, Any]:
     return payload
 
 
-def _op(event: dict[str, Any]) -> Op:
+def _op(event: dict[str, Any]) -> str:
+    """The event's operation code (``i``, ``u`` or ``d``)."""
     code = event.get("op")
-    op = _OPS.get(code) if type(code) is str else None
-    if op is None:
-        if type(code) is str:
-            raise DecodeError(f"unknown operation type '{code}'")
+    if type(code) is not str:
         raise DecodeError(_BAD_OP)
-    return op
+    if code not in _OPS:
+        raise DecodeError(f"unknown operation type '{code}'")
+    return code
 
 
-def _table_kind(table: Any) -> ElementKind:
+def _table_kind(table: Any) -> str:
+    """The element kind's value (``node`` or ``relation``) of a ``payload.source.table``."""
     if type(table) is not str:
         raise DecodeError(_BAD_TABLE)
     kind = _TABLES.get(table)
@@ -224,9 +248,9 @@ def _table_kind(table: Any) -> ElementKind:
     return kind
 
 
-def _element_data(op: Op, payload: dict[str, Any]) -> dict[str, Any]:
+def _element_data(op: str, payload: dict[str, Any]) -> dict[str, Any]:
     """``after`` for inserts and updates, ``before`` for deletes."""
-    if op is Op.DELETE:
+    if op == "d":
         data = payload.get("before")
         if type(data) is not dict:
             raise DecodeError(_BAD_BEFORE)
@@ -235,25 +259,6 @@ def _element_data(op: Op, payload: dict[str, Any]) -> dict[str, Any]:
         if type(data) is not dict:
             raise DecodeError(_BAD_AFTER)
     return data
-
-
-def _decode_element(
-    data: dict[str, Any], kind: ElementKind, is_delete: bool, effective_from: int
-) -> Element:
-    element_id = data.get("id")
-    if type(element_id) is not str or not element_id:
-        raise DecodeError(_BAD_ID)
-    labels = _labels(data.get("labels"))
-    properties = _properties(data.get("properties"), is_delete)
-    if kind is ElementKind.NODE:
-        return make_element(kind, element_id, labels, properties, None, None, effective_from)
-    start_id = data.get("startId")
-    if type(start_id) is not str:
-        raise DecodeError(_BAD_START)
-    end_id = data.get("endId")
-    if type(end_id) is not str:
-        raise DecodeError(_BAD_END)
-    return make_element(kind, element_id, labels, properties, start_id, end_id, effective_from)
 
 
 def _labels(labels: Any) -> tuple[str, ...]:
@@ -267,17 +272,17 @@ def _labels(labels: Any) -> tuple[str, ...]:
     return tuple(labels)
 
 
-def _properties(properties: Any, is_delete: bool) -> FrozenMap:
+def _properties(properties: Any, is_delete: bool) -> dict[str, Any]:
     """The element's property map; a delete may omit it (see the module docstring)."""
     if type(properties) is not dict:
         if properties is None and is_delete:
-            return FrozenMap()
+            return {}
         raise DecodeError(_BAD_PROPERTIES)
     for value in properties.values():
         kind = type(value)
         if kind is list or kind is dict or (kind is int and value > _I64_MAX):
-            return FrozenMap({key: _property_value(item) for key, item in properties.items()})
-    return FrozenMap(properties)
+            return {key: _property_value(item) for key, item in properties.items()}
+    return properties
 
 
 def _property_value(value: Any) -> Any:
@@ -327,7 +332,7 @@ def _decode_control(entry_id: str, event: Any, version: Version) -> ControlEvent
         raise DecodeError(_BAD_TABLE)
     if control_type != _SUBSCRIPTION:
         return UnknownControl(control_type, version)
-    op = _op(event)
+    op = Op(_op(event))
     data = payload.get("before" if op is Op.DELETE else "after")
     data = data if type(data) is dict else {}
     query_id = data.get("queryId")

@@ -6,7 +6,7 @@ import pickle
 
 import ray.cloudpickle
 
-from drasi_ray.batch import DeltaBatch, ElementBatch, EntryBatch
+from drasi_ray.batch import DeltaBatch, ElementBatch, EntryBatch, EntryBatchBuilder
 from drasi_ray.changes import (
     DecodedEntry,
     ElementDelta,
@@ -15,7 +15,13 @@ from drasi_ray.changes import (
     node,
     relation,
 )
-from drasi_ray.decode import change_event, decode_entry, encode_cloud_event
+from drasi_ray.decode import (
+    change_event,
+    decode_entry,
+    decode_rows,
+    encode_cloud_event,
+    subscription_event,
+)
 
 
 def _entries() -> list[DecodedEntry]:
@@ -37,6 +43,29 @@ def test_entry_batch_round_trips_through_both_picklers() -> None:
         assert isinstance(back, EntryBatch)
         assert list(back) == list(batch)
         assert back[0].changes[0].element.properties["l"] == [1, {"k": None}]
+
+
+def test_a_batch_built_from_decoded_rows_equals_the_decoded_entries() -> None:
+    changes = [
+        change_event(Op.UPDATE, node("n1", ["A"], {"x": 1.5, "m": {"l": [1, None]}}), 9),
+        change_event(Op.INSERT, relation("r1", ["R"], "n1", "n2", {}), 12_000_000),
+    ]
+    entries = {
+        "20-1": {b"data": encode_cloud_event(changes)},
+        "21-0": {b"data": encode_cloud_event([subscription_event(Op.INSERT, "q", "n", ["A"])])},
+        "22-0": {b"data": encode_cloud_event([])},
+    }
+    builder = EntryBatchBuilder()
+    for entry_id, fields in entries.items():
+        builder.add(entry_id, *decode_rows(entry_id, fields))
+    batch = builder.build()
+    assert len(batch) == 3  # known from the columns, before any entry is built
+    expected = [decode_entry(entry_id, fields) for entry_id, fields in entries.items()]
+    for dumps in (pickle.dumps, ray.cloudpickle.dumps):
+        back = pickle.loads(dumps(batch))
+        assert list(back) == expected
+        assert back[0].changes[0].element.properties == {"x": 1.5, "m": {"l": [1, None]}}
+    assert list(batch) == expected and batch == EntryBatch(expected)
 
 
 def test_delta_and_element_batches_round_trip() -> None:

@@ -22,7 +22,6 @@ import ray
 from drasi_ray.actors.names import COORDINATOR
 from drasi_ray.actors.runtime import was_restarted
 from drasi_ray.batch import EntryBatch
-from drasi_ray.changes import DecodedEntry
 from drasi_ray.config import PlatformSourceConfig
 from drasi_ray.consumer import Backoff, StreamConsumer, backend_for
 from drasi_ray.metrics import ConsumerMetrics, group_gauges
@@ -52,7 +51,7 @@ class ConsumerActor:
         self._consumer.start()
         self._metrics_task = asyncio.get_event_loop().create_task(self._record_metrics())
 
-    async def _dispatch(self, entries: list[DecodedEntry]) -> object:
+    async def _dispatch(self, entries: EntryBatch) -> object:
         """One Ray call per batch, never per event.
 
         If the coordinator is down, wait until it answers again before failing the batch: the
@@ -60,9 +59,7 @@ class ConsumerActor:
         innocent entry towards ``max_deliveries``.
         """
         try:
-            report = await self._coordinator.apply_batch.remote(
-                self._source_id, EntryBatch(entries)
-            )
+            report = await self._coordinator.apply_batch.remote(self._source_id, entries)
         except ray.exceptions.RayActorError:
             await self._await_coordinator()
             raise
