@@ -7,6 +7,11 @@ than ``claim_idle_ms``). Entries are acked only after the dispatch call returned
 coordinator confirmed the batch applied and delivered: at-least-once, and applying twice is a
 no-op thanks to the versioned store.
 
+Prefetch: while the coordinator applies one batch, the consumer reads and decodes the next
+(``max_in_flight`` bounds the entries held unacked). Dispatches stay one at a time, the next
+starting when the previous is applied and acked, so one consumer applies the stream in stream
+order; a failed batch stops the reading, and the prefetched batch is left pending to be re-read.
+
 Malformed entries never reach the dispatch: they are written to the dead-letter stream with the
 decode error and their raw fields, and only then acked.
 
@@ -20,8 +25,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from drasi_ray.batch import EntryBatch, EntryBatchBuilder
 from drasi_ray.config import PlatformSourceConfig
@@ -92,6 +98,14 @@ def backend_for(settings: PlatformSourceConfig) -> RedisStreamBackend:
     )
 
 
+@dataclass(slots=True)
+class _Screened:
+    """A screened batch: every entry id (all are acked), the good entries to dispatch."""
+
+    ids: list[str]
+    batch: EntryBatch | None
+
+
 class InFlight:
     """Bounds the entries a consumer holds unacked; readers reserve room before reading."""
 
@@ -138,7 +152,8 @@ class StreamConsumer:
         self._ready = asyncio.Event()
         self._stopping = False
         self._tasks: list[asyncio.Task[None]] = []
-        self._batch_lock = asyncio.Lock()  # one batch in hand at a time (see _read_new_forever)
+        self._batch_lock = asyncio.Lock()  # ONE dispatch at a time (read loop and reclaim)
+        self._in_hand: set[asyncio.Task[None]] = set()  # dispatch-and-ack tasks running
         self._active = 0
         self._idle = asyncio.Event()
         self._idle.set()
@@ -189,12 +204,19 @@ class StreamConsumer:
             except asyncio.CancelledError:
                 raise
             except GroupMissingError as exc:
+                await self._settle_in_hand()
                 self._note_error(exc)
             except Exception as exc:  # any failure: back off, then resume from own pending
+                await self._settle_in_hand()
                 self._note_error(exc)
                 await backoff.wait()
             else:
                 backoff.reset()
+
+    async def _settle_in_hand(self) -> None:
+        """Let a dispatched batch finish (acked or not) before own pending is re-read."""
+        while self._in_hand:
+            await asyncio.gather(*self._in_hand, return_exceptions=True)
 
     async def _ensure_group(self) -> None:
         recreating = self._ready.is_set()
@@ -231,9 +253,9 @@ class StreamConsumer:
             await self._handle(entries, first_delivery=False)
 
     async def _read_new_forever(self) -> None:
-        # One batch at a time: its ack precedes the next read. (Overlapping reads with the
-        # dispatch of earlier batches was tried and left replies unresumed under load; the
-        # overlap the pipeline needs comes from running several consumer actors.)
+        """Read and screen the next batch while the previous one is dispatched; dispatch it
+        once the previous is applied and acked. Raises the previous batch's failure."""
+        previous: asyncio.Task[None] | None = None
         while not self._stopping:
             entries = await self._read_reserved(
                 self.settings.batch_size,
@@ -241,8 +263,24 @@ class StreamConsumer:
                     self._stream, self._group, self.name, count, self.settings.block_ms
                 ),
             )
-            if entries:
-                await self._handle(entries, first_delivery=True)
+            screened = await self._screen_batch(entries, first_delivery=True) if entries else None
+            if previous is not None and (screened is not None or previous.done()):
+                await self._after(previous, screened)
+                previous = None
+            if screened is not None:
+                previous = self._start(self._dispatch_and_ack(screened))
+        if previous is not None:
+            await previous
+
+    async def _after(self, previous: asyncio.Task[None], held: _Screened | None) -> None:
+        """Wait for ``previous``; if it failed, give up the ``held`` batch (its entries stay
+        pending, to be re-read in order after the failed ones) and raise the failure."""
+        try:
+            await previous
+        except BaseException:
+            if held is not None:
+                await self._done_with(len(held.ids))
+            raise
 
     async def _read_reserved(
         self, wanted: int, read: Callable[[int], Awaitable[list[StreamEntry]]]
@@ -305,35 +343,58 @@ class StreamConsumer:
     # -- one batch ----------------------------------------------------------------------
 
     async def _handle(self, entries: Sequence[StreamEntry], first_delivery: bool) -> None:
-        """Screen, dispatch the good entries in ONE call, then ack every entry of the batch.
+        """Screen, dispatch and ack one batch (raises if it was not applied)."""
+        screened = await self._screen_batch(entries, first_delivery)
+        await self._start(self._dispatch_and_ack(screened))
 
-        Screening dead-letters what must never reach the dispatch: entries over
-        ``max_payload_bytes`` (unparsed), entries delivered more than ``max_deliveries`` times,
-        and entries that do not decode. Entries whose data was deleted are just acked.
+    def _start(self, work: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+        task = asyncio.get_running_loop().create_task(work)
+        self._in_hand.add(task)
+        task.add_done_callback(self._in_hand.discard)
+        return task
+
+    async def _screen_batch(
+        self, entries: Sequence[StreamEntry], first_delivery: bool
+    ) -> _Screened:
+        """Decode the batch and dead-letter what must never reach the dispatch.
+
+        That is entries over ``max_payload_bytes`` (unparsed), entries delivered more than
+        ``max_deliveries`` times, and entries that do not decode. Entries whose data was
+        deleted are just acked. The batch counts as active until :meth:`_dispatch_and_ack`.
         """
         self._active += 1
         self._idle.clear()
         try:
-            async with self._batch_lock:
-                self.stats.read += len(entries)
-                self.stats.batches += 1
-                counts = {} if first_delivery else await self._delivery_counts(entries)
-                decoded, dead = self._screen(entries, counts)
-                if dead:
-                    await self._backend.dead_letter(
-                        self.settings.dead_letter_key, dead, self.settings.dead_letter_maxlen
-                    )
-                    self.stats.dead_lettered += len(dead)
-                if decoded:
-                    batch = decoded.build()
-                    await self._dispatch_renewing([entry.id for entry in entries], batch)
-                    self.stats.dispatched += len(batch)
-                await self._ack([entry.id for entry in entries])
+            self.stats.read += len(entries)
+            self.stats.batches += 1
+            counts = {} if first_delivery else await self._delivery_counts(entries)
+            decoded, dead = self._screen(entries, counts)
+            if dead:
+                await self._backend.dead_letter(
+                    self.settings.dead_letter_key, dead, self.settings.dead_letter_maxlen
+                )
+                self.stats.dead_lettered += len(dead)
+        except BaseException:
+            await self._done_with(len(entries))
+            raise
+        return _Screened([entry.id for entry in entries], decoded.build() if decoded else None)
+
+    async def _dispatch_and_ack(self, screened: _Screened) -> None:
+        """Dispatch the good entries in ONE call, then ack every entry of the batch."""
+        try:
+            if screened.batch is not None:
+                async with self._batch_lock:
+                    await self._dispatch_renewing(screened.ids, screened.batch)
+                self.stats.dispatched += len(screened.batch)
+            await self._ack(screened.ids)
         finally:
-            await self._in_flight.release(len(entries))
-            self._active -= 1
-            if self._active == 0:
-                self._idle.set()
+            await self._done_with(len(screened.ids))
+
+    async def _done_with(self, count: int) -> None:
+        await self._in_flight.release(count)
+        self._active -= 1
+        if self._active == 0:
+            self._idle.set()
 
     async def _delivery_counts(self, entries: Sequence[StreamEntry]) -> dict[str, int]:
         return await self._backend.delivery_counts(
@@ -376,7 +437,7 @@ class StreamConsumer:
             )
         return None
 
-    async def _dispatch_renewing(self, ids: list[str], decoded: EntryBatch) -> None:
+    async def _dispatch_renewing(self, ids: list[str], batch: EntryBatch) -> None:
         """Dispatch, renewing our claim on ``ids`` while it runs so peers do not steal them.
 
         A live but slow batch would otherwise look idle to the peers' reclaim timers after
@@ -386,7 +447,7 @@ class StreamConsumer:
         done = asyncio.Event()
         renewer = asyncio.get_running_loop().create_task(self._renew_claims(ids, done))
         try:
-            await self._dispatch(decoded)
+            await self._dispatch(batch)
         finally:
             done.set()
             await asyncio.gather(renewer, return_exceptions=True)

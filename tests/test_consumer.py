@@ -128,6 +128,53 @@ def test_failed_dispatch_is_not_acked_and_is_redelivered(redis_url: str) -> None
     )
 
 
+def test_next_batch_is_read_during_a_dispatch_and_a_failure_keeps_stream_order(
+    redis_url: str,
+) -> None:
+    client = redis.Redis.from_url(redis_url)
+    for i in range(45):
+        client.xadd(STREAM, {"data": _event(f"e{i}", i)})
+    applied: list[str] = []
+    running = {"now": 0, "most": 0}
+
+    async def main() -> None:
+        release = asyncio.Event()
+        calls = 0
+
+        async def dispatch(entries: list[DecodedEntry]) -> object:
+            nonlocal calls
+            calls += 1
+            running["now"] += 1
+            running["most"] = max(running["most"], running["now"])
+            try:
+                if calls == 1:  # the first batch fails, once the next one was prefetched
+                    await release.wait()
+                    raise RuntimeError("coordinator down")
+                await asyncio.sleep(0.005)
+                applied.extend(entry.changes[0].element.id for entry in entries)
+            finally:
+                running["now"] -= 1
+            return None
+
+        settings = _settings(redis_url, max_in_flight=20)
+        consumer = StreamConsumer(
+            "src", settings, "src-0", RedisStreamBackend.from_url(redis_url), dispatch
+        )
+        consumer.start()
+        try:
+            await _until(lambda: consumer.in_flight == 20)  # batch 2 read while 1 dispatches
+            assert calls == 1
+            release.set()
+            await _until(lambda: consumer.stats.acked == 45)
+        finally:
+            await consumer.stop()
+
+    asyncio.run(main())
+    assert applied == [f"e{i}" for i in range(45)]  # in stream order, failure or not
+    assert running["most"] == 1  # one dispatch at a time
+    assert client.xpending(STREAM, "drasi-core")["pending"] == 0
+
+
 def test_missing_group_is_recreated(redis_url: str) -> None:
     client = redis.Redis.from_url(redis_url)
 

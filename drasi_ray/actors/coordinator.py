@@ -8,7 +8,8 @@ acked entry is an entry whose effects are delivered (at-least-once, end to end).
 Ordering: the store is updated synchronously inside one event-loop step per batch, so batches
 from several consumers are applied atomically; deliveries to each query carry a per-query
 sequence number, and the query actor applies them in that order (Ray does not promise the
-execution order of calls to an async actor).
+execution order of calls to an async actor). A consumer has one batch at the coordinator at a
+time, so one consumer's batches are applied in stream order.
 """
 
 from __future__ import annotations
@@ -254,10 +255,24 @@ class CoordinatorActor:
         still-dirty records.
         """
         await self._loaded
+        calls, report = self._apply(source_id, entries)
+        persisted = await self._try_persist(source_id, report)
+        if calls:
+            await asyncio.gather(*calls)
+        if persisted is not None:
+            raise persisted
+        return report
+
+    def _apply(
+        self, source_id: str, entries: Sequence[DecodedEntry]
+    ) -> tuple[list[Any], BatchReport]:
+        """Update the store and start the deliveries, in ONE event-loop step (no await).
+
+        Deliveries are numbered in the step that updates the store, so each query sees deltas
+        in store order; they run while the state is written to Redis.
+        """
         routed, report = self._core.apply_entries(source_id, entries)
         self._forward_applied(source_id)
-        # Deliveries are numbered in the same event-loop step as the store update (so each
-        # query sees deltas in store order) and run while the state is written to Redis.
         calls = []
         for query_id, deltas in routed.items():
             link = self._queries.get(query_id)
@@ -265,12 +280,7 @@ class CoordinatorActor:
                 calls.append(
                     link.handle.deliver.remote(link.epoch, link.take_delivery(), DeltaBatch(deltas))
                 )
-        persisted = await self._try_persist(source_id, report)
-        if calls:
-            await asyncio.gather(*calls)
-        if persisted is not None:
-            raise persisted
-        return report
+        return calls, report
 
     def _forward_applied(self, source_id: str) -> None:
         """One fire-and-forget call per batch to the change log (never waits on analytics).
