@@ -7,10 +7,12 @@ than ``claim_idle_ms``). Entries are acked only after the dispatch call returned
 coordinator confirmed the batch applied and delivered: at-least-once, and applying twice is a
 no-op thanks to the versioned store.
 
-Prefetch: while the coordinator applies one batch, the consumer reads and decodes the next
-(``max_in_flight`` bounds the entries held unacked). Dispatches stay one at a time, the next
-starting when the previous is applied and acked, so one consumer applies the stream in stream
-order; a failed batch stops the reading, and the prefetched batch is left pending to be re-read.
+Prefetch: while the coordinator applies a full batch (a backlog), the consumer reads and
+decodes the next (``max_in_flight`` bounds the entries held unacked); after a partial batch it
+waits instead, leaving new entries to idle peers (lower latency at low load). Dispatches stay
+one at a time, the next starting when the previous is applied and acked, so one consumer
+applies the stream in stream order; a failed batch stops the reading, and the prefetched batch
+is left pending to be re-read.
 
 Malformed entries never reach the dispatch: they are written to the dead-letter stream with the
 decode error and their raw fields, and only then acked.
@@ -269,6 +271,11 @@ class StreamConsumer:
                 previous = None
             if screened is not None:
                 previous = self._start(self._dispatch_and_ack(screened))
+                if len(entries) < self.settings.batch_size:
+                    # The stream is drained: reading ahead would only hold new entries back
+                    # from idle peers. Prefetch when there is a backlog (full batches).
+                    await self._after(previous, None)
+                    previous = None
         if previous is not None:
             await previous
 
