@@ -49,6 +49,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any, Final
 
+import msgspec
 import orjson
 
 from drasi_ray._construct import ChangeRow, change_from_row, make_entry
@@ -81,7 +82,9 @@ _TABLES: Final = {
     "rel": ElementKind.RELATION.value,
     "relation": ElementKind.RELATION.value,
 }
-_I64_MAX: Final = 2**63 - 1  # orjson already gives floats below i64 min and above u64 max
+_I64_MAX: Final = 2**63 - 1  # orjson already gives floats below i64 min and above u64 max;
+_I64_MIN: Final = -(2**63)  # msgspec gives ints: both are made floats, at any depth
+_U64_MAX: Final = 2**64 - 1
 _NS_PER_MS: Final = 1_000_000
 _SUBSCRIPTION: Final = "SourceSubscription"
 
@@ -130,6 +133,16 @@ def decode_rows(
     without building objects it would only take apart again (the receiver builds them).
     Returns ``(controls, [])`` for a control entry and ``((), rows)`` otherwise.
     """
+    rows = _typed_rows(entry_id, fields)
+    if rows is not None:
+        return (), rows
+    return _checked_rows(entry_id, fields)
+
+
+def _checked_rows(
+    entry_id: str, fields: Mapping[bytes, bytes]
+) -> tuple[tuple[ControlEvent, ...], list[ChangeRow]]:
+    """:func:`decode_rows` by the checked path alone (every entry, exact reasons)."""
     events = _read_events(fields)
     if not events:
         return (), []
@@ -137,6 +150,119 @@ def decode_rows(
     if _is_control(events[0]):
         return _decode_controls(entry_id, events, ms, seq), []
     return (), [_decode_change(event, (ms, seq, index)) for index, event in enumerate(events)]
+
+
+# --------------------------------------------------------------------------------------------
+# the typed fast path (msgspec)
+# --------------------------------------------------------------------------------------------
+
+
+class _TypedElement(msgspec.Struct):
+    id: str
+    labels: list[str]
+    properties: dict[str, Any] | None = None
+    startId: str | None = None
+    endId: str | None = None
+
+
+class _TypedSource(msgspec.Struct):
+    table: str
+    ts_ns: int
+    db: Any = None
+
+
+class _TypedPayload(msgspec.Struct):
+    source: _TypedSource
+    after: _TypedElement | None = None
+    before: _TypedElement | None = None
+
+
+class _TypedEvent(msgspec.Struct):
+    op: str
+    payload: _TypedPayload
+    reactivatorStart_ns: Any = None
+    reactivatorEnd_ns: Any = None
+
+
+class _TypedEnvelope(msgspec.Struct):
+    data: list[_TypedEvent]
+
+
+_TYPED = msgspec.json.Decoder(_TypedEnvelope)
+
+
+def _typed_rows(entry_id: str, fields: Mapping[bytes, bytes]) -> list[ChangeRow] | None:
+    """The rows of a well-formed change entry, parsed and type-checked by msgspec in C.
+
+    ``None`` whenever the entry is anything else (a control entry, a malformed one, a shape
+    the typed decoder does not take): the checked path then decides, with its exact reasons.
+    It never accepts what the checked path rejects: every check of ``_decode_change`` that the
+    types do not already make is repeated here, and a payload that is not valid UTF-8 (which
+    msgspec does not check in fields it skips) is left to the checked path.
+    """
+    raw = _payload_field(fields)
+    if type(raw) is not bytes or (not raw.isascii() and not _is_utf8(raw)):
+        return None
+    try:
+        events = _TYPED.decode(raw).data
+    except msgspec.DecodeError:  # includes ValidationError
+        return None
+    if events:
+        db = events[0].payload.source.db
+        if type(db) is str and db.lower() == "drasi":  # a control entry
+            return None
+    ms, seq = _entry_position(entry_id)
+    rows: list[ChangeRow] = []
+    for index, event in enumerate(events):
+        op, payload = event.op, event.payload
+        kind = _TABLES.get(payload.source.table)
+        ts_ns = payload.source.ts_ns
+        data = payload.before if op == "d" else payload.after
+        if op not in _OPS or kind is None or not 0 <= ts_ns <= _U64_MAX or data is None:
+            return None  # (orjson reads integers above u64 as floats: the checked path refuses)
+        if not data.id or not data.labels:
+            return None
+        properties = data.properties
+        if properties is None:
+            if op != "d":
+                return None
+            properties = {}
+        start_id = end_id = None
+        if kind == "relation":
+            start_id, end_id = data.startId, data.endId
+            if start_id is None or end_id is None:
+                return None
+        start_ns, end_ns = event.reactivatorStart_ns, event.reactivatorEnd_ns
+        if start_ns is not None or end_ns is not None:
+            start_ns, end_ns = _optional_ns(start_ns), _optional_ns(end_ns)
+        rows.append(
+            (
+                op, kind, data.id, tuple(data.labels), _properties(properties, False),
+                start_id, end_id, ts_ns // _NS_PER_MS, (ms, seq, index), ts_ns, start_ns, end_ns,
+            )
+        )  # fmt: skip
+    return rows
+
+
+def _payload_field(fields: Mapping[bytes, bytes]) -> bytes | None:
+    for key in _ENTRY_FIELDS:
+        raw = fields.get(key)
+        if raw is not None:
+            return raw
+    return None
+
+
+def _is_utf8(raw: bytes) -> bool:
+    try:
+        raw.decode()
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+# --------------------------------------------------------------------------------------------
+# the checked path (plain Python over orjson: exact reasons)
+# --------------------------------------------------------------------------------------------
 
 
 def _read_events(fields: Mapping[bytes, bytes]) -> list[Any]:
@@ -280,7 +406,7 @@ def _properties(properties: Any, is_delete: bool) -> dict[str, Any]:
         raise DecodeError(_BAD_PROPERTIES)
     for value in properties.values():
         kind = type(value)
-        if kind is list or kind is dict or (kind is int and value > _I64_MAX):
+        if kind is list or kind is dict or (kind is int and not _I64_MIN <= value <= _I64_MAX):
             return {key: _property_value(item) for key, item in properties.items()}
     return properties
 
@@ -289,7 +415,7 @@ def _property_value(value: Any) -> Any:
     """Integers beyond i64 become floats, at any depth; lists and maps keep their shape."""
     kind = type(value)
     if kind is int:
-        return float(value) if value > _I64_MAX else value
+        return value if _I64_MIN <= value <= _I64_MAX else float(value)
     if kind is list:
         return [_property_value(item) for item in value]
     if kind is dict:
@@ -298,7 +424,7 @@ def _property_value(value: Any) -> Any:
 
 
 def _optional_ns(value: Any) -> int | None:
-    return value if type(value) is int and value >= 0 else None
+    return value if type(value) is int and 0 <= value <= _U64_MAX else None
 
 
 # --------------------------------------------------------------------------------------------

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -12,7 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from drasi_ray import _construct
+from drasi_ray import _construct, decode
 from drasi_ray.changes import (
     DecodedEntry,
     Element,
@@ -27,7 +28,13 @@ from drasi_ray.changes import (
     node,
     relation,
 )
-from drasi_ray.decode import change_event, decode_entry, encode_cloud_event, subscription_event
+from drasi_ray.decode import (
+    change_event,
+    decode_entry,
+    decode_rows,
+    encode_cloud_event,
+    subscription_event,
+)
 from drasi_ray.errors import DecodeError
 
 Event = dict[str, Any]
@@ -672,3 +679,67 @@ def test_fast_constructors_match_the_dataclasses() -> None:
 def test_fast_constructor_refuses_stale_field_list() -> None:
     with pytest.raises(RuntimeError, match="Timing"):
         _construct.slot_setters(Timing, ("source_ns", "reactivator_start_ns"))
+
+
+# The typed fast path (msgspec) must agree with the checked path on every input: same rows
+# where it answers, and no answer (None) where the checked path would refuse.
+
+wild_values = json_values | st.integers() | st.sampled_from([2**63, -(2**63) - 1, 2**64, 2**70])
+
+
+@st.composite
+def mutated_entries(draw: st.DrawFn) -> bytes:
+    events = []
+    for _ in range(draw(st.integers(0, 3))):
+        element = draw(elements())
+        op = draw(st.sampled_from(list(Op)))
+        event = change_event(op, element, draw(st.integers(0, 2**62)))
+        if draw(st.booleans()):
+            event["reactivatorStart_ns"] = draw(wild_values)
+        for _ in range(draw(st.integers(0, 2))):
+            _mutate(event, draw)
+        events.append(event)
+    document: Any = {"id": "x", "data": events}
+    if draw(st.integers(0, 9)) == 0:
+        document = draw(st.sampled_from([[], {"data": {}}, {"data": None}, "x"]))
+    return json.dumps(document).encode()
+
+
+def _mutate(value: Any, draw: st.DrawFn) -> None:
+    """Replace or delete one randomly chosen key somewhere inside ``value`` (a dict)."""
+    while True:
+        keys = sorted(value)
+        if not keys:
+            return
+        key = draw(st.sampled_from(keys))
+        if isinstance(value[key], dict) and draw(st.booleans()):
+            value = value[key]
+            continue
+        if draw(st.booleans()):
+            del value[key]
+        else:
+            value[key] = draw(wild_values | st.sampled_from(["d", "u", "rel", "drasi", ""]))
+        return
+
+
+def _outcome(decode: Any, raw: bytes) -> Any:
+    try:
+        return decode("7-3", {b"data": raw})
+    except DecodeError as exc:
+        return ("refused", exc.reason)
+
+
+@given(mutated_entries())
+def test_typed_path_agrees_with_the_checked_path(raw: bytes) -> None:
+    checked = _outcome(decode._checked_rows, raw)
+    typed = decode._typed_rows("7-3", {b"data": raw})
+    if typed is not None:
+        assert ((), typed) == checked
+    assert _outcome(decode.decode_rows, raw) == checked
+
+
+def test_typed_path_leaves_invalid_utf8_to_the_checked_path() -> None:
+    raw = b'{"time": "\xff", "data": []}'  # msgspec skips "time" without checking it
+    assert decode._typed_rows("1-0", {b"data": raw}) is None
+    with pytest.raises(DecodeError, match="invalid JSON"):
+        decode_rows("1-0", {b"data": raw})
