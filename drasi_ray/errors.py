@@ -65,6 +65,14 @@ class RedisRejectedError(StreamError):
     """Redis answered with an error that retrying will not fix (OOM, READONLY, NOAUTH...)."""
 
 
+class StaleDeliveryError(DrasiRayError):
+    """A delivery of a coordinator link that a newer link (a re-bootstrap) replaced.
+
+    Its changes are in the newer link's bootstrap snapshot; the coordinator fails the batch and
+    the consumer's retry finds them already applied.
+    """
+
+
 class NotRunningError(DrasiRayError):
     """The operation needs a started app (``DrasiRay.start()``)."""
 

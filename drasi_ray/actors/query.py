@@ -27,7 +27,7 @@ from drasi_ray.actors.names import COORDINATOR
 from drasi_ray.actors.runtime import was_restarted
 from drasi_ray.changes import Element, ElementDelta
 from drasi_ray.config import DispatchMode, QueryConfig
-from drasi_ray.errors import DrasiRayError
+from drasi_ray.errors import StaleDeliveryError
 from drasi_ray.metrics import QueryMetrics
 from drasi_ray.query.engine import ContinuousQuery
 from drasi_ray.reactions.factory import ReactionSet, grouping_keys
@@ -129,14 +129,6 @@ def catch_up_diffs(
             deleted.append({"type": "DELETE", "data": row})
     added = [{"type": "ADD", "data": orjson.loads(key)} for key in remaining]
     return deleted + added
-
-
-class StaleDeliveryError(DrasiRayError):
-    """A delivery of a coordinator link that a newer link (a re-bootstrap) replaced.
-
-    Its changes are in the newer link's bootstrap snapshot; the coordinator fails the batch and
-    the consumer's retry finds them already applied.
-    """
 
 
 class _InOrder:
