@@ -131,7 +131,14 @@ class EntryBatchBuilder:
 
 
 class DeltaBatch(_Batch):
-    """An immutable sequence of element deltas with a compact pickled form."""
+    """An immutable sequence of element deltas, as a query receives them.
+
+    Its pickled form carries a delta's ``before`` only when there is no ``after`` (a delete):
+    the receiving query takes an element's previous state from its own index (see
+    :meth:`drasi_ray.query.engine.ContinuousQuery.apply`), so shipping it would double the
+    bytes to pickle and the elements to rebuild for nothing. Unpickled, such a delta has
+    ``before=None``.
+    """
 
     __slots__ = ()
 
@@ -140,7 +147,12 @@ class DeltaBatch(_Batch):
 
     def __reduce__(self) -> tuple[Any, ...]:
         rows = [
-            (_element_row(d.before), _element_row(d.after), d.version, d.source_time_ms)
+            (
+                _element_row(d.before) if d.after is None else None,
+                _element_row(d.after),
+                d.version,
+                d.source_time_ms,
+            )
             for d in self._items
         ]
         return (_rebuild_deltas, (rows,))

@@ -86,7 +86,12 @@ class ContinuousQuery:
         self._last = self._parts[-1]
 
     def apply(self, delta: ElementDelta) -> list[Diff]:
-        """The diffs one applied change causes (empty if the query does not see it)."""
+        """The diffs one applied change causes (empty if the query does not see it).
+
+        The element's previous state is the one in this query's index, so ``delta.before`` is
+        read only for the id of a delete (no ``after``); :class:`~drasi_ray.batch.DeltaBatch`
+        relies on this and ships ``before`` for deletes only.
+        """
         after = delta.after
         index = self._index
         if after is None:
