@@ -59,8 +59,9 @@ class EntryBatch(Sequence[DecodedEntry]):
     """An immutable sequence of decoded entries with a compact pickled form.
 
     Built from decoded entries, or (by the consumer, through :class:`EntryBatchBuilder`) from
-    validated :data:`~drasi_ray._construct.ChangeRow` columns: then it pickles the columns as
-    they are and builds its entries only if this side reads them.
+    validated :data:`~drasi_ray._construct.ChangeRow` columns. It pickles as those columns and
+    unpickles lazily: the entries are built only if the receiver iterates them
+    (:meth:`entry_rows` reads the rows as they are).
     """
 
     __slots__ = ("_columns", "_items")
@@ -98,9 +99,22 @@ class EntryBatch(Sequence[DecodedEntry]):
     def __hash__(self) -> int:
         return hash(self._entries())
 
+    def entry_rows(self) -> Iterator[tuple[str, tuple[ControlEvent, ...], list[ChangeRow]]]:
+        """Each entry as ``(entry id, control events, change rows)``, without building the
+        changes (what the coordinator applies)."""
+        entry_ids, counts, controls, changes = self._as_columns()
+        position = 0
+        for entry_id, count, entry_controls in zip(entry_ids, counts, controls, strict=True):
+            yield entry_id, tuple(entry_controls or ()), changes[position : position + count]
+            position += count
+
+    def _as_columns(self) -> _EntryColumns:
+        if self._columns is None:
+            self._columns = _columns(self._entries())
+        return self._columns
+
     def __reduce__(self) -> tuple[Any, ...]:
-        columns = self._columns if self._columns is not None else _columns(self._entries())
-        return (_rebuild, (columns,))
+        return (_of_columns, (self._as_columns(),))  # a function: pickled by reference
 
 
 class EntryBatchBuilder:
@@ -234,6 +248,10 @@ def _columns(entries: Sequence[DecodedEntry]) -> _EntryColumns:
                 )
             )
     return entry_ids, counts, controls, changes
+
+
+def _of_columns(columns: _EntryColumns) -> EntryBatch:
+    return EntryBatch.of_columns(columns)
 
 
 def _rebuild(columns: _EntryColumns) -> EntryBatch:

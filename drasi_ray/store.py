@@ -57,12 +57,12 @@ Values are stored as JSON: a tuple nested in a property comes back as a list.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, Final
 
 import orjson
 
-from drasi_ray._construct import make_delta, make_element
+from drasi_ray._construct import ChangeRow, make_delta, make_element
 from drasi_ray.changes import (
     Element,
     ElementChange,
@@ -80,6 +80,11 @@ _NEVER: Final[Version] = (-1, -1, -1)
 """Older than every real version: the reset/head of a record nothing has set yet."""
 
 RECORD_FORMAT: Final = 1
+
+_Head = tuple[ElementKind, tuple[str, ...], str | None, str | None, int]
+"""What the newest insert/update sets: kind, labels, start id, end id, effective_from."""
+_OPS: Final = {op.value: op for op in Op}
+_KINDS: Final = {kind.value: kind for kind in ElementKind}
 
 
 class _Record:
@@ -125,19 +130,15 @@ class _Record:
         self.values = {}
         self.versions = {}
 
-    def set_head(self, element: Element, version: Version) -> None:
+    def set_head(self, head: _Head, version: Version) -> None:
         self.head = version
         self.alive = True
-        self.kind = element.kind
-        self.labels = element.labels
-        self.start_id = element.start_id
-        self.end_id = element.end_id
-        self.effective_from = element.effective_from
+        self.kind, self.labels, self.start_id, self.end_id, self.effective_from = head
 
-    def insert(self, element: Element, version: Version) -> None:
+    def insert(self, properties: Mapping[str, Any], head: _Head, version: Version) -> None:
         """Replace: only the insert's properties and those set by newer versions remain."""
         self.reset = version
-        values: dict[str, Any] = dict(element.properties)
+        values: dict[str, Any] = dict(properties)
         versions = dict.fromkeys(values, version)
         for key, set_by in self.versions.items():
             if set_by > version:  # an update newer than this insert, applied before it arrived
@@ -146,21 +147,21 @@ class _Record:
         self.values = values
         self.versions = versions
         if version > self.head:
-            self.set_head(element, version)
+            self.set_head(head, version)
 
-    def update(self, element: Element, version: Version) -> bool:
+    def update(self, properties: Mapping[str, Any], head: _Head, version: Version) -> bool:
         """Merge; returns whether anything was written (False: every part was set by newer)."""
         wrote = False
         values = self.values
         versions = self.versions
-        for key, value in element.properties.items():
+        for key, value in properties.items():
             set_by = versions.get(key)
             if set_by is None or set_by < version:
                 values[key] = value
                 versions[key] = version
                 wrote = True
         if version > self.head:
-            self.set_head(element, version)
+            self.set_head(head, version)
             wrote = True
         return wrote
 
@@ -212,23 +213,39 @@ class ElementStore:
         the element; its ``source_time_ms`` is the applied change's ``effective_from``.
         """
         element = change.element
-        element_id = element.id
-        version = change.version
+        head = (element.kind, element.labels, element.start_id, element.end_id,
+                element.effective_from)  # fmt: skip
+        return self._apply(change.op, element.id, element.properties, head, change.version)
+
+    def apply_row(self, row: ChangeRow) -> ElementDelta | None:
+        """:meth:`apply` of the change a :data:`~drasi_ray._construct.ChangeRow` stands for,
+        without building it (the coordinator's hot path)."""
+        op, kind, element_id, labels, properties, start, end, effective, version = row[:9]
+        head = (_KINDS[kind], labels, start, end, effective)
+        return self._apply(_OPS[op], element_id, properties, head, version)
+
+    def _apply(
+        self,
+        op: Op,
+        element_id: str,
+        properties: Mapping[str, Any],
+        head: _Head,
+        version: Version,
+    ) -> ElementDelta | None:
         record = self._records.get(element_id)
         if record is None:
             record = self._records[element_id] = _Record()
         elif version <= record.reset:
             return None
-        op = change.op
         if op is Op.UPDATE:
-            if not record.update(element, version):
+            if not record.update(properties, head, version):
                 return None
         elif op is Op.INSERT:
-            record.insert(element, version)
+            record.insert(properties, head, version)
         else:
             record.delete(version)
         self._dirty.add(element_id)
-        return self._settle(record, element_id, version, element.effective_from)
+        return self._settle(record, element_id, version, head[4])
 
     def _settle(
         self, record: _Record, element_id: str, version: Version, source_time_ms: int

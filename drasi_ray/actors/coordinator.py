@@ -26,10 +26,11 @@ from typing import Any
 
 import ray
 
+from drasi_ray._construct import change_from_row
 from drasi_ray.actors import names
 from drasi_ray.actors.runtime import was_restarted
 from drasi_ray.analytics.records import change_record
-from drasi_ray.batch import DeltaBatch, ElementBatch
+from drasi_ray.batch import DeltaBatch, ElementBatch, EntryBatch
 from drasi_ray.changes import (
     DecodedEntry,
     Element,
@@ -107,21 +108,22 @@ class Coordinator:
         store = self.store(source_id)
         routed: dict[str, list[ElementDelta]] = defaultdict(list)
         report = BatchReport()
-        for entry in entries:
-            for control in entry.controls:
+        batch = entries if isinstance(entries, EntryBatch) else EntryBatch(entries)
+        for entry_id, controls, rows in batch.entry_rows():
+            for control in controls:
                 report.controls += 1
                 self._apply_control(source_id, control)
-            for change in entry.changes:
+            for row in rows:
                 report.changes += 1
                 if self._failpoints.crash_on_elements:
-                    self._failpoints.check_element(change.element.id)
-                delta = store.apply(change)
+                    self._failpoints.check_element(row[2])
+                delta = store.apply_row(row)
                 if delta is None:
                     report.duplicates += 1
                     continue
                 report.applied += 1
                 if self.applied is not None:
-                    self.applied.append((entry.entry_id, change, delta))
+                    self.applied.append((entry_id, change_from_row(row), delta))
                 for query_id in self.table.route(source_id, delta):
                     routed[query_id].append(delta)
                     report.routed += 1
