@@ -5,8 +5,10 @@ One Ray call carries one batch: :class:`EntryBatch` (consumer -> coordinator: de
 snapshot). Pickled object by object, frozen dataclasses cost more than decoding them
 (``dataclasses.fields()`` per object, on both sides); these classes pickle as a few flat
 columns of strings, numbers and property dicts, which pickle at C speed, and rebuild the
-objects on the other side with the fast constructors of :mod:`drasi_ray._construct`.
-Measured on 500 sensor updates: 9.8 -> 1.8 µs per entry to pickle, 17 -> 4.7 µs to unpickle.
+objects on the other side with the fast constructors of :mod:`drasi_ray._construct` (an
+:class:`EntryBatch` only when read: the coordinator applies its rows as they are). Measured on
+500 sensor updates: 9.8 -> 1.8 µs per entry to pickle, 17 -> 4.7 µs to unpickle with the
+objects rebuilt (``bench.ingest`` section (m) has the current figures).
 """
 
 from __future__ import annotations
