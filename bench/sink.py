@@ -18,7 +18,7 @@ import ray
 
 from drasi_ray.actors.consumer import ConsumerActor
 from drasi_ray.actors.names import COORDINATOR, consumer_actor
-from drasi_ray.changes import DecodedEntry
+from drasi_ray.batch import EntryBatch
 from drasi_ray.config import PlatformSourceConfig
 
 SOURCE_ID = "bench"
@@ -36,10 +36,11 @@ class CountingSink:
         self._changes = 0
         self._batches = 0
 
-    async def apply_batch(self, source_id: str, entries: list[DecodedEntry]) -> int:
+    async def apply_batch(self, source_id: str, entries: EntryBatch) -> int:
+        """Count the batch: its rows, without building the changes (as the coordinator)."""
         self._batches += 1
         self._entries += len(entries)
-        self._changes += sum(len(entry.changes) for entry in entries)
+        self._changes += sum(len(rows) for _, _, rows in entries.entry_rows())
         return len(entries)
 
     def counts(self) -> dict[str, int]:
