@@ -30,6 +30,7 @@ from typing import Any
 import redis.asyncio as aioredis
 from redis import exceptions as rexc
 
+from drasi_ray._construct import slot_setters
 from drasi_ray.changes import parse_entry_id
 from drasi_ray.errors import AckError, GroupMissingError, StreamError
 from drasi_ray.streams import keys, redis_errors
@@ -61,20 +62,30 @@ _OWN_PENDING_PAGE = 500
 
 
 def _pairs(flat: list[bytes]) -> dict[bytes, bytes]:
+    if len(flat) == 2:  # the common shape: one field (``data``)
+        return {flat[0]: flat[1]}
     it = iter(flat)
     return dict(zip(it, it, strict=False))
+
+
+# Entries are built through their slots (per-entry hot path, see drasi_ray._construct).
+_ENTRY_ID, _ENTRY_FIELDS = slot_setters(StreamEntry, ("id", "fields"))
 
 
 def _entries(raw: Iterable[Any]) -> tuple[list[StreamEntry], int]:
     """Parse ``[[id, [f, v, ...] | nil] | nil, ...]`` -> entries, and the count of bare nils."""
     out: list[StreamEntry] = []
     nils = 0
+    new = object.__new__
     for item in raw:
         if item is None:
             nils += 1
             continue
         fields = item[1]
-        out.append(StreamEntry(item[0].decode(), None if fields is None else _pairs(fields)))
+        entry = new(StreamEntry)
+        _ENTRY_ID(entry, item[0].decode())
+        _ENTRY_FIELDS(entry, None if fields is None else _pairs(fields))
+        out.append(entry)
     return out, nils
 
 
