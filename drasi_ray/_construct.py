@@ -31,6 +31,8 @@ from drasi_ray.changes import (
 )
 
 __all__ = [
+    "KIND_BY_VALUE",
+    "OP_BY_CODE",
     "ChangeRow",
     "change_from_row",
     "make_change",
@@ -51,8 +53,9 @@ kind value, element id, labels, properties, start id, end id, effective_from, ve
 source_ns, reactivator_start_ns, reactivator_end_ns)``. Plain strings, tuples and dicts pickle
 at C speed; :func:`change_from_row` builds the :class:`ElementChange` it stands for."""
 
-_OPS = {op.value: op for op in Op}
-_KINDS = {kind.value: kind for kind in ElementKind}
+OP_BY_CODE: dict[str, Op] = {op.value: op for op in Op}
+"""``"i"`` -> :attr:`Op.INSERT` ...: the wire codes of the rows."""
+KIND_BY_VALUE: dict[str, ElementKind] = {kind.value: kind for kind in ElementKind}
 
 
 def slot_setters(cls: type, names: tuple[str, ...]) -> tuple[_Setter, ...]:
@@ -143,6 +146,6 @@ def change_from_row(row: ChangeRow) -> ElementChange:
     """The :class:`ElementChange` a :data:`ChangeRow` (already validated) stands for."""
     op, kind, element_id, labels, properties, start, end, effective, version, ts, t0, t1 = row
     element = make_element(
-        _KINDS[kind], element_id, labels, FrozenMap(properties), start, end, effective
+        KIND_BY_VALUE[kind], element_id, labels, FrozenMap(properties), start, end, effective
     )
-    return make_change(_OPS[op], element, version, make_timing(ts, t0, t1))
+    return make_change(OP_BY_CODE[op], element, version, make_timing(ts, t0, t1))

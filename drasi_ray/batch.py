@@ -17,6 +17,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from drasi_ray._construct import (
+    KIND_BY_VALUE,
     ChangeRow,
     change_from_row,
     make_delta,
@@ -28,11 +29,8 @@ from drasi_ray.changes import (
     DecodedEntry,
     Element,
     ElementDelta,
-    ElementKind,
     FrozenMap,
 )
-
-_KINDS = {kind.value: kind for kind in ElementKind}
 
 
 class _Batch(Sequence[Any]):
@@ -81,7 +79,7 @@ class EntryBatch(Sequence[DecodedEntry]):
     def _entries(self) -> tuple[DecodedEntry, ...]:
         if self._items is None:
             assert self._columns is not None
-            self._items = _rebuild(self._columns)._entries()
+            self._items = _build_entries(self._columns)
         return self._items
 
     def __len__(self) -> int:
@@ -205,7 +203,7 @@ def _element(row: tuple[Any, ...] | None) -> Element | None:
         return None
     kind, element_id, labels, properties, start, end, effective = row
     return make_element(
-        _KINDS[kind], element_id, labels, FrozenMap(properties), start, end, effective
+        KIND_BY_VALUE[kind], element_id, labels, FrozenMap(properties), start, end, effective
     )
 
 
@@ -256,7 +254,7 @@ def _of_columns(columns: _EntryColumns) -> EntryBatch:
     return EntryBatch.of_columns(columns)
 
 
-def _rebuild(columns: _EntryColumns) -> EntryBatch:
+def _build_entries(columns: _EntryColumns) -> tuple[DecodedEntry, ...]:
     entry_ids, counts, controls, changes = columns
     entries: list[DecodedEntry] = []
     position = 0
@@ -267,4 +265,4 @@ def _rebuild(columns: _EntryColumns) -> EntryBatch:
             entries.append(DecodedEntry(entry_id, built, tuple(entry_controls)))
         else:
             entries.append(make_entry(entry_id, built))
-    return EntryBatch(entries)
+    return tuple(entries)

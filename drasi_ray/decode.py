@@ -57,7 +57,7 @@ from typing import Any, Final
 import msgspec
 import orjson
 
-from drasi_ray._construct import ChangeRow, change_from_row, make_entry
+from drasi_ray._construct import OP_BY_CODE, ChangeRow, change_from_row, make_entry
 from drasi_ray.changes import (
     ControlEvent,
     DecodedEntry,
@@ -81,7 +81,6 @@ __all__ = [
 _log = logging.getLogger("drasi_ray.decode")
 
 _ENTRY_FIELDS: Final = (b"data", b"event", b"payload", b"message")
-_OPS: Final = frozenset(op.value for op in Op)
 _TABLES: Final = {
     "node": ElementKind.NODE.value,
     "rel": ElementKind.RELATION.value,
@@ -205,7 +204,10 @@ def _typed_rows(entry_id: str, fields: Mapping[bytes, bytes]) -> list[ChangeRow]
     types do not already make is repeated here, and a payload that is not valid UTF-8 (which
     msgspec does not check in fields it skips) is left to the checked path.
     """
-    raw = _payload_field(fields)
+    found = _payload_field(fields)
+    if found is None:
+        return None
+    raw = found[1]
     if type(raw) is not bytes or (not raw.isascii() and not _is_utf8(raw)):
         return None
     try:
@@ -223,7 +225,7 @@ def _typed_rows(entry_id: str, fields: Mapping[bytes, bytes]) -> list[ChangeRow]
         kind = _TABLES.get(payload.source.table)
         ts_ns = payload.source.ts_ns
         data = payload.before if op == "d" else payload.after
-        if op not in _OPS or kind is None or not 0 <= ts_ns <= _U64_MAX or data is None:
+        if op not in OP_BY_CODE or kind is None or not 0 <= ts_ns <= _U64_MAX or data is None:
             return None  # (orjson reads integers above u64 as floats: the checked path refuses)
         if not data.id or not data.labels:
             return None
@@ -249,11 +251,12 @@ def _typed_rows(entry_id: str, fields: Mapping[bytes, bytes]) -> list[ChangeRow]
     return rows
 
 
-def _payload_field(fields: Mapping[bytes, bytes]) -> bytes | None:
+def _payload_field(fields: Mapping[bytes, bytes]) -> tuple[bytes, bytes] | None:
+    """The first present payload field of the entry: ``(name, raw JSON)``."""
     for key in _ENTRY_FIELDS:
         raw = fields.get(key)
         if raw is not None:
-            return raw
+            return key, raw
     return None
 
 
@@ -272,12 +275,10 @@ def _is_utf8(raw: bytes) -> bool:
 
 def _read_events(fields: Mapping[bytes, bytes]) -> list[Any]:
     """The ``data`` array of the entry's CloudEvent, from the first present payload field."""
-    for key in _ENTRY_FIELDS:
-        raw = fields.get(key)
-        if raw is not None:
-            break
-    else:
+    found = _payload_field(fields)
+    if found is None:
         raise DecodeError(_NO_DATA)
+    key, raw = found
     try:
         document = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
@@ -364,7 +365,7 @@ def _op(event: dict[str, Any]) -> str:
     code = event.get("op")
     if type(code) is not str:
         raise DecodeError(_BAD_OP)
-    if code not in _OPS:
+    if code not in OP_BY_CODE:
         raise DecodeError(f"unknown operation type '{code}'")
     return code
 

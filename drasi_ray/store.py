@@ -62,7 +62,7 @@ from typing import Any, Final
 
 import orjson
 
-from drasi_ray._construct import ChangeRow, make_delta, make_element
+from drasi_ray._construct import KIND_BY_VALUE, OP_BY_CODE, ChangeRow, make_delta, make_element
 from drasi_ray.changes import (
     Element,
     ElementChange,
@@ -83,8 +83,6 @@ RECORD_FORMAT: Final = 1
 
 _Head = tuple[ElementKind, tuple[str, ...], str | None, str | None, int]
 """What the newest insert/update sets: kind, labels, start id, end id, effective_from."""
-_OPS: Final = {op.value: op for op in Op}
-_KINDS: Final = {kind.value: kind for kind in ElementKind}
 
 
 class _Record:
@@ -221,8 +219,8 @@ class ElementStore:
         """:meth:`apply` of the change a :data:`~drasi_ray._construct.ChangeRow` stands for,
         without building it (the coordinator's hot path)."""
         op, kind, element_id, labels, properties, start, end, effective, version = row[:9]
-        head = (_KINDS[kind], labels, start, end, effective)
-        return self._apply(_OPS[op], element_id, properties, head, version)
+        head = (KIND_BY_VALUE[kind], labels, start, end, effective)
+        return self._apply(OP_BY_CODE[op], element_id, properties, head, version)
 
     def _apply(
         self,
