@@ -348,6 +348,8 @@ class DrasiRay:
         for source_id, actors in self._consumers.items():  # + any `drasi-ray scale` started
             consumers += scaling.find_consumers(self.namespace, source_id, len(actors))
         _best_effort(lambda: ray.get([a.stop.remote() for a in consumers], timeout=STOP_TIMEOUT_S))
+        coordinator = self._coordinator
+        _best_effort(lambda: ray.get(coordinator.flush_deliveries.remote(), timeout=STOP_TIMEOUT_S))
         queries = list(self._query_actors.values())  # signal `stopped`, flush reactions
         _best_effort(lambda: ray.get([a.stop.remote() for a in queries], timeout=STOP_TIMEOUT_S))
         for actor in [*consumers, *self._query_actors.values(), self._coordinator]:
@@ -420,10 +422,10 @@ class DrasiRay:
             raise TimeoutError(f"reactions of {behind} not flushed within {timeout:.1f}s")
 
     def wait_until_idle(self, timeout: float = 30.0) -> None:
-        """Return once every entry appended to the source streams before this call is acked.
-
-        Acked means applied and delivered to subscriptions (consumers ack after the
-        coordinator and the query actors confirmed). Raises TimeoutError otherwise.
+        """Return once every entry appended to the source streams before this call is acked
+        and its results are delivered to the subscriptions: consumers ack once the coordinator
+        applied a batch durably, and the coordinator's delivery barrier then waits for the
+        query actors. Raises TimeoutError otherwise.
         """
         if not self.running:
             raise NotRunningError("the app is not running; call start()")
@@ -445,6 +447,13 @@ class DrasiRay:
                         f"within {timeout:.1f}s"
                     )
                 time.sleep(IDLE_POLL_S)
+        remaining = max(deadline - time.monotonic(), 0.001)
+        try:
+            ray.get(self._coordinator.flush_deliveries.remote(), timeout=remaining)
+        except ray.exceptions.GetTimeoutError as exc:
+            raise TimeoutError(
+                f"results not delivered to the queries within {timeout:.1f}s"
+            ) from exc
 
     def _client(self, url: str) -> redis.Redis:
         client = self._redis.get(url)

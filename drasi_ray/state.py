@@ -7,14 +7,17 @@ What lives where (key names from :mod:`drasi_ray.streams.keys`):
   before the coordinator confirms the batch, so an acked entry is always in the durable store.
 - ``drasi:<app>:subscriptions`` (hash, field ``table``): the subscription table as JSON,
   rewritten whenever it changes (rare: registrations and control events).
-- ``drasi:<app>:seq:<query_id>`` (string): the last result sequence a query emitted, so a
-  restarted query actor keeps its sequence strictly increasing.
+- ``drasi:<app>:seq-lease:<query_id>`` and ``drasi:<app>:seq:<query_id>`` (strings): a ceiling
+  of the result sequences a query emitted and the last one, so a restarted query actor keeps
+  its sequence strictly increasing (:class:`SequenceKeeper`).
 
 Only JSON is ever stored: never pickle.
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -25,6 +28,10 @@ from drasi_ray.store import ElementStore
 from drasi_ray.streams import keys
 
 SCAN_COUNT = 1000
+SEQUENCE_LEASE = 10_000
+"""Result sequences reserved per durable write (see :class:`SequenceKeeper`)."""
+
+logger = logging.getLogger("drasi_ray.state")
 
 
 class StateStore:
@@ -114,3 +121,70 @@ class StateStore:
     async def load_sequence(self, query_id: str) -> int:
         raw = await self._client.get(keys.result_sequence(self._app, query_id))
         return 0 if raw is None else int(raw)
+
+    async def save_sequence_lease(self, query_id: str, ceiling: int) -> None:
+        await self._client.set(keys.result_sequence_lease(self._app, query_id), ceiling)
+
+    async def load_sequence_lease(self, query_id: str) -> int:
+        raw = await self._client.get(keys.result_sequence_lease(self._app, query_id))
+        return 0 if raw is None else int(raw)
+
+
+class SequenceKeeper:
+    """A query's result numbering, durable without a Redis write per delivery.
+
+    Contract: every sequence the query emits is at or under a *lease* ceiling already written
+    to Redis (:meth:`reserve` raises it by :data:`SEQUENCE_LEASE` when the numbers run out, so
+    one write per ``lease`` results sits in the delivery path); :meth:`start` numbers a
+    restarted query above that ceiling, so sequences strictly increase across restarts (with a
+    gap of at most ``lease`` after one). The *last* sequence is written in the background,
+    coalesced (:meth:`note`; exact once the query is idle or :meth:`flush` returned): it is
+    what ``status`` shows.
+    """
+
+    def __init__(self, state: StateStore, query_id: str, lease: int = SEQUENCE_LEASE) -> None:
+        self._state = state
+        self._query_id = query_id
+        self._lease = max(lease, 1)
+        self._ceiling = 0
+        self._latest = 0
+        self._written = 0
+        self._writer: asyncio.Task[None] | None = None
+
+    async def start(self) -> int:
+        """The sequence to number on from: above everything a previous life emitted."""
+        last = await self._state.load_sequence(self._query_id)
+        self._ceiling = max(last, await self._state.load_sequence_lease(self._query_id))
+        self._latest = self._written = last
+        return self._ceiling
+
+    async def reserve(self, current: int, wanted: int) -> None:
+        """Make ``current + 1 .. current + wanted`` usable: under the durable ceiling."""
+        if current + wanted <= self._ceiling:
+            return
+        ceiling = current + max(wanted, self._lease)
+        await self._state.save_sequence_lease(self._query_id, ceiling)
+        self._ceiling = ceiling
+
+    def note(self, sequence: int) -> None:
+        """Record ``sequence`` as the last emitted; written soon, off the caller's path."""
+        self._latest = max(self._latest, sequence)
+        if self._latest != self._written and (self._writer is None or self._writer.done()):
+            self._writer = asyncio.get_running_loop().create_task(self._write_latest())
+
+    async def flush(self) -> None:
+        """Return once the last noted sequence is written (or its write failed)."""
+        while self._writer is not None and not self._writer.done():
+            await asyncio.gather(self._writer, return_exceptions=True)
+
+    async def _write_latest(self) -> None:
+        while self._written != self._latest:
+            value = self._latest
+            try:
+                await self._state.save_sequence(self._query_id, value)
+            except Exception as exc:  # best effort: the lease keeps restarts correct
+                logger.warning(
+                    "query %s: could not save sequence %d: %s", self._query_id, value, exc
+                )
+                return
+            self._written = value

@@ -20,7 +20,7 @@ import psutil
 import ray
 
 from drasi_ray.actors.names import COORDINATOR
-from drasi_ray.actors.runtime import was_restarted
+from drasi_ray.actors.runtime import tune_for_latency, was_restarted
 from drasi_ray.batch import EntryBatch
 from drasi_ray.config import PlatformSourceConfig
 from drasi_ray.consumer import Backoff, StreamConsumer, backend_for
@@ -40,6 +40,7 @@ class ConsumerActor:
         consumer_name: str,
         namespace: str,
     ) -> None:
+        tune_for_latency()
         self._coordinator = ray.get_actor(COORDINATOR, namespace=namespace)
         self._source_id = source_id
         self._backend = backend_for(settings)

@@ -1,9 +1,19 @@
 """The coordinator actor: applies changes to the element store and routes them to queries.
 
-Contract with the consumers: :meth:`CoordinatorActor.apply_batch` returns only after every
-change of the batch is applied to the store and every affected query actor has applied its
-deltas and buffered its results for subscribers. The consumer acks the batch after that, so an
-acked entry is an entry whose effects are delivered (at-least-once, end to end).
+Contract with the consumers: :meth:`CoordinatorActor.apply_batch` returns once every change of
+the batch is applied to the store and (with durable state) written to Redis; the consumer acks
+the batch after that, so an acked entry is always in the durable store. The batch's deltas are
+*sent* to the affected query actors in the same step, and delivered while the consumer goes on
+with its next batch: deliveries overlap the next batches' work instead of sitting in every
+batch's round trip. At most :data:`DELIVERIES_IN_FLIGHT` batches per query are undelivered at a
+time (``apply_batch`` waits for room: backpressure reaches the consumers), and
+:meth:`CoordinatorActor.flush_deliveries` is the barrier ``wait_until_idle`` and ``stop`` use.
+
+Nothing is lost when a delivery fails: a query actor that died re-registers when Ray restarts
+it and is re-bootstrapped from the store, emitting the difference as a catch-up result; a
+restarted coordinator re-links and re-bootstraps every query from the store it reloads (a
+retried batch would find its changes applied already and route nothing, so failing the
+consumer's batch for a failed delivery would not help).
 
 Ordering: the store is updated synchronously inside one event-loop step per batch, so batches
 from several consumers are applied atomically; deliveries to each query carry a per-query
@@ -28,7 +38,7 @@ import ray
 
 from drasi_ray._construct import change_from_row
 from drasi_ray.actors import names
-from drasi_ray.actors.runtime import was_restarted
+from drasi_ray.actors.runtime import tune_for_latency, was_restarted
 from drasi_ray.analytics.records import change_record
 from drasi_ray.batch import DeltaBatch, ElementBatch, EntryBatch
 from drasi_ray.changes import (
@@ -44,6 +54,9 @@ from drasi_ray.state import StateStore
 from drasi_ray.store import ElementStore
 
 logger = logging.getLogger("drasi_ray.coordinator")
+
+DELIVERIES_IN_FLIGHT = 4
+"""Batches sent to one query actor and not yet delivered, at most (then ``apply_batch`` waits)."""
 
 
 @dataclass(slots=True)
@@ -64,6 +77,7 @@ class _QueryLink:
     handle: Any
     sources: tuple[str, ...]
     next_delivery: int = 0
+    in_flight: set[asyncio.Future[Any]] = field(default_factory=set)
     # Links replace each other on re-registration and coordinator restarts: a newer link has a
     # larger epoch, so the query actor can refuse the deliveries of the link it replaced.
     epoch: int = field(default_factory=time.time_ns)
@@ -72,6 +86,32 @@ class _QueryLink:
         number = self.next_delivery
         self.next_delivery += 1
         return number
+
+    def track(self, query_id: str, call: Any) -> None:
+        """Follow one delivery call until it is done; a failure is logged, not raised."""
+        future = asyncio.ensure_future(call)
+        self.in_flight.add(future)
+        future.add_done_callback(lambda done: self._settled(query_id, done))
+
+    def _settled(self, query_id: str, future: asyncio.Future[Any]) -> None:
+        self.in_flight.discard(future)
+        if not future.cancelled() and future.exception() is not None:
+            logger.warning(
+                "coordinator: a delivery to query %s failed (%s); the query catches up from "
+                "the store when it re-registers",
+                query_id,
+                future.exception(),
+            )
+
+    async def room(self, limit: int) -> None:
+        """Wait until at most ``limit`` deliveries are in flight."""
+        while len(self.in_flight) > limit:
+            await asyncio.wait(set(self.in_flight), return_when=asyncio.FIRST_COMPLETED)
+
+    async def settled(self) -> None:
+        """Wait until every delivery sent so far is done (delivered or failed)."""
+        while self.in_flight:
+            await asyncio.wait(set(self.in_flight))
 
 
 @dataclass(slots=True)
@@ -175,6 +215,7 @@ class CoordinatorActor:
         failpoints: Failpoints = NO_FAILPOINTS,
         analytics_actor: str | None = None,
     ) -> None:
+        tune_for_latency()
         self._namespace = namespace
         self._core = Coordinator(failpoints)
         self._analytics: Any = None
@@ -248,41 +289,49 @@ class CoordinatorActor:
         await self._save_table()
 
     async def apply_batch(self, source_id: str, entries: Sequence[DecodedEntry]) -> BatchReport:
-        """Apply one consumer batch; return once it is durable and every query delivered it.
+        """Apply one consumer batch; return once it is durable and its deltas are sent.
 
-        The deltas go to the queries while the store is written to Redis, and even when that
-        write fails: a retry of the batch finds its changes already applied (duplicates,
-        routed nowhere), so holding the deltas back would lose them for the queries. The
-        failure is raised afterwards, so the consumer does not ack, and the retry persists the
-        still-dirty records.
+        The deltas go to the queries even when the state write fails: a retry of the batch
+        finds its changes already applied (duplicates, routed nowhere), so holding the deltas
+        back would lose them for the queries. The failure is raised afterwards, so the consumer
+        does not ack, and the retry persists the still-dirty records.
         """
         await self._loaded
-        calls, report = self._apply(source_id, entries)
+        links, report = self._apply(source_id, entries)
         persisted = await self._try_persist(source_id, report)
-        if calls:
-            await asyncio.gather(*calls)
+        for link in links:
+            await link.room(DELIVERIES_IN_FLIGHT)
         if persisted is not None:
             raise persisted
         return report
 
+    async def flush_deliveries(self) -> None:
+        """Barrier: return once every delivery sent so far is done (delivered or failed)."""
+        for link in list(self._queries.values()):
+            await link.settled()
+
     def _apply(
         self, source_id: str, entries: Sequence[DecodedEntry]
-    ) -> tuple[list[Any], BatchReport]:
-        """Update the store and start the deliveries, in ONE event-loop step (no await).
+    ) -> tuple[list[_QueryLink], BatchReport]:
+        """Update the store and send the deliveries, in ONE event-loop step (no await).
 
         Deliveries are numbered in the step that updates the store, so each query sees deltas
-        in store order; they run while the state is written to Redis.
+        in store order; they run while the state is written to Redis and after.
         """
         routed, report = self._core.apply_entries(source_id, entries)
         self._forward_applied(source_id)
-        calls = []
+        links = []
         for query_id, deltas in routed.items():
             link = self._queries.get(query_id)
             if link is not None:
-                calls.append(
-                    link.handle.deliver.remote(link.epoch, link.take_delivery(), DeltaBatch(deltas))
+                link.track(
+                    query_id,
+                    link.handle.deliver.remote(
+                        link.epoch, link.take_delivery(), DeltaBatch(deltas)
+                    ),
                 )
-        return calls, report
+                links.append(link)
+        return links, report
 
     def _forward_applied(self, source_id: str) -> None:
         """One fire-and-forget call per batch to the change log (never waits on analytics).

@@ -17,14 +17,14 @@ import gc
 import itertools
 import logging
 import os
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import Any
 
 import orjson
 import ray
 
 from drasi_ray.actors.names import COORDINATOR
-from drasi_ray.actors.runtime import was_restarted
+from drasi_ray.actors.runtime import tune_for_latency, was_restarted
 from drasi_ray.changes import Element, ElementDelta
 from drasi_ray.config import DispatchMode, QueryConfig
 from drasi_ray.errors import StaleDeliveryError
@@ -33,10 +33,13 @@ from drasi_ray.query.engine import ContinuousQuery
 from drasi_ray.reactions.factory import ReactionSet, grouping_keys
 from drasi_ray.reactions.specs import AnyReaction
 from drasi_ray.results import ControlResult, ControlSignal, QueryResult, now_ms
-from drasi_ray.state import StateStore
+from drasi_ray.state import SequenceKeeper, StateStore
 from drasi_ray.subscription import Delivered, SubscriberBuffer
 
 logger = logging.getLogger("drasi_ray.query")
+
+BOOTSTRAP_RESULTS = 4
+"""Results a bootstrap emits at most: three control signals and one catch-up result."""
 
 
 class QueryRunner:
@@ -172,8 +175,10 @@ class _InOrder:
 class QueryActor:
     """Ray wrapper of :class:`QueryRunner`.
 
-    With durable state (``state_url``) the last result sequence is read from Redis at start and
-    written after every delivery, so sequences stay strictly increasing across restarts.
+    With durable state (``state_url``) result numbers are leased from Redis
+    (:class:`~drasi_ray.state.SequenceKeeper`): a restarted actor numbers above everything its
+    previous life emitted, so sequences stay strictly increasing across restarts, and a
+    delivery writes to Redis only when the lease runs out.
     """
 
     def __init__(
@@ -184,6 +189,7 @@ class QueryActor:
         app_id: str,
         state_url: str | None,
     ) -> None:
+        tune_for_latency()
         self._runner = QueryRunner(config)
         self._reactions = ReactionSet(config.id, grouping_keys(self._runner.engine))
         self._metrics = QueryMetrics(config.id)
@@ -191,7 +197,11 @@ class QueryActor:
         self._runner.batch_observers.append(self._metrics.observe)
         self._order = _InOrder()
         self._subscriber_ids = itertools.count(1)
-        self._state = None if state_url is None else StateStore.from_url(state_url, app_id)
+        self._sequences = (
+            None
+            if state_url is None
+            else SequenceKeeper(StateStore.from_url(state_url, app_id), config.id)
+        )
         loop = asyncio.get_event_loop()
         self._loaded = loop.create_task(self._load_sequence())
         if was_restarted():
@@ -202,13 +212,18 @@ class QueryActor:
         for spec in self._runner.config.reactions:
             self._reactions.add(spec)
         sequence = await self._reactions.last_sequence()
-        if self._state is not None:
-            sequence = max(sequence, await self._state.load_sequence(self._runner.config.id))
+        if self._sequences is not None:
+            sequence = max(sequence, await self._sequences.start())
         self._runner.sequence = sequence
 
-    async def _save_sequence(self, before: int) -> None:
-        if self._state is not None and self._runner.sequence != before:
-            await self._state.save_sequence(self._runner.config.id, self._runner.sequence)
+    async def _numbered(self, results: int, work: Callable[[], Awaitable[Any]]) -> Any:
+        """Run ``work``, which emits at most ``results`` results, with their numbers leased."""
+        if self._sequences is None:
+            return await work()
+        await self._sequences.reserve(self._runner.sequence, results)
+        outcome = await work()
+        self._sequences.note(self._runner.sequence)
+        return outcome
 
     async def _reregister(self, namespace: str, name: str) -> None:
         """After a restart: ask the coordinator for a fresh bootstrap from its store."""
@@ -230,17 +245,17 @@ class QueryActor:
         numbers its deliveries from 0 again.
         """
         await self._loaded
-        before = self._runner.sequence
-        await self._order.run(epoch, delivery, lambda: self._runner.bootstrap(elements))
-        await self._save_sequence(before)
+        await self._order.run(
+            epoch,
+            delivery,
+            lambda: self._numbered(BOOTSTRAP_RESULTS, lambda: self._runner.bootstrap(elements)),
+        )
 
     async def deliver(self, epoch: int, delivery: int, deltas: Sequence[ElementDelta]) -> int:
         await self._loaded
-        before = self._runner.sequence
         result: int | None = await self._order.run(
-            epoch, delivery, lambda: self._runner.apply(deltas)
+            epoch, delivery, lambda: self._numbered(len(deltas), lambda: self._runner.apply(deltas))
         )
-        await self._save_sequence(before)
         return result or 0
 
     async def subscribe(self, capacity: int, mode: DispatchMode) -> str:
@@ -282,7 +297,9 @@ class QueryActor:
         """Signal ``stopped``, then let the reactions write what they hold (up to
         ``timeout_s``) and close them. True if everything was written."""
         await self._loaded
-        await self._runner.signal(ControlSignal.STOPPED)
+        await self._numbered(1, lambda: self._runner.signal(ControlSignal.STOPPED))
+        if self._sequences is not None:
+            await self._sequences.flush()
         flushed = await self._reactions.flush(timeout_s)
         await self._reactions.close(0.0)
         return flushed

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import warnings
 
 import ray
@@ -13,3 +14,18 @@ def was_restarted() -> bool:
         # Ray 2.60's own implementation of this call trips one of its deprecation warnings.
         warnings.simplefilter("ignore", DeprecationWarning)
         return bool(ray.get_runtime_context().was_current_actor_reconstructed)
+
+
+SWITCH_INTERVAL_S = 0.0005
+"""The GIL hand-over interval of pipeline actors (CPython's default is 5 ms)."""
+
+
+def tune_for_latency() -> None:
+    """Let a thread waiting for the GIL get it within 0.5 ms instead of 5 ms.
+
+    An async Ray actor runs its event loop in one thread while Ray's own threads hand it calls
+    and replies; each hand-over needs the GIL. With CPython's default 5 ms switch interval a
+    busy event loop (decoding or applying a batch) holds back every reply it is waiting for by
+    up to 5 ms per hop.
+    """
+    sys.setswitchinterval(SWITCH_INTERVAL_S)

@@ -17,8 +17,10 @@ key                               what it holds
                                   (so existing Drasi reactions can read it unchanged).
 ``drasi:<app>:store:<source_id>``  a hash: the versioned element store of one source.
 ``drasi:<app>:subscriptions``     a hash: the subscription table (query id -> labels).
-``drasi:<app>:seq:<query_id>``    a counter: the last sequence number written to a query's
-                                  result stream.
+``drasi:<app>:seq:<query_id>``    a counter: the last sequence number a query emitted
+                                  (written in the background: exact once the query is idle).
+``drasi:<app>:seq-lease:<query_id>`` a counter: a ceiling every sequence a query emitted stays
+                                  at or under (raised before numbers above it are used).
 ``drasi:<app>:stats:<source_id>``  a hash: durable counters of the changes a source's batches
                                   carried, applied and suppressed as duplicates.
 ================================  ===============================================================
@@ -85,6 +87,11 @@ def subscriptions(app: str) -> str:
 def result_sequence(app: str, query_id: str) -> str:
     """The result-sequence counter of a query: ``drasi:<app>:seq:<query_id>``."""
     return f"{NAMESPACE}:{_require_app(app)}:seq:{_require('query_id', query_id)}"
+
+
+def result_sequence_lease(app: str, query_id: str) -> str:
+    """The sequence lease (ceiling) of a query: ``drasi:<app>:seq-lease:<query_id>``."""
+    return f"{NAMESPACE}:{_require_app(app)}:seq-lease:{_require('query_id', query_id)}"
 
 
 def coordinator_stats(app: str, source_id: str) -> str:

@@ -1,0 +1,63 @@
+"""SequenceKeeper against real Redis: leased numbering, restarts, the background write."""
+
+from __future__ import annotations
+
+import asyncio
+
+import redis
+
+from drasi_ray.state import SequenceKeeper, StateStore
+from drasi_ray.streams import keys
+
+
+def _keeper(url: str, lease: int) -> SequenceKeeper:
+    return SequenceKeeper(StateStore.from_url(url, "app"), "q", lease=lease)
+
+
+def test_reserving_writes_the_ceiling_once_per_lease(redis_url: str) -> None:
+    async def run() -> list[int]:
+        keeper = _keeper(redis_url, lease=100)
+        sequence = await keeper.start()
+        ceilings = []
+        with redis.Redis.from_url(redis_url) as client:
+            for _ in range(250):  # 250 results of one number each
+                await keeper.reserve(sequence, 1)
+                sequence += 1
+                ceilings.append(int(client.get(keys.result_sequence_lease("app", "q")) or 0))
+        return ceilings
+
+    ceilings = asyncio.run(run())
+    assert sorted(set(ceilings)) == [100, 200, 300]  # three writes for 250 numbers
+    assert all(number <= ceiling for number, ceiling in enumerate(ceilings, start=1))
+
+
+def test_a_restart_numbers_above_everything_emitted(redis_url: str) -> None:
+    async def first_life() -> int:
+        keeper = _keeper(redis_url, lease=50)
+        sequence = await keeper.start()
+        await keeper.reserve(sequence, 30)
+        sequence += 30
+        keeper.note(sequence)  # the crash comes before this write: nothing is flushed
+        return sequence
+
+    async def second_life() -> int:
+        return await _keeper(redis_url, lease=50).start()
+
+    emitted = asyncio.run(first_life())
+    assert asyncio.run(second_life()) >= emitted
+
+
+def test_the_last_sequence_is_written_in_the_background(redis_url: str) -> None:
+    async def run() -> None:
+        keeper = _keeper(redis_url, lease=1000)
+        sequence = await keeper.start()
+        for _ in range(20):
+            await keeper.reserve(sequence, 3)
+            sequence += 3
+            keeper.note(sequence)
+        await keeper.flush()
+
+    asyncio.run(run())
+    with redis.Redis.from_url(redis_url) as client:
+        assert int(client.get(keys.result_sequence("app", "q")) or 0) == 60
+        assert int(client.get(keys.result_sequence_lease("app", "q")) or 0) == 1000
