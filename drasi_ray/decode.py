@@ -52,7 +52,7 @@ import logging
 import uuid
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
-from typing import Any, Final
+from typing import Annotated, Any, ClassVar, Final, Literal
 
 import msgspec
 import orjson
@@ -161,38 +161,74 @@ def _checked_rows(
 # --------------------------------------------------------------------------------------------
 
 
-class _TypedElement(msgspec.Struct):
-    id: str
-    labels: list[str]
+_Id = Annotated[str, msgspec.Meta(min_length=1)]
+_Labels = Annotated[list[str], msgspec.Meta(min_length=1)]
+_TimestampNs = Annotated[int, msgspec.Meta(ge=0)]  # (msgspec bounds must fit in i64)
+
+
+class _TypedSource(msgspec.Struct, gc=False):
+    table: Literal["node", "rel", "relation"]
+    ts_ns: _TimestampNs
+    db: Any = None
+
+
+class _TypedElement(msgspec.Struct, gc=False):
+    """``after`` of an insert or update: ``properties`` required."""
+
+    id: _Id
+    labels: _Labels
+    properties: dict[str, Any]
+    startId: str | None = None
+    endId: str | None = None
+
+
+class _TypedDeleted(msgspec.Struct, gc=False):
+    """``before`` of a delete: ``properties`` may be omitted (then empty)."""
+
+    id: _Id
+    labels: _Labels
     properties: dict[str, Any] | None = None
     startId: str | None = None
     endId: str | None = None
 
 
-class _TypedSource(msgspec.Struct):
-    table: str
-    ts_ns: int
-    db: Any = None
-
-
-class _TypedPayload(msgspec.Struct):
+class _AfterPayload(msgspec.Struct, gc=False):
     source: _TypedSource
-    after: _TypedElement | None = None
-    before: _TypedElement | None = None
+    element: _TypedElement = msgspec.field(name="after")
 
 
-class _TypedEvent(msgspec.Struct):
-    op: str
-    payload: _TypedPayload
+class _BeforePayload(msgspec.Struct, gc=False):
+    source: _TypedSource
+    element: _TypedDeleted = msgspec.field(name="before")
+
+
+class _Insert(msgspec.Struct, tag="i", tag_field="op", gc=False):
+    OP: ClassVar[str] = "i"
+    payload: _AfterPayload
     reactivatorStart_ns: Any = None
     reactivatorEnd_ns: Any = None
 
 
-class _TypedEnvelope(msgspec.Struct):
-    data: list[_TypedEvent]
+class _Update(msgspec.Struct, tag="u", tag_field="op", gc=False):
+    OP: ClassVar[str] = "u"
+    payload: _AfterPayload
+    reactivatorStart_ns: Any = None
+    reactivatorEnd_ns: Any = None
+
+
+class _Delete(msgspec.Struct, tag="d", tag_field="op", gc=False):
+    OP: ClassVar[str] = "d"
+    payload: _BeforePayload
+    reactivatorStart_ns: Any = None
+    reactivatorEnd_ns: Any = None
+
+
+class _TypedEnvelope(msgspec.Struct, gc=False):
+    data: list[_Insert | _Update | _Delete]
 
 
 _TYPED = msgspec.json.Decoder(_TypedEnvelope)
+_RELATION: Final = ElementKind.RELATION.value
 
 
 def _typed_rows(entry_id: str, fields: Mapping[bytes, bytes]) -> list[ChangeRow] | None:
@@ -200,9 +236,11 @@ def _typed_rows(entry_id: str, fields: Mapping[bytes, bytes]) -> list[ChangeRow]
 
     ``None`` whenever the entry is anything else (a control entry, a malformed one, a shape
     the typed decoder does not take): the checked path then decides, with its exact reasons.
-    It never accepts what the checked path rejects: every check of ``_decode_change`` that the
-    types do not already make is repeated here, and a payload that is not valid UTF-8 (which
-    msgspec does not check in fields it skips) is left to the checked path.
+    It never accepts what the checked path rejects: the structs above state the checks of
+    ``_decode_change`` as types (the op as the tag choosing which element is read and whether
+    it needs ``properties``, non-empty ``id`` and ``labels``, the table names, the ``ts_ns``
+    lower bound) and the rest is repeated here; a payload that is not valid UTF-8 (which msgspec
+    does not check in fields it skips) is left to the checked path.
     """
     found = _payload_field(fields)
     if found is None:
@@ -220,31 +258,28 @@ def _typed_rows(entry_id: str, fields: Mapping[bytes, bytes]) -> list[ChangeRow]
             return None
     ms, seq = _entry_position(entry_id)
     rows: list[ChangeRow] = []
+    append = rows.append
     for index, event in enumerate(events):
-        op, payload = event.op, event.payload
-        kind = _TABLES.get(payload.source.table)
-        ts_ns = payload.source.ts_ns
-        data = payload.before if op == "d" else payload.after
-        if op not in OP_BY_CODE or kind is None or not 0 <= ts_ns <= _U64_MAX or data is None:
-            return None  # (orjson reads integers above u64 as floats: the checked path refuses)
-        if not data.id or not data.labels:
-            return None
-        properties = data.properties
-        if properties is None:
-            if op != "d":
-                return None
-            properties = {}
-        start_id = end_id = None
-        if kind == "relation":
-            start_id, end_id = data.startId, data.endId
+        source = event.payload.source
+        data = event.payload.element
+        kind = _TABLES[source.table]
+        start_id, end_id = data.startId, data.endId
+        if kind == _RELATION:
             if start_id is None or end_id is None:
                 return None
+        else:
+            start_id = end_id = None
+        properties = data.properties
         start_ns, end_ns = event.reactivatorStart_ns, event.reactivatorEnd_ns
         if start_ns is not None or end_ns is not None:
             start_ns, end_ns = _optional_ns(start_ns), _optional_ns(end_ns)
-        rows.append(
+        ts_ns = source.ts_ns
+        if ts_ns > _U64_MAX:
+            return None
+        append(
             (
-                op, kind, data.id, tuple(data.labels), _properties(properties, False),
+                event.OP, kind, data.id, tuple(data.labels),
+                {} if properties is None else _properties(properties, False),
                 start_id, end_id, ts_ns // _NS_PER_MS, (ms, seq, index), ts_ns, start_ns, end_ns,
             )
         )  # fmt: skip

@@ -3,7 +3,7 @@
 What lives where (key names from :mod:`drasi_ray.streams.keys`):
 
 - ``drasi:<app>:store:<source_id>`` (hash): element id -> the element's versioned record
-  (:meth:`ElementStore.snapshot_element`, orjson). Written in one pipelined ``HSET`` per batch,
+  (:meth:`ElementStore.snapshot_element`, orjson). Written in one ``HSET`` per batch,
   before the coordinator confirms the batch, so an acked entry is always in the durable store.
 - ``drasi:<app>:subscriptions`` (hash, field ``table``): the subscription table as JSON,
   rewritten whenever it changes (rare: registrations and control events).
@@ -25,7 +25,7 @@ import orjson
 import redis.asyncio as aioredis
 
 from drasi_ray.store import ElementStore
-from drasi_ray.streams import keys
+from drasi_ray.streams import keys, resp
 
 SCAN_COUNT = 1000
 SEQUENCE_LEASE = 10_000
@@ -60,19 +60,23 @@ class StateStore:
         """Write the records of ``ids`` and add ``counters`` to the source's durable counters,
         in one pipeline. On failure the ids are marked dirty again (counters are lost with the
         batch, which will be retried)."""
-        pipe = self._client.pipeline(transaction=False)
-        if ids:
-            mapping: dict[Any, Any] = {
-                element_id: store.snapshot_element(element_id) for element_id in ids
-            }
-            pipe.hset(keys.element_store(self._app, source_id), mapping=mapping)
+        commands: list[bytes] = []
+        if ids:  # hand-packed: redis-py would pack each of these arguments in Python
+            args: list[resp.Arg] = ["HSET", keys.element_store(self._app, source_id)]
+            snapshot = store.snapshot_element
+            for element_id in ids:
+                args += (element_id, snapshot(element_id))
+            commands.append(resp.pack(args))
         for name, amount in (counters or {}).items():
             if amount:
-                pipe.hincrby(keys.coordinator_stats(self._app, source_id), name, amount)
-        if not pipe.command_stack:
+                stats = keys.coordinator_stats(self._app, source_id)
+                commands.append(resp.pack(("HINCRBY", stats, name, amount)))
+        if not commands:
             return
         try:
-            await pipe.execute()
+            for reply in await resp.execute_packed(self._client, commands):
+                if isinstance(reply, Exception):
+                    raise reply
         except BaseException:
             store.mark_dirty(ids)
             raise

@@ -255,20 +255,27 @@ def test_snapshot_and_load_round_trip() -> None:
 
 def test_snapshot_format() -> None:
     store = ElementStore()
-    store.apply(change("u", room({"a": 1}, 3), (4, 1, 2)))
+    store.apply(change("u", room({"b": 2, "a": 1}, 3), (4, 1, 2)))
     record = orjson.loads(store.snapshot_element("r1"))
-    assert record == {
-        "format": 1,
-        "reset": None,
-        "head": [4, 1, 2],
-        "alive": True,
-        "kind": "node",
-        "labels": ["Room"],
-        "startId": None,
-        "endId": None,
-        "effectiveFrom": 3,
-        "properties": {"a": [1, [4, 1, 2]]},
-    }
+    assert record == [
+        2, None, [4, 1, 2], True, "node", ["Room"], None, None, 3,
+        {"a": 1, "b": 2}, {"a": [4, 1, 2], "b": [4, 1, 2]},
+    ]  # fmt: skip
+    assert store.snapshot_element("r1").index(b'"a"') < store.snapshot_element("r1").index(b'"b"')
+
+
+def test_format_1_records_still_load() -> None:
+    store = ElementStore()
+    store.load_element(
+        "r1",
+        b'{"format": 1, "reset": null, "head": [4, 1, 2], "alive": true, "kind": "node",'
+        b' "labels": ["Room"], "startId": null, "endId": null, "effectiveFrom": 3,'
+        b' "properties": {"a": [1, [4, 1, 2]]}}',
+    )
+    fresh = ElementStore()
+    fresh.apply(change("u", room({"a": 1}, 3), (4, 1, 2)))
+    assert store.snapshot_element("r1") == fresh.snapshot_element("r1")
+    assert store.get("r1") == fresh.get("r1")
 
 
 def test_load_replaces_and_recounts() -> None:
@@ -293,6 +300,8 @@ def test_snapshot_of_unknown_element() -> None:
         b"not json",
         b"[]",
         b'{"format": 2}',
+        b'[2, null, null, false, null, [], null, null, 0, {"a": 1}, {}]',
+        b"[3, null, null, false, null, [], null, null, 0, {}, {}]",
         b'{"format": 1, "reset": [1, 2], "head": null, "alive": false, "kind": null,'
         b' "labels": [], "startId": null, "endId": null, "effectiveFrom": 0, "properties": {}}',
         b'{"format": 1, "reset": null, "head": null, "alive": true, "kind": null,'

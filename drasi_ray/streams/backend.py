@@ -33,7 +33,7 @@ from redis import exceptions as rexc
 from drasi_ray._construct import slot_setters
 from drasi_ray.changes import parse_entry_id
 from drasi_ray.errors import AckError, GroupMissingError, StreamError
-from drasi_ray.streams import keys, redis_errors
+from drasi_ray.streams import keys, redis_errors, resp
 from drasi_ray.streams.records import (
     ClaimResult,
     ConsumerInfo,
@@ -249,7 +249,13 @@ class RedisStreamBackend:
         if not ids:
             return 0
         try:
-            return int(await self._execute("XACK", stream, group, *ids))
+            # Hand-packed (drasi_ray.streams.resp): one id per argument, a batch per call.
+            (reply,) = await resp.execute_packed(
+                self._client, [resp.pack(("XACK", stream, group, *ids))]
+            )
+            if isinstance(reply, rexc.ResponseError):
+                raise reply
+            return int(reply)
         except rexc.ResponseError as exc:
             if redis_errors.is_rejection(exc):
                 raise self._error(exc, "XACK", stream, group) from exc

@@ -1,0 +1,56 @@
+"""Hand-packed Redis commands for the per-batch hot paths (XACK of a batch, the state write).
+
+redis-py packs every argument in Python (``Encoder.encode`` plus a few concatenations); for a
+command with a thousand arguments that is ~1.8 µs per field/value pair, measured with 500 HSET
+pairs of 250-byte values. :func:`pack` writes the RESP array in one pass (~0.5 µs per pair) and
+:func:`execute_packed` sends one or several packed commands on a connection of the client's
+own pool and reads their replies, as a pipeline would.
+
+Contract of :func:`execute_packed`: the replies come back in order; an error reply is
+returned in the list as the ``ResponseError`` redis-py's parser made of it (not raised), so a
+caller sees every command's outcome; connection and timeout errors are raised, and the
+connection is then discarded (a reply may have been half read). Only for commands whose reply
+needs no redis-py callback (integers, ``OK``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import redis.asyncio as aioredis
+from redis import exceptions as rexc
+
+Arg = bytes | str | int
+
+
+def pack(args: Iterable[Arg]) -> bytes:
+    """One command as a RESP array of bulk strings (str as UTF-8, int in decimal)."""
+    parts = [b""]
+    count = 0
+    for arg in args:
+        count += 1
+        raw = arg.encode() if isinstance(arg, str) else b"%d" % arg if isinstance(arg, int) else arg
+        parts.append(b"$%d\r\n%s\r\n" % (len(raw), raw))
+    parts[0] = b"*%d\r\n" % count
+    return b"".join(parts)
+
+
+async def execute_packed(client: aioredis.Redis, commands: list[bytes]) -> list[Any]:
+    """Send ``commands`` (each from :func:`pack`) in one write; their replies, in order."""
+    pool = client.connection_pool
+    connection = await pool.get_connection()  # type: ignore[no-untyped-call]
+    try:
+        await connection.send_packed_command(b"".join(commands))
+        replies: list[Any] = []
+        for _ in commands:
+            try:
+                replies.append(await connection.read_response())
+            except rexc.ResponseError as exc:
+                replies.append(exc)
+        return replies
+    except BaseException:
+        await connection.disconnect()  # a reply may be half read: never reuse it
+        raise
+    finally:
+        await pool.release(connection)
