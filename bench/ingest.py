@@ -9,8 +9,10 @@ All sections read the same stream contents (the seeded sensor workload of
 (b) **per-message XACK**: the loop of typical docs, XREADGROUP COUNT 10, ``json.loads``, one
     XACK per message (on fewer events: it is slow).
 (c) **one drasi_ray consumer actor**: the real :class:`~drasi_ray.actors.consumer.ConsumerActor`
-    (StreamConsumer: XREADGROUP COUNT 500 -> decode + validate -> one Ray call per batch ->
-    XACK) dispatching to a sink actor that only counts (:mod:`bench.sink`).
+    (StreamConsumer: XREADGROUP -> decode + validate -> one Ray call per batch -> XACK)
+    dispatching to a sink actor that only counts (:mod:`bench.sink`); batch_size 500 with the
+    default adaptive reads (up to 2,000 while there is a backlog), and again with reads fixed
+    at COUNT 500 like the peer's.
 (d) **whole pipeline** through the public API: DrasiRay + PlatformSource (batch 500) + the
     README's filter query, with 1 and 2 consumer actors. ``backlog``: a pre-published backlog
     released to already-running actors; ``live``: the app is running, the clock starts at the
@@ -189,19 +191,24 @@ def time_loop(
 # --------------------------------------------------------------------------------------------
 
 
-def consumer_config(url: str, stream: str) -> PlatformSourceConfig:
+def consumer_config(url: str, stream: str, max_batch: int | None = None) -> PlatformSourceConfig:
+    """batch_size 500; reads grow up to ``max_batch`` (None: the source's default, 2,000)."""
     return PlatformSourceConfig(
         redis_url=url,
         stream_key=stream,
         consumer_group=GROUP,
         batch_size=BATCH,
+        max_batch_size=max_batch,
         block_ms=1000,
         start_id="0",
     )
 
 
 def time_consumer(
-    url: str, payloads: Sequence[bytes], profile_dir: Path | None = None
+    url: str,
+    payloads: Sequence[bytes],
+    profile_dir: Path | None = None,
+    max_batch: int | None = None,
 ) -> tuple[float, dict[str, Any]]:
     """Seconds one consumer actor takes to drain a released backlog; and its stats.
 
@@ -210,7 +217,7 @@ def time_consumer(
     """
     stream = fresh_stream("c")
     wake = arm_backlog(url, stream, payloads)
-    config = consumer_config(url, stream)
+    config = consumer_config(url, stream, max_batch)
     running = start_consumer(config)
     profiled = _profiled(running.consumer_pid, running.sink_pid, profile_dir)
     try:
@@ -430,6 +437,8 @@ def run_sections(url: str, options: Options) -> list[Section]:
          lambda: time_loop(url, slow_set, per_message_loop, "b")),
         ("c", "drasi_ray: 1 consumer actor -> counting sink", len(main_set),
          lambda: time_consumer(url, main_set)[0]),
+        ("c", "the same, reads fixed at COUNT 500 (max_batch_size 500)", len(main_set),
+         lambda: time_consumer(url, main_set, max_batch=BATCH)[0]),
         ("d", "pipeline backlog, 1 consumer", len(pipe_set),
          lambda: time_pipeline_backlog(url, pipe_set, 1)),
         ("d", "pipeline backlog, 2 consumers", len(pipe_set),

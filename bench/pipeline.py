@@ -113,10 +113,12 @@ def hot_app(
     block_ms: int,
     prefix: str,
     durable: bool = True,
+    max_batch_size: int | None = None,
 ) -> DrasiRay:
     """DrasiRay, one PlatformSource (group ``bench`` from ``0``), the README's filter query.
 
-    ``durable`` False keeps the coordinator's state in memory only (no Redis write per batch).
+    ``durable`` False keeps the coordinator's state in memory only (no Redis write per batch);
+    ``max_batch_size`` caps the adaptive reads (None: the source's default).
     """
     app = DrasiRay(
         f"bench-{prefix}-{uuid.uuid4().hex[:8]}", state_config=StateConfig(durable=durable)
@@ -128,6 +130,7 @@ def hot_app(
         .with_consumer_group(GROUP)
         .with_consumers(consumers)
         .with_batch_size(batch_size)
+        .with_max_batch_size(max_batch_size)
         .with_block_ms(block_ms)
         .with_start_id("0")
         .build()

@@ -12,7 +12,7 @@ Where the bottleneck is, three ways, on the unprofiled timed run:
 - CPU time of every process over the run (:class:`bench.pipeline.CpuMeter`): consumers,
   coordinator, query actor, Redis, Ray's own processes, and the machine (2 cores);
 - ``app.status()`` every 0.5 s: entries in flight (read, not acked) summed over consumers
-  (bounded by ``max_in_flight`` = 1,000 each: near the bound, consumers wait on downstream),
+  (bounded by ``max_in_flight`` = 4,000 each: near the bound, consumers wait on downstream),
   and the coordinator's batches per second and changes per batch;
 
 and, on a second run of the same size (``--profile-counts``), py-spy on the coordinator and
@@ -60,9 +60,10 @@ from bench.pipeline import (
     int_list,
 )
 from drasi_ray import DrasiRay
+from drasi_ray.config import PlatformSourceConfig
 
 TIMEOUT_S = 600.0
-MAX_IN_FLIGHT = 1000
+MAX_IN_FLIGHT: int = PlatformSourceConfig.model_fields["max_in_flight"].default
 """PlatformSourceConfig.max_in_flight's default, the bound on each consumer's unacked entries."""
 PROFILE_HZ = 250
 
@@ -72,6 +73,7 @@ class Options:
     consumers: tuple[int, ...]
     events: int
     batch_size: int
+    max_batch_size: int | None
     block_ms: int
     sensors: int
     profile_counts: tuple[int, ...]
@@ -115,7 +117,13 @@ class Backlog:
         self.events = len(payloads)
         self._wake = arm_backlog(url, self.stream, payloads)
         self.app: DrasiRay = hot_app(
-            url, self.stream, consumers, options.batch_size, options.block_ms, "scale"
+            url,
+            self.stream,
+            consumers,
+            options.batch_size,
+            options.block_ms,
+            "scale",
+            max_batch_size=options.max_batch_size,
         ).start()
 
     def drain(self) -> float:
@@ -242,7 +250,8 @@ def notes(options: Options) -> list[str]:
         f"{options.events:,} sensor updates ({options.sensors:,} sensors, every update changes a "
         "row of the README's filter query) released to the running app; clock from release to "
         f"`wait_until_idle`. Source: batch_size {options.batch_size}, block_ms "
-        f"{options.block_ms}, max_in_flight {MAX_IN_FLIGHT} per consumer; no subscriber. "
+        f"{options.block_ms}, max_in_flight {MAX_IN_FLIGHT} per consumer (reads grow up to "
+        f"{MAX_IN_FLIGHT // 2:,} while there is a backlog); no subscriber. "
         "`in_flight`: app.status() every 0.5 s, entries read and not acked summed over the "
         "consumers; `coord. batches/s`, `changes/batch`: the coordinator's counters over the "
         "run.",
@@ -260,6 +269,9 @@ def parse_args(argv: Sequence[str] | None) -> Options:
     parser.add_argument("--consumers", default="1,2,4", help="consumer counts, comma-separated")
     parser.add_argument("--events", type=int, default=50_000, help="backlog per run")
     parser.add_argument("--batch-size", type=int, default=500)
+    parser.add_argument(
+        "--max-batch-size", type=int, help="cap of the adaptive reads (default: the source's)"
+    )
     parser.add_argument("--block-ms", type=int, default=1000)
     parser.add_argument("--sensors", type=int, default=1000)
     parser.add_argument(
@@ -272,6 +284,7 @@ def parse_args(argv: Sequence[str] | None) -> Options:
         int_list(args.consumers),
         args.events,
         args.batch_size,
+        args.max_batch_size,
         args.block_ms,
         args.sensors,
         int_list(args.profile_counts),

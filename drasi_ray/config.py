@@ -83,8 +83,23 @@ class PlatformSourceConfig(_Model):
     )
     trim_interval_ms: int = Field(5000, ge=100, description="period of the retention trim")
     max_in_flight: int = Field(
-        1000, ge=1, description="bound on entries a consumer holds unacked (reclaimed included)"
+        4000, ge=1, description="bound on entries a consumer holds unacked (reclaimed included)"
     )
+    max_batch_size: int | None = Field(
+        None,
+        ge=1,
+        le=100_000,
+        description="reads grow from batch_size while the stream has a backlog (doubling after "
+        "every full read, back to batch_size after a partial one) up to this; default "
+        "max_in_flight // 2, so the next read fits beside the batch in hand",
+    )
+
+    @property
+    def read_size_limit(self) -> int:
+        """The largest read: ``max_batch_size`` (default ``max_in_flight // 2``), at least
+        ``batch_size``."""
+        limit = self.max_batch_size or self.max_in_flight // 2
+        return max(self.batch_size, limit)
 
     @field_validator("redis_url")
     @classmethod

@@ -9,7 +9,9 @@ no-op thanks to the versioned store.
 
 Prefetch: while the coordinator applies a full batch (a backlog), the consumer reads and
 decodes the next (``max_in_flight`` bounds the entries held unacked); after a partial batch it
-waits instead, leaving new entries to idle peers (lower latency at low load). Dispatches stay
+waits instead, leaving new entries to idle peers (lower latency at low load). Read sizes adapt
+the same way: each full read doubles the next one (up to ``read_size_limit``), a partial read
+resets it to ``batch_size``. Dispatches stay
 one at a time, the next starting when the previous is applied and acked, so one consumer
 applies the stream in stream order; a failed batch stops the reading, and the prefetched batch
 is left pending to be re-read.
@@ -160,6 +162,7 @@ class StreamConsumer:
         self._idle = asyncio.Event()
         self._idle.set()
         self._in_flight = InFlight(max(settings.max_in_flight, 1))
+        self._read_size = settings.batch_size  # adapts to load: _adapt_read_size
 
     @property
     def in_flight(self) -> int:
@@ -259,25 +262,36 @@ class StreamConsumer:
         once the previous is applied and acked. Raises the previous batch's failure."""
         previous: asyncio.Task[None] | None = None
         while not self._stopping:
+            wanted = self._read_size
             entries = await self._read_reserved(
-                self.settings.batch_size,
+                wanted,
                 lambda count: self._backend.read_new(
                     self._stream, self._group, self.name, count, self.settings.block_ms
                 ),
             )
+            self._adapt_read_size(len(entries) >= wanted)
             screened = await self._screen_batch(entries, first_delivery=True) if entries else None
             if previous is not None and (screened is not None or previous.done()):
                 await self._after(previous, screened)
                 previous = None
             if screened is not None:
                 previous = self._start(self._dispatch_and_ack(screened))
-                if len(entries) < self.settings.batch_size:
+                if len(entries) < wanted:
                     # The stream is drained: reading ahead would only hold new entries back
                     # from idle peers. Prefetch when there is a backlog (full batches).
                     await self._after(previous, None)
                     previous = None
         if previous is not None:
             await previous
+
+    def _adapt_read_size(self, full: bool) -> None:
+        """Double the next read after a full one (a backlog: fewer, larger batches, less
+        per-batch cost in every actor), back to ``batch_size`` after a partial one (low
+        latency when the stream is drained)."""
+        if full:
+            self._read_size = min(self._read_size * 2, self.settings.read_size_limit)
+        else:
+            self._read_size = self.settings.batch_size
 
     async def _after(self, previous: asyncio.Task[None], held: _Screened | None) -> None:
         """Wait for ``previous``; if it failed, give up the ``held`` batch (its entries stay

@@ -91,7 +91,30 @@ def test_decodes_dispatches_in_batches_and_acks(redis_url: str) -> None:
         assert all(len(batch) <= 10 for batch in batches)
         assert client.xpending(STREAM, "drasi-core")["pending"] == 0
 
-    _run(redis_url, body)
+    _run(redis_url, body, max_batch_size=10)
+
+
+def test_reads_grow_with_a_backlog_and_shrink_when_drained(redis_url: str) -> None:
+    client = redis.Redis.from_url(redis_url)
+    for i in range(150):
+        client.xadd(STREAM, {"data": _event(f"e{i}", i)})
+
+    async def body(consumer: StreamConsumer, batches: list[list[DecodedEntry]]) -> None:
+        await _until(lambda: consumer.stats.acked == 150)
+        assert [len(batch) for batch in batches] == [10, 20, 40, 40, 40]  # limit 40
+        # A read that finds the stream drained (here: blocks 50 ms and times out) is partial:
+        # the next is batch_size again. MULTI/EXEC shows all 30 entries to the blocked read.
+        await asyncio.sleep(0.3)
+        with client.pipeline(transaction=True) as burst:
+            for i in range(30):
+                burst.xadd(STREAM, {"data": _event(f"late{i}", i)})
+            burst.execute()
+        await _until(lambda: consumer.stats.acked == 180)
+        assert [len(batch) for batch in batches[5:]] == [10, 20]
+        ids = [entry.changes[0].element.id for batch in batches for entry in batch]
+        assert ids == [f"e{i}" for i in range(150)] + [f"late{i}" for i in range(30)]
+
+    _run(redis_url, body, max_batch_size=40)
 
 
 def test_malformed_entries_are_dead_lettered_then_acked(redis_url: str) -> None:

@@ -112,6 +112,10 @@ class PlatformSourceBuilder:
     def with_max_payload_bytes(self, size: int) -> PlatformSourceBuilder:
         return self._set("max_payload_bytes", size)
 
+    def with_max_batch_size(self, size: int | None) -> PlatformSourceBuilder:
+        """Largest adaptive read while the stream has a backlog (None: ``max_in_flight // 2``)."""
+        return self._set("max_batch_size", size)
+
     def with_max_in_flight(self, count: int) -> PlatformSourceBuilder:
         return self._set("max_in_flight", count)
 
