@@ -61,6 +61,7 @@ class SubscriptionTable:
         self._registered: dict[str, tuple[str, ...]] = {}
         self._subscriptions: dict[tuple[str, str], _Subscription] = {}
         self._index: dict[tuple[str, bool], tuple[dict[str, set[str]], set[str]]] | None = None
+        self._routes: dict[tuple[str, bool, tuple[str, ...]], frozenset[str]] = {}
 
     # -- registration -------------------------------------------------------------------
 
@@ -68,6 +69,7 @@ class SubscriptionTable:
         """Register ``query_id`` on ``sources`` with the labels of its MATCH patterns."""
         sources = tuple(sources)
         self._index = None
+        self._routes.clear()
         self._registered[query_id] = sources
         for source_id in sources:
             self._subscriptions[(query_id, f"{DEFAULT_QUERY_NODE}@{source_id}")] = _Subscription(
@@ -76,6 +78,7 @@ class SubscriptionTable:
 
     def unregister_query(self, query_id: str) -> None:
         self._index = None
+        self._routes.clear()
         self._registered.pop(query_id, None)
         for key in [key for key in self._subscriptions if key[0] == query_id]:
             del self._subscriptions[key]
@@ -96,6 +99,7 @@ class SubscriptionTable:
         """Apply a SourceSubscription control event received on ``source_id``."""
         key = (control.query_id, self._node_key(control.query_node_id, source_id))
         self._index = None
+        self._routes.clear()
         if control.op is Op.DELETE:
             removed = self._subscriptions.pop(key, None)
             logger.info(
@@ -123,23 +127,35 @@ class SubscriptionTable:
 
     # -- routing ------------------------------------------------------------------------
 
-    def route(self, source_id: str, delta: ElementDelta) -> set[str]:
+    def route(self, source_id: str, delta: ElementDelta) -> frozenset[str]:
         """Registered queries that must see ``delta`` of ``source_id``.
 
-        Costs a dict lookup per label of the element: the per-label index is rebuilt only
-        when subscriptions change, which is rare next to changes.
+        Memoised per (source, kind, labels) of the element before and after: one dict lookup
+        for the usual change that keeps its labels. The memo and the per-label index behind
+        it are rebuilt only when subscriptions change, which is rare next to changes.
         """
-        if self._index is None:
-            self._index = self._build_index()
-        targets: set[str] = set()
-        for element in (delta.before, delta.after):
+        before, after = delta.before, delta.after
+        if before is None or after is None or before.labels == after.labels:
+            element = after if after is not None else before
             if element is None:
-                continue
-            by_label, everything = self._index.get((source_id, element.is_node), _NO_ROUTES)
-            targets |= everything
-            for label in element.labels:
+                return _NOBODY
+            return self._targets(source_id, element.is_node, element.labels)
+        return self._targets(source_id, before.is_node, before.labels) | self._targets(
+            source_id, after.is_node, after.labels
+        )
+
+    def _targets(self, source_id: str, is_node: bool, labels: tuple[str, ...]) -> frozenset[str]:
+        key = (source_id, is_node, labels)
+        found = self._routes.get(key)
+        if found is None:
+            if self._index is None:
+                self._index = self._build_index()
+            by_label, everything = self._index.get((source_id, is_node), _NO_ROUTES)
+            targets = set(everything)
+            for label in labels:
                 targets |= by_label.get(label, _NOBODY)
-        return targets
+            found = self._routes[key] = frozenset(targets)
+        return found
 
     def _build_index(self) -> dict[tuple[str, bool], tuple[dict[str, set[str]], set[str]]]:
         index: dict[tuple[str, bool], tuple[dict[str, set[str]], set[str]]] = {}
