@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from drasi_ray.changes import Element, ElementDelta, Op, SubscriptionControl
+from drasi_ray.changes import Element, ElementDelta, ElementKind, Op, SubscriptionControl
 
 logger = logging.getLogger("drasi_ray.routing")
 
@@ -61,7 +61,7 @@ class SubscriptionTable:
         self._registered: dict[str, tuple[str, ...]] = {}
         self._subscriptions: dict[tuple[str, str], _Subscription] = {}
         self._index: dict[tuple[str, bool], tuple[dict[str, set[str]], set[str]]] | None = None
-        self._routes: dict[tuple[str, bool, tuple[str, ...]], frozenset[str]] = {}
+        self._routes: dict[tuple[str, ElementKind, tuple[str, ...]], frozenset[str]] = {}
 
     # -- registration -------------------------------------------------------------------
 
@@ -139,17 +139,20 @@ class SubscriptionTable:
             element = after if after is not None else before
             if element is None:
                 return _NOBODY
-            return self._targets(source_id, element.is_node, element.labels)
-        return self._targets(source_id, before.is_node, before.labels) | self._targets(
-            source_id, after.is_node, after.labels
+            return self._targets(source_id, element.kind, element.labels)
+        return self._targets(source_id, before.kind, before.labels) | self._targets(
+            source_id, after.kind, after.labels
         )
 
-    def _targets(self, source_id: str, is_node: bool, labels: tuple[str, ...]) -> frozenset[str]:
-        key = (source_id, is_node, labels)
+    def _targets(
+        self, source_id: str, kind: ElementKind, labels: tuple[str, ...]
+    ) -> frozenset[str]:
+        key = (source_id, kind, labels)
         found = self._routes.get(key)
         if found is None:
             if self._index is None:
                 self._index = self._build_index()
+            is_node = kind is ElementKind.NODE
             by_label, everything = self._index.get((source_id, is_node), _NO_ROUTES)
             targets = set(everything)
             for label in labels:
