@@ -338,9 +338,15 @@ def same_element(a: Element, b: Element) -> bool:
 
 
 def same_map(a: dict[str, Any], b: dict[str, Any]) -> bool:
-    if a.keys() != b.keys():
+    # Strictly the same implies ``==`` (dict equality compares identical values as equal), so
+    # a difference under ``==`` settles it in C; only equal maps need their types checked.
+    if a != b:
         return False
-    return all(same_value(value, b[key]) for key, value in a.items())
+    for key, value in a.items():
+        other = b[key]
+        if value is not other and not same_value(value, other):
+            return False
+    return True
 
 
 def same_value(a: Any, b: Any) -> bool:
