@@ -23,6 +23,7 @@ from typing import Any
 
 import orjson
 import redis.asyncio as aioredis
+from redis.exceptions import RedisError
 
 from drasi_ray.store import ElementStore
 from drasi_ray.streams import keys, resp
@@ -30,6 +31,9 @@ from drasi_ray.streams import keys, resp
 SCAN_COUNT = 1000
 SEQUENCE_LEASE = 10_000
 """Result sequences reserved per durable write (see :class:`SequenceKeeper`)."""
+
+_RETRY_FIRST_S = 0.05
+_RETRY_CAP_S = 2.0
 
 logger = logging.getLogger("drasi_ray.state")
 
@@ -163,12 +167,31 @@ class SequenceKeeper:
         return self._ceiling
 
     async def reserve(self, current: int, wanted: int) -> None:
-        """Make ``current + 1 .. current + wanted`` usable: under the durable ceiling."""
+        """Make ``current + 1 .. current + wanted`` usable: under the durable ceiling.
+
+        Waits out a Redis outage (retrying with capped backoff) rather than failing: the
+        caller holds a delivery whose deltas must not be dropped, and the coordinator's
+        bounded deliveries in flight turn the wait into backpressure.
+        """
         if current + wanted <= self._ceiling:
             return
         ceiling = current + max(wanted, self._lease)
-        await self._state.save_sequence_lease(self._query_id, ceiling)
-        self._ceiling = ceiling
+        delay = _RETRY_FIRST_S
+        while True:
+            try:
+                await self._state.save_sequence_lease(self._query_id, ceiling)
+            except (RedisError, OSError) as exc:
+                logger.warning(
+                    "query %s: cannot lease sequences (%s); retrying in %.2fs",
+                    self._query_id,
+                    exc,
+                    delay,
+                )
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, _RETRY_CAP_S)
+                continue
+            self._ceiling = ceiling
+            return
 
     def note(self, sequence: int) -> None:
         """Record ``sequence`` as the last emitted; written soon, off the caller's path."""

@@ -6,6 +6,7 @@ import asyncio
 
 import redis
 
+from drasi_ray.redis_server import EmbeddedRedis
 from drasi_ray.state import SequenceKeeper, StateStore
 from drasi_ray.streams import keys
 
@@ -61,3 +62,23 @@ def test_the_last_sequence_is_written_in_the_background(redis_url: str) -> None:
     with redis.Redis.from_url(redis_url) as client:
         assert int(client.get(keys.result_sequence("app", "q")) or 0) == 60
         assert int(client.get(keys.result_sequence_lease("app", "q")) or 0) == 1000
+
+
+def test_a_lease_waits_out_a_redis_outage() -> None:
+    """The delivery holding the lease must not fail (its deltas would be dropped): it waits."""
+    with EmbeddedRedis() as server:
+        keeper = _keeper(server.url, lease=100)
+
+        async def run() -> int:
+            sequence = await keeper.start()
+            server.kill()
+            reserving = asyncio.get_running_loop().create_task(keeper.reserve(sequence, 1))
+            await asyncio.sleep(0.5)
+            assert not reserving.done()  # still retrying, not failed
+            await asyncio.to_thread(server.start)
+            await asyncio.wait_for(reserving, 15)
+            return sequence
+
+        asyncio.run(run())
+        with redis.Redis.from_url(server.url) as client:
+            assert int(client.get(keys.result_sequence_lease("app", "q")) or 0) == 100
