@@ -1,0 +1,26 @@
+"""QueryResult's compact pickled form: what crosses Ray to every subscriber."""
+
+from __future__ import annotations
+
+import dataclasses
+import pickle
+
+import pytest
+from ray import cloudpickle
+
+from drasi_ray.results import QueryResult
+
+
+def test_query_results_round_trip_through_ray_pickling() -> None:
+    result = QueryResult(
+        "q",
+        7,
+        1_700_000_000_123,
+        1_700_000_000_100,
+        ({"type": "UPDATE", "before": {"t": 1}, "after": {"t": 1.0}}, {"type": "ADD", "data": {}}),
+    )
+    back = pickle.loads(cloudpickle.dumps([result, result]))
+    assert back == [result, result]
+    assert back[0].updated == result.updated and type(back[0].results[0]["after"]["t"]) is float
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        back[0].sequence = 8  # type: ignore[misc]
