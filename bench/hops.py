@@ -1,8 +1,10 @@
 """Where an event's latency goes: Ray's hop floor, and the pipeline's path split in two.
 
 (a) **Ray hop floor** (the peer: what any design built on Ray actor calls pays): an async actor
-    awaits another async actor's method carrying a 100-element list, 500 times; and the driver
-    calls the first, which calls the second (driver -> actor -> actor), 300 times.
+    awaits another async actor's method carrying a 100-element list, 2,000 times (with Ray's
+    task events, and without: ``@ray.method(enable_task_events=False)``), with the CPU time
+    both processes spent per call; and the driver calls the first, which calls the second
+    (driver -> actor -> actor), 300 times.
 (b) **Pipeline split**: the README's filter query, 1 consumer, batch 100, block 50 ms, a paced
     publisher (:func:`bench.latency.paced_publish`) at each offered load for a few seconds.
     ``QueryResult.timestamp_ms`` (when the query actor produced the result) splits each event's
@@ -14,10 +16,12 @@
 from __future__ import annotations
 
 import argparse
+import os
 import time
 from collections.abc import Sequence
 from typing import Any
 
+import psutil
 import ray
 import redis
 
@@ -40,45 +44,74 @@ class _Echo:
     async def size(self, items: list[int]) -> int:
         return len(items)
 
+    @ray.method(enable_task_events=False)
+    async def size_quiet(self, items: list[int]) -> int:
+        """The same, without Ray's per-call task events (what the pipeline's hot calls use)."""
+        return len(items)
+
+    def pid(self) -> int:
+        return os.getpid()
+
 
 @ray.remote
 class _Caller:
     def __init__(self, echo: Any) -> None:
         self._echo = echo
 
+    def pid(self) -> int:
+        return os.getpid()
+
     async def once(self, items: list[int]) -> int:
         result: int = await self._echo.size.remote(items)
         return result
 
-    async def timed(self, count: int, items: list[int]) -> list[float]:
+    async def timed(self, count: int, items: list[int], quiet: bool = False) -> list[float]:
         """Milliseconds of each of ``count`` awaited calls to the echo actor."""
+        method = self._echo.size_quiet if quiet else self._echo.size
         times = []
         for _ in range(count):
             started = time.perf_counter()
-            await self._echo.size.remote(items)
+            await method.remote(items)
             times.append((time.perf_counter() - started) * 1e3)
         return times
 
 
-def hop_floor() -> list[tuple[str, float, float]]:
-    """(what, p50 ms, p99 ms) of an actor -> actor call and of driver -> actor -> actor."""
+def _cpu_s(process: psutil.Process) -> float:
+    times = process.cpu_times()
+    return float(times.user + times.system)
+
+
+HOP_HEADERS = ("(a) Ray hop floor", "p50 ms", "p99 ms", "caller CPU µs/call", "callee CPU µs/call")
+
+
+def hop_floor(calls: int = 2000) -> list[tuple[Any, ...]]:
+    """Per kind of call: p50 and p99 ms, and the CPU time the caller and callee processes
+    spent per call (all their threads: Ray's own included)."""
     echo = _Echo.remote()  # type: ignore[attr-defined]
     caller = _Caller.remote(echo)  # type: ignore[attr-defined]
+    processes = [psutil.Process(ray.get(actor.pid.remote())) for actor in (caller, echo)]
     items = list(range(100))
-    ray.get(caller.once.remote(items))  # warm both actors up
-    hop = sorted(ray.get(caller.timed.remote(500, items)))
+    ray.get(caller.timed.remote(200, items))  # warm both actors up
+    rows: list[tuple[Any, ...]] = []
+    for label, quiet in (("async actor -> async actor", False), ("  same, task events off", True)):
+        before = [_cpu_s(p) for p in processes]
+        hop = sorted(ray.get(caller.timed.remote(calls, items, quiet)))
+        spent = [(_cpu_s(p) - b) / calls * 1e6 for p, b in zip(processes, before, strict=True)]
+        rows.append((label, *_ms(hop), f"{spent[0]:.0f}", f"{spent[1]:.0f}"))
     chain = []
     for _ in range(300):
         started = time.perf_counter()
         ray.get(caller.once.remote(items))
         chain.append((time.perf_counter() - started) * 1e3)
     chain.sort()
+    rows.append(("driver -> actor -> actor", *_ms(chain), "-", "-"))
     for actor in (caller, echo):
         ray.kill(actor)
-    return [
-        ("async actor -> async actor (awaited call)", percentile(hop, 0.5), percentile(hop, 0.99)),
-        ("driver -> actor -> actor", percentile(chain, 0.5), percentile(chain, 0.99)),
-    ]
+    return rows
+
+
+def _ms(ordered: list[float]) -> tuple[str, str]:
+    return f"{percentile(ordered, 0.5):.2f}", f"{percentile(ordered, 0.99):.2f}"
 
 
 def path_split(url: str, rates: Sequence[int], seconds: float) -> list[tuple[Any, ...]]:
@@ -133,10 +166,7 @@ def main(argv: list[str] | None = None) -> int:
         floor = hop_floor()
         split = path_split(server.url, rates, args.seconds)
     lines = [
-        *format_table(
-            ("(a) Ray hop floor", "p50 ms", "p99 ms"),
-            [(what, f"{p50:.2f}", f"{p99:.2f}") for what, p50, p99 in floor],
-        ),
+        *format_table(HOP_HEADERS, floor),
         "",
         *format_table(SPLIT_HEADERS, split),
         "",

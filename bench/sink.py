@@ -36,6 +36,7 @@ class CountingSink:
         self._changes = 0
         self._batches = 0
 
+    @ray.method(enable_task_events=False)  # as the coordinator's
     async def apply_batch(self, source_id: str, entries: EntryBatch) -> int:
         """Count the batch: its rows, without building the changes (as the coordinator)."""
         self._batches += 1

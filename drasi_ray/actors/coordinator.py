@@ -288,6 +288,7 @@ class CoordinatorActor:
         self._queries.pop(query_id, None)
         await self._save_table()
 
+    @ray.method(enable_task_events=False)  # hot: see drasi_ray.actors.runtime
     async def apply_batch(self, source_id: str, entries: Sequence[DecodedEntry]) -> BatchReport:
         """Apply one consumer batch; return once it is durable and its deltas are sent.
 

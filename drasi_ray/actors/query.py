@@ -251,6 +251,7 @@ class QueryActor:
             lambda: self._numbered(BOOTSTRAP_RESULTS, lambda: self._runner.bootstrap(elements)),
         )
 
+    @ray.method(enable_task_events=False)  # hot: see drasi_ray.actors.runtime
     async def deliver(self, epoch: int, delivery: int, deltas: Sequence[ElementDelta]) -> int:
         await self._loaded
         result: int | None = await self._order.run(
@@ -268,6 +269,7 @@ class QueryActor:
         if buffer is not None:
             await buffer.close()
 
+    @ray.method(enable_task_events=False)  # hot: see drasi_ray.actors.runtime
     async def take(
         self, subscriber_id: str, max_items: int | None, timeout_s: float
     ) -> list[Delivered]:
