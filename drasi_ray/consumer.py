@@ -20,19 +20,19 @@ Malformed entries never reach the dispatch: they are written to the dead-letter 
 decode error and their raw fields, and only then acked.
 
 Failures never hot-loop: Redis outages and dispatch failures back off exponentially with jitter
-(capped at :data:`MAX_BACKOFF_S`); a missing group (NOGROUP after a flush or restart) is
-recreated with the configured ``start_id`` and reported.
+(:class:`~drasi_ray.backoff.Backoff`, capped at 5 s); a missing group (NOGROUP after a flush or
+restart) is recreated with the configured ``start_id`` and reported.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import random
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from drasi_ray.backoff import Backoff
 from drasi_ray.batch import EntryBatch, EntryBatchBuilder
 from drasi_ray.config import PlatformSourceConfig
 from drasi_ray.decode import decode_rows
@@ -44,9 +44,6 @@ logger = logging.getLogger("drasi_ray.consumer")
 
 Dispatch = Callable[[EntryBatch], Awaitable[object]]
 """Hands one decoded batch downstream; returns when it is applied (raises if it was not)."""
-
-MAX_BACKOFF_S = 5.0
-INITIAL_BACKOFF_S = 0.05
 
 
 @dataclass(slots=True)
@@ -68,23 +65,6 @@ class ConsumerStats:
     state: str = "starting"
     last_error: str | None = None
     extra: dict[str, int] = field(default_factory=dict)
-
-
-class Backoff:
-    """Capped exponential backoff with full jitter."""
-
-    def __init__(self, initial_s: float = INITIAL_BACKOFF_S, cap_s: float = MAX_BACKOFF_S) -> None:
-        self._initial = initial_s
-        self._cap = cap_s
-        self._attempt = 0
-
-    def reset(self) -> None:
-        self._attempt = 0
-
-    async def wait(self) -> None:
-        ceiling = min(self._cap, self._initial * (2**self._attempt))
-        self._attempt += 1
-        await asyncio.sleep(random.uniform(ceiling / 2, ceiling))
 
 
 def backend_for(settings: PlatformSourceConfig) -> RedisStreamBackend:

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
+from drasi_ray._construct import slot_setters
+
 
 class ControlSignal(str, enum.Enum):
     BOOTSTRAP_STARTED = "bootstrapStarted"
@@ -59,9 +61,8 @@ class QueryResult:
         return [diff for diff in self.results if diff["type"] in ("UPDATE", "aggregation")]
 
 
-_QR_ID, _QR_SEQUENCE, _QR_TIMESTAMP, _QR_SOURCE_TIME, _QR_RESULTS = (
-    getattr(QueryResult, name).__set__
-    for name in ("query_id", "sequence", "timestamp_ms", "source_time_ms", "results")
+_QR_ID, _QR_SEQUENCE, _QR_TIMESTAMP, _QR_SOURCE_TIME, _QR_RESULTS = slot_setters(
+    QueryResult, ("query_id", "sequence", "timestamp_ms", "source_time_ms", "results")
 )
 
 

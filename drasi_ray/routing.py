@@ -68,8 +68,7 @@ class SubscriptionTable:
     def register_query(self, query_id: str, sources: Iterable[str], labels: LabelFilter) -> None:
         """Register ``query_id`` on ``sources`` with the labels of its MATCH patterns."""
         sources = tuple(sources)
-        self._index = None
-        self._routes.clear()
+        self._subscriptions_changed()
         self._registered[query_id] = sources
         for source_id in sources:
             self._subscriptions[(query_id, f"{DEFAULT_QUERY_NODE}@{source_id}")] = _Subscription(
@@ -77,8 +76,7 @@ class SubscriptionTable:
             )
 
     def unregister_query(self, query_id: str) -> None:
-        self._index = None
-        self._routes.clear()
+        self._subscriptions_changed()
         self._registered.pop(query_id, None)
         for key in [key for key in self._subscriptions if key[0] == query_id]:
             del self._subscriptions[key]
@@ -98,8 +96,7 @@ class SubscriptionTable:
     def apply_control(self, source_id: str, control: SubscriptionControl) -> None:
         """Apply a SourceSubscription control event received on ``source_id``."""
         key = (control.query_id, self._node_key(control.query_node_id, source_id))
-        self._index = None
-        self._routes.clear()
+        self._subscriptions_changed()
         if control.op is Op.DELETE:
             removed = self._subscriptions.pop(key, None)
             logger.info(
@@ -126,6 +123,11 @@ class SubscriptionTable:
         return f"{query_node_id}@{source_id}"
 
     # -- routing ------------------------------------------------------------------------
+
+    def _subscriptions_changed(self) -> None:
+        """Drop the label index and the route memo: both are rebuilt on the next route."""
+        self._index = None
+        self._routes.clear()
 
     def route(self, source_id: str, delta: ElementDelta) -> frozenset[str]:
         """Registered queries that must see ``delta`` of ``source_id``.

@@ -25,6 +25,7 @@ import orjson
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
+from drasi_ray.backoff import Backoff
 from drasi_ray.store import ElementStore
 from drasi_ray.streams import keys, resp
 
@@ -32,7 +33,6 @@ SCAN_COUNT = 1000
 SEQUENCE_LEASE = 10_000
 """Result sequences reserved per durable write (see :class:`SequenceKeeper`)."""
 
-_RETRY_FIRST_S = 0.05
 _RETRY_CAP_S = 2.0
 
 logger = logging.getLogger("drasi_ray.state")
@@ -176,19 +176,15 @@ class SequenceKeeper:
         if current + wanted <= self._ceiling:
             return
         ceiling = current + max(wanted, self._lease)
-        delay = _RETRY_FIRST_S
+        backoff = Backoff(cap_s=_RETRY_CAP_S)
         while True:
             try:
                 await self._state.save_sequence_lease(self._query_id, ceiling)
             except (RedisError, OSError) as exc:
                 logger.warning(
-                    "query %s: cannot lease sequences (%s); retrying in %.2fs",
-                    self._query_id,
-                    exc,
-                    delay,
+                    "query %s: cannot lease sequences (%s); retrying", self._query_id, exc
                 )
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, _RETRY_CAP_S)
+                await backoff.wait()
                 continue
             self._ceiling = ceiling
             return

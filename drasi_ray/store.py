@@ -395,7 +395,7 @@ def _load_record(element_id: str, data: bytes) -> _Record:
     try:
         doc = orjson.loads(data)
         if type(doc) is list and len(doc) == 11 and doc[0] == RECORD_FORMAT:
-            record = _record_of(*doc[1:10])
+            record = _record_of(*doc[1:9])
             _load_properties(record, _values_and_versions(doc[9], doc[10]))
         elif type(doc) is dict and doc.get("format") == 1:
             record = _record_of(*(doc.get(name) for name in _FORMAT_1_FIELDS))
@@ -411,7 +411,7 @@ def _load_record(element_id: str, data: bytes) -> _Record:
 
 
 _FORMAT_1_FIELDS: Final = (
-    "reset", "head", "alive", "kind", "labels", "startId", "endId", "effectiveFrom", "properties"
+    "reset", "head", "alive", "kind", "labels", "startId", "endId", "effectiveFrom"
 )  # fmt: skip
 
 
@@ -424,7 +424,6 @@ def _record_of(
     start_id: Any,
     end_id: Any,
     effective_from: Any,
-    _properties: Any,
 ) -> _Record:
     """A record with every field but the properties, each checked."""
     record = _Record()

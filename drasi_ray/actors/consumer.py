@@ -21,9 +21,10 @@ import ray
 
 from drasi_ray.actors.names import COORDINATOR
 from drasi_ray.actors.runtime import tune_for_latency, was_restarted
+from drasi_ray.backoff import Backoff
 from drasi_ray.batch import EntryBatch
 from drasi_ray.config import PlatformSourceConfig
-from drasi_ray.consumer import Backoff, StreamConsumer, backend_for
+from drasi_ray.consumer import StreamConsumer, backend_for
 from drasi_ray.metrics import ConsumerMetrics, group_gauges
 
 METRICS_INTERVAL_S = 5.0
