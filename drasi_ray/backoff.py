@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import random
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
 
 MAX_BACKOFF_S = 5.0
 INITIAL_BACKOFF_S = 0.05
+
+T = TypeVar("T")
 
 
 class Backoff:
@@ -24,3 +29,25 @@ class Backoff:
         ceiling = min(self._cap, self._initial * (2**self._attempt))
         self._attempt += 1
         await asyncio.sleep(random.uniform(ceiling / 2, ceiling))
+
+
+async def outlasting(
+    call: Callable[[], Awaitable[T]],
+    transient: tuple[type[BaseException], ...],
+    what: str,
+    log: logging.Logger,
+    cap_s: float = MAX_BACKOFF_S,
+) -> T:
+    """Await ``call()`` until it returns, retrying with backoff while it raises ``transient``.
+
+    For work that has no caller to hand a failure to and must not be abandoned: an actor
+    loading its durable state after a restart, a delivery holding deltas. Any other exception
+    propagates; ``what`` names the work in the warning logged per failed attempt.
+    """
+    backoff = Backoff(cap_s=cap_s)
+    while True:
+        try:
+            return await call()
+        except transient as exc:
+            log.warning("%s failed (%s: %s); retrying", what, type(exc).__name__, exc)
+            await backoff.wait()

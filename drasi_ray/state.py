@@ -25,7 +25,7 @@ import orjson
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
-from drasi_ray.backoff import Backoff
+from drasi_ray.backoff import outlasting
 from drasi_ray.store import ElementStore
 from drasi_ray.streams import keys, resp
 
@@ -34,6 +34,9 @@ SEQUENCE_LEASE = 10_000
 """Result sequences reserved per durable write (see :class:`SequenceKeeper`)."""
 
 _RETRY_CAP_S = 2.0
+
+REDIS_TRANSIENT: tuple[type[BaseException], ...] = (RedisError, OSError)
+"""Errors of an unreachable or restarting Redis: worth waiting out."""
 
 logger = logging.getLogger("drasi_ray.state")
 
@@ -160,11 +163,22 @@ class SequenceKeeper:
         self._writer: asyncio.Task[None] | None = None
 
     async def start(self) -> int:
-        """The sequence to number on from: above everything a previous life emitted."""
-        last = await self._state.load_sequence(self._query_id)
-        self._ceiling = max(last, await self._state.load_sequence_lease(self._query_id))
+        """The sequence to number on from: above everything a previous life emitted.
+
+        Waits out a Redis outage (a query actor restarted while Redis is down must come up
+        once it is back, not fail for good).
+        """
+        last, lease = await outlasting(self._load, REDIS_TRANSIENT, self._what("load"), logger)
+        self._ceiling = max(last, lease)
         self._latest = self._written = last
         return self._ceiling
+
+    async def _load(self) -> tuple[int, int]:
+        state, query_id = self._state, self._query_id
+        return await state.load_sequence(query_id), await state.load_sequence_lease(query_id)
+
+    def _what(self, verb: str) -> str:
+        return f"query {self._query_id}: {verb} result sequences"
 
     async def reserve(self, current: int, wanted: int) -> None:
         """Make ``current + 1 .. current + wanted`` usable: under the durable ceiling.
@@ -176,18 +190,14 @@ class SequenceKeeper:
         if current + wanted <= self._ceiling:
             return
         ceiling = current + max(wanted, self._lease)
-        backoff = Backoff(cap_s=_RETRY_CAP_S)
-        while True:
-            try:
-                await self._state.save_sequence_lease(self._query_id, ceiling)
-            except (RedisError, OSError) as exc:
-                logger.warning(
-                    "query %s: cannot lease sequences (%s); retrying", self._query_id, exc
-                )
-                await backoff.wait()
-                continue
-            self._ceiling = ceiling
-            return
+        await outlasting(
+            lambda: self._state.save_sequence_lease(self._query_id, ceiling),
+            REDIS_TRANSIENT,
+            self._what("lease"),
+            logger,
+            cap_s=_RETRY_CAP_S,
+        )
+        self._ceiling = ceiling
 
     def note(self, sequence: int) -> None:
         """Record ``sequence`` as the last emitted; written soon, off the caller's path."""

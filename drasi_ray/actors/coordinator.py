@@ -40,6 +40,7 @@ from drasi_ray._construct import change_from_row
 from drasi_ray.actors import names
 from drasi_ray.actors.runtime import tune_for_latency, was_restarted
 from drasi_ray.analytics.records import change_record
+from drasi_ray.backoff import outlasting
 from drasi_ray.batch import DeltaBatch, ElementBatch, EntryBatch
 from drasi_ray.changes import (
     DecodedEntry,
@@ -50,7 +51,7 @@ from drasi_ray.changes import (
 )
 from drasi_ray.failpoints import NO_FAILPOINTS, Failpoints
 from drasi_ray.routing import LabelFilter, SubscriptionTable
-from drasi_ray.state import StateStore
+from drasi_ray.state import REDIS_TRANSIENT, StateStore
 from drasi_ray.store import ElementStore
 
 logger = logging.getLogger("drasi_ray.coordinator")
@@ -229,18 +230,29 @@ class CoordinatorActor:
         self._loaded = asyncio.get_event_loop().create_task(self._recover())
 
     async def _recover(self) -> None:
+        """Load the durable state (waiting out a Redis outage); after a restart, re-link."""
         if self._state is None:
             return
-        records = await self._state.load_table()
+        records, stores = await outlasting(
+            self._load_state, REDIS_TRANSIENT, "coordinator: loading the durable state", logger
+        )
         if records is not None:
             self._core.table = SubscriptionTable.from_records(records)
-        for source_id in await self._state.stored_sources():
-            self._core.stores[source_id] = await self._state.load_store(source_id)
+        self._core.stores.update(stores)
         gc.freeze()  # the loaded stores are long-lived: keep them out of later GC passes
         if self._restarted:
             logger.warning("coordinator restarted: re-linking %s", self._core.table.query_ids)
             for query_id in self._core.table.query_ids:
                 await self._relink(query_id)
+
+    async def _load_state(self) -> tuple[dict[str, Any] | None, dict[str, ElementStore]]:
+        assert self._state is not None
+        records = await self._state.load_table()
+        stores = {
+            source_id: await self._state.load_store(source_id)
+            for source_id in await self._state.stored_sources()
+        }
+        return records, stores
 
     async def _relink(self, query_id: str) -> None:
         try:

@@ -166,6 +166,34 @@ def test_redis_restart_mid_stream_loses_nothing(ray_session: None, stream: str) 
             app.stop()
 
 
+@pytest.mark.parametrize("victim", ["coordinator", "query"])
+def test_actor_restarted_during_a_redis_outage_recovers_when_redis_returns(
+    ray_session: None, stream: str, victim: str
+) -> None:
+    """The restarted actor's state load meets a dead Redis: it must wait, not fail for good."""
+    with EmbeddedRedis(appendonly=True, appendfsync="always") as server:
+        app = _app(server.url, stream)
+        app.start()
+        try:
+            payloads = _workload()
+            with Publisher.from_url(server.url) as publisher:
+                publisher.publish(stream, payloads[: len(payloads) // 2])
+            app.wait_until_idle(timeout=120)
+            handle = (
+                app.coordinator_actor() if victim == "coordinator" else app.query_actor("items")
+            )
+            server.kill()
+            ray.kill(handle, no_restart=False)
+            time.sleep(3.0)  # the actor restarts and tries to load its state meanwhile
+            server.start()
+            with Publisher.from_url(server.url) as publisher:
+                publisher.publish(stream, payloads[len(payloads) // 2 :])
+            app.wait_until_idle(timeout=120)
+            _check_final(app, server.url, stream)
+        finally:
+            app.stop()
+
+
 def test_deleted_group_is_recreated_and_replayed(
     ray_session: None, redis_url: str, stream: str
 ) -> None:
