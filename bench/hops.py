@@ -25,7 +25,15 @@ import psutil
 import ray
 import redis
 
-from bench.common import bench_env, command_line, format_table, load_average, print_lines, record
+from bench.common import (
+    bench_env,
+    command_line,
+    format_table,
+    freeze_heap,
+    load_average,
+    print_lines,
+    record,
+)
 from bench.ingest import fresh_stream
 from bench.latency import Collector, paced_publish, percentile
 from bench.pipeline import QUERY_ID, hot_app, hot_payloads
@@ -129,14 +137,15 @@ def path_split(url: str, rates: Sequence[int], seconds: float) -> list[tuple[Any
             templates = hot_payloads(first, count, SENSORS, live=True)
             first += count
             mark, expected = collector.mark(), collector.count + count
+            freeze_heap()
             with redis.Redis.from_url(url) as client:
                 paced_publish(client, stream, templates, per_second)
             collector.wait_for(expected, 120)
             produced, delivered = [], []
             for batch in collector.batches[mark:]:
-                for result in batch.results:
-                    produced.append(float(result.timestamp_ms - result.source_time_ms))
-                    delivered.append(batch.at_ns / 1e6 - result.timestamp_ms)
+                for _key, source_time_ms, produced_ms in batch.results:
+                    produced.append(float(produced_ms - source_time_ms))
+                    delivered.append(batch.at_ns / 1e6 - produced_ms)
             produced.sort()
             delivered.sort()
             rows.append(

@@ -21,7 +21,9 @@ For each consumer count, one app (batch 100, block 50 ms: latency settings) runs
     If the pipeline cannot keep up, the backlog and the latency grow for the whole run: the
     table shows the delivered rate and the p50 latency of the first and last tenth of events.
 
-Between loads the app drains (every result received) and rests 1 s.
+Between loads the app drains (every result received) and rests 1 s; before each load this
+process's heap is frozen (:func:`bench.common.freeze_heap`) so that garbage collection of what
+the harness keeps alive does not pause the publisher and the subscriber.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from bench.common import (
     bench_env,
     command_line,
     format_table,
+    freeze_heap,
     load_average,
     print_lines,
     rate,
@@ -81,16 +84,28 @@ TARGET_P99_MS = 20.0
 # --------------------------------------------------------------------------------------------
 
 
+Arrival = tuple[tuple[str, float], int, int]
+"""One result row as the collector keeps it: ``(result_key, source_time_ms, timestamp_ms)``."""
+
+
 @dataclass
 class Received:
     """One batch the subscription returned, and when (``time.time_ns()`` after ``next``)."""
 
     at_ns: int
-    results: list[QueryResult]
+    results: tuple[Arrival, ...]  # a row per diff of the batch's results
 
 
 class Collector:
-    """Long-polls a subscription in a thread; keeps every batch with its arrival time."""
+    """Long-polls a subscription in a thread; keeps every batch with its arrival time.
+
+    Each result is reduced on arrival to an :data:`Arrival` of strings and numbers, which the
+    garbage collector stops tracking: the benchmark process (publisher, subscriber and this
+    record) then keeps no growing heap of tracked objects. Keeping the results themselves
+    (50,000 dicts per load) made each full collection of this process pause it for 50-100 ms,
+    delaying XADDs after their timestamp and the subscriber's next poll: latency of the
+    harness, not of the pipeline (see also :func:`bench.common.freeze_heap`).
+    """
 
     def __init__(self, subscription: Subscription) -> None:
         self._subscription = subscription
@@ -107,7 +122,8 @@ class Collector:
         while not self._stop.is_set():
             results = self._subscription.next(timeout=0.2)
             if results:
-                self.batches.append(Received(time.time_ns(), results))
+                at_ns = time.time_ns()
+                self.batches.append(Received(at_ns, _arrivals(results)))
                 self.count += len(results)
 
     def wait_for(self, total: int, timeout_s: float) -> bool:
@@ -125,6 +141,14 @@ class Collector:
     def stop(self) -> None:
         self._stop.set()
         self._thread.join(timeout=10)
+
+
+def _arrivals(results: Sequence[QueryResult]) -> tuple[Arrival, ...]:
+    return tuple(
+        (result_key(diff), result.source_time_ms, result.timestamp_ms)
+        for result in results
+        for diff in result.results
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -240,12 +264,11 @@ def load_figures(
     arrived = [0] * len(keys)
     source_ms = [0.0] * len(keys)
     for batch in batches:
-        for result in batch.results:
-            for diff in result.results:
-                i = index.get(result_key(diff))
-                if i is not None and not arrived[i]:
-                    arrived[i] = batch.at_ns
-                    source_ms[i] = batch.at_ns / 1e6 - result.source_time_ms
+        for key, source_time_ms, _produced_ms in batch.results:
+            i = index.get(key)
+            if i is not None and not arrived[i]:
+                arrived[i] = batch.at_ns
+                source_ms[i] = batch.at_ns / 1e6 - source_time_ms
     got = [i for i in range(len(keys)) if arrived[i]]
     latencies = [(arrived[i] - published.sent_ns[i]) / 1e6 for i in got]
     schedule = [(arrived[i] - published.due_ns[i]) / 1e6 for i in got]
@@ -363,6 +386,7 @@ def run_load(
     mark, expected = collector.mark(), collector.count + count
     load_before = load_average()
     counters = coordinator_counters(app)
+    freeze_heap()
     meter.start()
     with redis.Redis.from_url(url) as client:
         published = paced_publish(client, stream, templates, per_second)
@@ -535,7 +559,10 @@ def notes(options: Options) -> list[str]:
         "above 2x the first tenth's + 20 ms. `superseded` (2+ consumers): events whose change "
         "reached the coordinator after a newer change of the same sensor, so the versioned "
         "store dropped it and it yielded no result (processed, counted as delivered, no "
-        "latency); with 1 consumer any such event would be `MISSING`, a failure.",
+        "latency); with 1 consumer any such event would be `MISSING`, a failure. Before each "
+        "load the benchmark process collects and freezes its heap (gc.freeze) and keeps only "
+        "(key, times) per result, so its own garbage collection does not pause the publisher "
+        "and the subscriber (it did, 50-70 ms per full collection, before 2026-11-21 15:00).",
         "`changes/batch`: changes per batch the coordinator received (its counters before and "
         "after), i.e. how many entries one consumer read + Ray call carried.",
         CPU_NOTE,
