@@ -46,3 +46,18 @@ def test_execute_packed_returns_every_reply_in_order(redis_url: str) -> None:
     assert isinstance(refused, rexc.ResponseError)
     with redis.Redis.from_url(redis_url) as client:
         assert client.hgetall("h") == {b"a": b"6", b"b": b"2"}
+
+
+def test_execute_packed_blocking_returns_every_reply_in_order(redis_url: str) -> None:
+    with redis.Redis.from_url(redis_url) as client:
+        created, refused, total = resp.execute_packed_blocking(
+            client,
+            [
+                resp.pack(("HSET", "hb", "a", b"1", "b", b"2")),
+                resp.pack(("HINCRBY", "hb", "a", "not a number")),  # an error reply
+                resp.pack(("HINCRBY", "hb", "a", 5)),
+            ],
+        )
+        assert created == 2 and total == 6
+        assert isinstance(refused, rexc.ResponseError)
+        assert client.hgetall("hb") == {b"a": b"6", b"b": b"2"}

@@ -17,6 +17,7 @@ from drasi_ray.errors import (
     GroupMissingError,
     RedisRejectedError,
     RedisUnavailableError,
+    StreamError,
 )
 from drasi_ray.redis_server import EmbeddedRedis, free_port
 from drasi_ray.streams import keys
@@ -478,3 +479,17 @@ def test_key_schema() -> None:
         keys.consumer_name("src", -1)
     with pytest.raises(ConfigError):
         keys.result_stream("")
+
+
+def test_publisher_error_reply_names_what_was_written(
+    redis_url: str, sync_client: redis.Redis
+) -> None:
+    sync_client.set("not-a-stream", b"x")
+    with Publisher.from_url(redis_url) as publisher:
+        ids = publisher.publish(STREAM, [b"a", b"b"])
+        with pytest.raises(StreamError) as info:
+            publisher.publish("not-a-stream", [b"c"])
+        assert "XADD to 'not-a-stream' (after 0 entries written)" in str(info.value)
+        assert "WRONGTYPE" in str(info.value)
+        assert publisher.publish(STREAM, [b"d"])  # the connection is still usable
+    assert [i for i, _ in xrange(sync_client, STREAM)][:2] == ids
