@@ -5,7 +5,7 @@ entry with a single field (``data`` by default, the Drasi platform convention); 
 payload bytes is the caller's job (e.g. ``decode.encode_cloud_event``).
 
 Writes are pipelined, ``chunk`` XADDs per round trip, non-transactional, and hand-packed
-(:mod:`drasi_ray.streams.resp`; ``python -m bench.publish`` measured 1.5-2.3x less CPU per
+(:mod:`drasi_ray.streams.resp`; ``python -m bench.publish`` measured 1.2-2.3x less CPU per
 entry than redis-py's pipeline, sync and asyncio alike, which matters to a producer sharing its
 machine). If a chunk fails
 midway, the entries before the failure are in the stream and the error says how many were
