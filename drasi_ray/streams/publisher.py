@@ -6,14 +6,13 @@ payload bytes is the caller's job (e.g. ``decode.encode_cloud_event``).
 
 Writes are pipelined, ``chunk`` XADDs per round trip, non-transactional, and hand-packed
 (:mod:`drasi_ray.streams.resp`; ``python -m bench.publish`` measured 1.2-2.3x less CPU per
-entry than redis-py's pipeline, sync and asyncio alike, which matters to a producer sharing its
-machine). If a chunk fails
-midway, the entries before the failure are in the stream and the error says how many were
-written. Nothing is retried here: after a connection error the caller cannot know whether the
-last chunk's entries were written, so retrying is its choice (a retry may duplicate entries,
-which consumers tolerate: the element store applies by version). ``maxlen`` trims with
-``MAXLEN ~`` by default (``approximate=True``), which lets Redis trim whole macro nodes
-cheaply; the stream may then stay a little above ``maxlen``.
+entry than redis-py's pipeline, sync and asyncio alike, which matters to a producer sharing
+its machine). If a chunk fails midway, the entries before the failure are in the stream and
+the error says how many were written. Nothing is retried here: after a connection error the
+caller cannot know whether the last chunk's entries were written, so retrying is its choice (a
+retry may duplicate entries, which consumers tolerate: the element store applies by version).
+``maxlen`` trims with ``MAXLEN ~`` by default (``approximate=True``), which lets Redis trim
+whole macro nodes cheaply; the stream may then stay a little above ``maxlen``.
 """
 
 from __future__ import annotations
