@@ -17,6 +17,7 @@ Only JSON is ever stored: never pickle.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import AsyncIterator
 from typing import Any
@@ -34,6 +35,8 @@ SEQUENCE_LEASE = 10_000
 """Result sequences reserved per durable write (see :class:`SequenceKeeper`)."""
 
 _RETRY_CAP_S = 2.0
+LATEST_WRITE_INTERVAL_S = 0.5
+"""How often, at most, a query writes its last result sequence (see :class:`SequenceKeeper`)."""
 
 REDIS_TRANSIENT: tuple[type[BaseException], ...] = (RedisError, OSError)
 """Errors of an unreachable or restarting Redis: worth waiting out."""
@@ -148,9 +151,9 @@ class SequenceKeeper:
     to Redis (:meth:`reserve` raises it by :data:`SEQUENCE_LEASE` when the numbers run out, so
     one write per ``lease`` results sits in the delivery path); :meth:`start` numbers a
     restarted query above that ceiling, so sequences strictly increase across restarts (with a
-    gap of at most ``lease`` after one). The *last* sequence is written in the background,
-    coalesced (:meth:`note`; exact once the query is idle or :meth:`flush` returned): it is
-    what ``status`` shows.
+    gap of at most ``lease`` after one). The *last* sequence is written in the background, at
+    most once per :data:`LATEST_WRITE_INTERVAL_S` (:meth:`note`; exact once :meth:`flush`
+    returned), not once per delivery: it only lets a restart resume without a gap.
     """
 
     def __init__(self, state: StateStore, query_id: str, lease: int = SEQUENCE_LEASE) -> None:
@@ -161,6 +164,7 @@ class SequenceKeeper:
         self._latest = 0
         self._written = 0
         self._writer: asyncio.Task[None] | None = None
+        self._hurry: asyncio.Event | None = None  # set by flush: write now, do not wait
 
     async def start(self) -> int:
         """The sequence to number on from: above everything a previous life emitted.
@@ -203,14 +207,19 @@ class SequenceKeeper:
         """Record ``sequence`` as the last emitted; written soon, off the caller's path."""
         self._latest = max(self._latest, sequence)
         if self._latest != self._written and (self._writer is None or self._writer.done()):
-            self._writer = asyncio.get_running_loop().create_task(self._write_latest())
+            self._hurry = asyncio.Event()
+            self._writer = asyncio.get_running_loop().create_task(self._write_latest(self._hurry))
 
     async def flush(self) -> None:
         """Return once the last noted sequence is written (or its write failed)."""
         while self._writer is not None and not self._writer.done():
+            if self._hurry is not None:
+                self._hurry.set()
             await asyncio.gather(self._writer, return_exceptions=True)
 
-    async def _write_latest(self) -> None:
+    async def _write_latest(self, hurry: asyncio.Event) -> None:
+        with contextlib.suppress(TimeoutError):  # gather the notes of the next interval
+            await asyncio.wait_for(hurry.wait(), LATEST_WRITE_INTERVAL_S)
         while self._written != self._latest:
             value = self._latest
             try:

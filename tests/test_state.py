@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import redis
+import redis.asyncio as aioredis
 
 from drasi_ray.redis_server import EmbeddedRedis
 from drasi_ray.state import SequenceKeeper, StateStore
@@ -82,3 +83,32 @@ def test_a_lease_waits_out_a_redis_outage() -> None:
         asyncio.run(run())
         with redis.Redis.from_url(server.url) as client:
             assert int(client.get(keys.result_sequence_lease("app", "q")) or 0) == 100
+
+
+class _CountingState(StateStore):
+    def __init__(self, url: str) -> None:
+        super().__init__(aioredis.Redis.from_url(url), "app")
+        self.sequence_writes = 0
+
+    async def save_sequence(self, query_id: str, sequence: int) -> None:
+        self.sequence_writes += 1
+        await super().save_sequence(query_id, sequence)
+
+
+def test_the_last_sequence_is_written_once_per_interval_not_per_delivery(redis_url: str) -> None:
+    state = _CountingState(redis_url)
+
+    async def run() -> None:
+        keeper = SequenceKeeper(state, "q", lease=1000)
+        sequence = await keeper.start()
+        for _ in range(100):  # 100 deliveries within ~0.1 s, well inside one interval
+            await keeper.reserve(sequence, 1)
+            sequence += 1
+            keeper.note(sequence)
+            await asyncio.sleep(0.001)
+        await keeper.flush()  # flush writes at once, without waiting the interval out
+
+    asyncio.run(run())
+    assert state.sequence_writes == 1
+    with redis.Redis.from_url(redis_url) as client:
+        assert int(client.get(keys.result_sequence("app", "q")) or 0) == 100
