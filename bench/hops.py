@@ -3,8 +3,10 @@
 (a) **Ray hop floor** (the peer: what any design built on Ray actor calls pays): an async actor
     awaits another async actor's method carrying a 100-element list, 2,000 times (with Ray's
     task events, and without: ``@ray.method(enable_task_events=False)``), with the CPU time
-    both processes spent per call; and the driver calls the first, which calls the second
-    (driver -> actor -> actor), 300 times.
+    both processes spent per call; the same against a plain threaded actor, and against a
+    threaded actor that runs each call as a coroutine on its own event loop (what keeping async
+    code in a threaded actor would cost); and the driver calls the first, which calls the
+    second (driver -> actor -> actor), 300 times.
 (b) **Pipeline split**: the README's filter query, 1 consumer, batch 100, block 50 ms, a paced
     publisher (:func:`bench.latency.paced_publish`) at each offered load for a few seconds.
     ``QueryResult.timestamp_ms`` (when the query actor produced the result) splits each event's
@@ -16,7 +18,9 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
+import threading
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -62,6 +66,38 @@ class _Echo:
 
 
 @ray.remote
+class _ThreadedEcho:
+    """A plain (non-async) actor: Ray runs its calls on its own threads, no event loop."""
+
+    @ray.method(enable_task_events=False)
+    def size_quiet(self, items: list[int]) -> int:
+        return len(items)
+
+    def pid(self) -> int:
+        return os.getpid()
+
+
+@ray.remote
+class _BridgedEcho:
+    """A plain actor whose calls run as coroutines on a private event loop (the way to keep
+    async code in a threaded actor): measures what the bridge costs."""
+
+    def __init__(self) -> None:
+        self._loop = asyncio.new_event_loop()
+        threading.Thread(target=self._loop.run_forever, daemon=True).start()
+
+    async def _size(self, items: list[int]) -> int:
+        return len(items)
+
+    @ray.method(enable_task_events=False)
+    def size_quiet(self, items: list[int]) -> int:
+        return asyncio.run_coroutine_threadsafe(self._size(items), self._loop).result()
+
+    def pid(self) -> int:
+        return os.getpid()
+
+
+@ray.remote
 class _Caller:
     def __init__(self, echo: Any) -> None:
         self._echo = echo
@@ -94,18 +130,37 @@ HOP_HEADERS = ("(a) Ray hop floor", "p50 ms", "p99 ms", "caller CPU µs/call", "
 
 def hop_floor(calls: int = 2000) -> list[tuple[Any, ...]]:
     """Per kind of call: p50 and p99 ms, and the CPU time the caller and callee processes
-    spent per call (all their threads: Ray's own included)."""
-    echo = _Echo.remote()  # type: ignore[attr-defined]
-    caller = _Caller.remote(echo)  # type: ignore[attr-defined]
-    processes = [psutil.Process(ray.get(actor.pid.remote())) for actor in (caller, echo)]
+    spent per call (all their threads: Ray's own included). The caller is always an async
+    actor; the callee an async actor (what the pipeline's actors are), a plain threaded actor,
+    and a threaded actor bridging each call into its own event loop."""
     items = list(range(100))
-    ray.get(caller.timed.remote(200, items))  # warm both actors up
     rows: list[tuple[Any, ...]] = []
-    for label, quiet in (("async actor -> async actor", False), ("  same, task events off", True)):
+    callees: list[tuple[str, Any, bool]] = [
+        ("async actor -> async actor", _Echo.options(), False),  # type: ignore[attr-defined]
+        ("  same, task events off", None, True),
+        ("async -> threaded actor (no event loop)", _ThreadedEcho.options(max_concurrency=8), True),  # type: ignore[attr-defined]
+        ("async -> threaded actor + private loop", _BridgedEcho.options(max_concurrency=8), True),  # type: ignore[attr-defined]
+    ]
+    echo: Any = None
+    caller: Any = None
+    for label, options, quiet in callees:
+        if options is not None:
+            for actor in (caller, echo):
+                if actor is not None:
+                    ray.kill(actor)
+            echo = options.remote()
+            caller = _Caller.remote(echo)  # type: ignore[attr-defined]
+            processes = [psutil.Process(ray.get(actor.pid.remote())) for actor in (caller, echo)]
+            ray.get(caller.timed.remote(200, items, quiet))  # warm both actors up
         before = [_cpu_s(p) for p in processes]
         hop = sorted(ray.get(caller.timed.remote(calls, items, quiet)))
         spent = [(_cpu_s(p) - b) / calls * 1e6 for p, b in zip(processes, before, strict=True)]
         rows.append((label, *_ms(hop), f"{spent[0]:.0f}", f"{spent[1]:.0f}"))
+    for actor in (caller, echo):
+        ray.kill(actor)
+    echo = _Echo.remote()  # type: ignore[attr-defined]
+    caller = _Caller.remote(echo)  # type: ignore[attr-defined]
+    ray.get(caller.once.remote(items))
     chain = []
     for _ in range(300):
         started = time.perf_counter()
