@@ -66,6 +66,14 @@ def _app(url: str, stream: str, consumers: int = 2, **options: object) -> DrasiR
     return app
 
 
+def _publish_half(url: str, stream: str, first: bool) -> None:
+    """Publish the first or the second half of :func:`_workload`."""
+    payloads = _workload()
+    half = len(payloads) // 2
+    with Publisher.from_url(url) as publisher:
+        publisher.publish(stream, payloads[:half] if first else payloads[half:])
+
+
 def _sorted(rows: list[dict]) -> list[dict]:
     return sorted(rows, key=lambda row: row["id"])
 
@@ -151,12 +159,9 @@ def test_redis_restart_mid_stream_loses_nothing(ray_session: None, stream: str) 
         app = _app(server.url, stream)
         app.start()
         try:
-            payloads = _workload()
-            with Publisher.from_url(server.url) as publisher:
-                publisher.publish(stream, payloads[: len(payloads) // 2])
+            _publish_half(server.url, stream, first=True)
             server.restart()
-            with Publisher.from_url(server.url) as publisher:
-                publisher.publish(stream, payloads[len(payloads) // 2 :])
+            _publish_half(server.url, stream, first=False)
             app.wait_until_idle(timeout=120)
             _check_final(app, server.url, stream)
             status = app.status()
@@ -175,9 +180,7 @@ def test_actor_restarted_during_a_redis_outage_recovers_when_redis_returns(
         app = _app(server.url, stream)
         app.start()
         try:
-            payloads = _workload()
-            with Publisher.from_url(server.url) as publisher:
-                publisher.publish(stream, payloads[: len(payloads) // 2])
+            _publish_half(server.url, stream, first=True)
             app.wait_until_idle(timeout=120)
             handle = (
                 app.coordinator_actor() if victim == "coordinator" else app.query_actor("items")
@@ -186,8 +189,7 @@ def test_actor_restarted_during_a_redis_outage_recovers_when_redis_returns(
             ray.kill(handle, no_restart=False)
             time.sleep(3.0)  # the actor restarts and tries to load its state meanwhile
             server.start()
-            with Publisher.from_url(server.url) as publisher:
-                publisher.publish(stream, payloads[len(payloads) // 2 :])
+            _publish_half(server.url, stream, first=False)
             app.wait_until_idle(timeout=120)
             _check_final(app, server.url, stream)
         finally:
