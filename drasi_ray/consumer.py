@@ -27,8 +27,9 @@ restart) is recreated with the configured ``start_id`` and reported.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -134,6 +135,10 @@ class StreamConsumer:
         self._stream = settings.stream_key
         self._group = settings.consumer_group
         self._ready = asyncio.Event()
+        # Own pending entries are all accounted for (dispatching, or prefetched and renewed)
+        # only while new entries are read; otherwise the reclaim timer would claim them back
+        # from ourselves and process them out of turn, twice.
+        self._reading_new = False
         self._stopping = False
         self._tasks: list[asyncio.Task[None]] = []
         self._batch_lock = asyncio.Lock()  # ONE dispatch at a time (read loop and reclaim)
@@ -185,13 +190,16 @@ class StreamConsumer:
                 await self._drain_own_pending()
                 self._ready.set()
                 self.stats.state = "running"
+                self._reading_new = True
                 await self._read_new_forever()
             except asyncio.CancelledError:
                 raise
             except GroupMissingError as exc:
+                self._reading_new = False
                 await self._settle_in_hand()
                 self._note_error(exc)
             except Exception as exc:  # any failure: back off, then resume from own pending
+                self._reading_new = False
                 await self._settle_in_hand()
                 self._note_error(exc)
                 await backoff.wait()
@@ -252,7 +260,8 @@ class StreamConsumer:
             self._adapt_read_size(len(entries) >= wanted)
             screened = await self._screen_batch(entries, first_delivery=True) if entries else None
             if previous is not None and (screened is not None or previous.done()):
-                await self._after(previous, screened)
+                async with self._renewing(screened.ids if screened else []):
+                    await self._after(previous, screened)
                 previous = None
             if screened is not None:
                 previous = self._start(self._dispatch_and_ack(screened))
@@ -312,7 +321,7 @@ class StreamConsumer:
         interval = self.settings.reclaim_interval_ms / 1000
         while not self._stopping:
             await asyncio.sleep(interval)
-            if not self._ready.is_set():
+            if not self._reading_new:
                 continue
             try:
                 await self._reclaim_once()
@@ -445,10 +454,19 @@ class StreamConsumer:
         ``claim_idle_ms`` and be processed twice. The renewer is told to stop rather than
         cancelled, so a Redis command is never abandoned halfway through its reply.
         """
+        async with self._renewing(ids):
+            await self._dispatch(batch)
+
+    @contextlib.asynccontextmanager
+    async def _renewing(self, ids: list[str]) -> AsyncIterator[None]:
+        """Keep renewing our claim on ``ids`` (if any) for the duration of the block."""
+        if not ids:
+            yield
+            return
         done = asyncio.Event()
         renewer = asyncio.get_running_loop().create_task(self._renew_claims(ids, done))
         try:
-            await self._dispatch(batch)
+            yield
         finally:
             done.set()
             await asyncio.gather(renewer, return_exceptions=True)

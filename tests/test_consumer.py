@@ -173,7 +173,9 @@ def test_next_batch_is_read_during_a_dispatch_and_a_failure_keeps_stream_order(
                 if calls == 1:  # the first batch fails, once the next one was prefetched
                     await release.wait()
                     raise RuntimeError("coordinator down")
-                await asyncio.sleep(0.005)
+                # Re-reading the 20 given-up entries singly takes longer than claim_idle_ms:
+                # the reclaim timer must leave them to the drain, not apply them twice.
+                await asyncio.sleep(0.03)
                 applied.extend(entry.changes[0].element.id for entry in entries)
             finally:
                 running["now"] -= 1
@@ -193,8 +195,61 @@ def test_next_batch_is_read_during_a_dispatch_and_a_failure_keeps_stream_order(
             await consumer.stop()
 
     asyncio.run(main())
-    assert applied == [f"e{i}" for i in range(45)]  # in stream order, failure or not
+    assert applied == [f"e{i}" for i in range(45)]  # in stream order, failure or not, once
     assert running["most"] == 1  # one dispatch at a time
+    assert client.xpending(STREAM, "drasi-core")["pending"] == 0
+
+
+def test_batch_prefetched_during_a_slow_dispatch_is_not_reclaimed(redis_url: str) -> None:
+    """The batch read ahead waits for a dispatch slower than claim_idle_ms: its claim is
+    renewed, so neither our reclaim timer nor a peer's takes it and it is applied once."""
+    client = redis.Redis.from_url(redis_url)
+    for i in range(30):
+        client.xadd(STREAM, {"data": _event(f"e{i}", i)})
+    applied: list[str] = []
+    peer_applied: list[str] = []
+
+    async def main() -> None:
+        calls = 0
+
+        async def dispatch(entries: list[DecodedEntry]) -> object:
+            nonlocal calls
+            calls += 1
+            await asyncio.sleep(0.8 if calls == 1 else 0.001)  # 4 x claim_idle_ms
+            applied.extend(entry.changes[0].element.id for entry in entries)
+            return None
+
+        async def peer_dispatch(entries: list[DecodedEntry]) -> object:
+            peer_applied.extend(entry.changes[0].element.id for entry in entries)
+            return None
+
+        settings = _settings(redis_url, max_in_flight=20)
+        consumer = StreamConsumer(
+            "src", settings, "src-0", RedisStreamBackend.from_url(redis_url), dispatch
+        )
+        consumer.start()
+        await _until(lambda: consumer.in_flight == 20)  # batch 2 held while batch 1 dispatches
+        # The peer joins now: it finds nothing new to read, only our pending entries.
+        peer = StreamConsumer(
+            "src",
+            _settings(redis_url, max_in_flight=20, block_ms=20),
+            "src-1",
+            RedisStreamBackend.from_url(redis_url),
+            peer_dispatch,
+        )
+        client.xgroup_createconsumer(STREAM, "drasi-core", "src-1")
+        peer.start()
+        try:
+            await _until(lambda: consumer.stats.acked + peer.stats.acked >= 30)
+            await asyncio.sleep(0.3)  # a late duplicate would show up by now
+            assert consumer.stats.reclaimed == 0
+            assert peer.stats.reclaimed == 0
+        finally:
+            await peer.stop()
+            await consumer.stop()
+
+    asyncio.run(main())
+    assert applied + peer_applied == [f"e{i}" for i in range(30)]
     assert client.xpending(STREAM, "drasi-core")["pending"] == 0
 
 
