@@ -16,6 +16,11 @@ one at a time, the next starting when the previous is applied and acked, so one 
 applies the stream in stream order; a failed batch stops the reading, and the prefetched batch
 is left pending to be re-read.
 
+Claims: the batch being dispatched and the batch read ahead both have their claims renewed
+while they wait, and the reclaim timer runs only while new entries are read. So every entry
+this consumer holds is either renewed or being re-read by its own drain, never taken back by
+its own timer (which would apply it out of turn, and twice).
+
 Malformed entries never reach the dispatch: they are written to the dead-letter stream with the
 decode error and their raw fields, and only then acked.
 
