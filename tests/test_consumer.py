@@ -215,7 +215,7 @@ def test_batch_prefetched_during_a_slow_dispatch_is_not_reclaimed(redis_url: str
         async def dispatch(entries: list[DecodedEntry]) -> object:
             nonlocal calls
             calls += 1
-            await asyncio.sleep(0.8 if calls == 1 else 0.001)  # 4 x claim_idle_ms
+            await asyncio.sleep(1.6 if calls == 1 else 0.001)  # 4 x claim_idle_ms
             applied.extend(entry.changes[0].element.id for entry in entries)
             return None
 
@@ -223,16 +223,17 @@ def test_batch_prefetched_during_a_slow_dispatch_is_not_reclaimed(redis_url: str
             peer_applied.extend(entry.changes[0].element.id for entry in entries)
             return None
 
-        settings = _settings(redis_url, max_in_flight=20)
+        settings = _settings(redis_url, max_in_flight=20, claim_idle_ms=400)
         consumer = StreamConsumer(
             "src", settings, "src-0", RedisStreamBackend.from_url(redis_url), dispatch
         )
         consumer.start()
         await _until(lambda: consumer.in_flight == 20)  # batch 2 held while batch 1 dispatches
-        # The peer joins now: it finds nothing new to read, only our pending entries.
+        # The peer joins now: it reads the 10 entries left, and would reclaim ours if they
+        # looked idle.
         peer = StreamConsumer(
             "src",
-            _settings(redis_url, max_in_flight=20, block_ms=20),
+            _settings(redis_url, max_in_flight=20, block_ms=20, claim_idle_ms=400),
             "src-1",
             RedisStreamBackend.from_url(redis_url),
             peer_dispatch,
