@@ -82,6 +82,15 @@ class PlatformSourceConfig(_Model):
         "(XTRIM MINID), so the stream does not grow forever (XACK deletes nothing)",
     )
     trim_interval_ms: int = Field(5000, ge=100, description="period of the retention trim")
+    tombstone_ttl_ms: int | None = Field(
+        3_600_000,
+        ge=0,
+        description="the element store forgets a deleted element's tombstone once it is this "
+        "old and no older entry is pending or retained in the stream; None: keep them forever",
+    )
+    tombstone_sweep_ms: int = Field(
+        60_000, ge=10, description="period of each consumer's tombstone sweep"
+    )
     max_in_flight: int = Field(
         4000, ge=1, description="bound on entries a consumer holds unacked (reclaimed included)"
     )

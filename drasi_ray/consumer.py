@@ -51,6 +51,9 @@ logger = logging.getLogger("drasi_ray.consumer")
 Dispatch = Callable[[EntryBatch], Awaitable[object]]
 """Hands one decoded batch downstream; returns when it is applied (raises if it was not)."""
 
+ForgetTombstones = Callable[[tuple[int, int]], Awaitable[int]]
+"""Tells the element store the stream position below which tombstones can go (a count back)."""
+
 
 @dataclass(slots=True)
 class ConsumerStats:
@@ -68,6 +71,7 @@ class ConsumerStats:
     group_recreated: int = 0
     claims_renewed: int = 0
     trimmed: int = 0
+    tombstones_forgotten: int = 0
     state: str = "starting"
     last_error: str | None = None
     extra: dict[str, int] = field(default_factory=dict)
@@ -130,13 +134,18 @@ class StreamConsumer:
         consumer_name: str,
         backend: RedisStreamBackend,
         dispatch: Dispatch,
+        forget_tombstones: ForgetTombstones | None = None,
     ) -> None:
+        """``forget_tombstones(bound)`` (optional) is called every ``tombstone_sweep_ms`` with
+        the stream position below which no change can come again (see
+        :meth:`RedisStreamBackend.tombstone_bound`); it returns how many it forgot."""
         self.source_id = source_id
         self.settings = settings
         self.name = consumer_name
         self.stats = ConsumerStats()
         self._backend = backend
         self._dispatch = dispatch
+        self._forget_tombstones = forget_tombstones
         self._stream = settings.stream_key
         self._group = settings.consumer_group
         self._ready = asyncio.Event()
@@ -170,6 +179,9 @@ class StreamConsumer:
         ]
         if self.settings.trim_acked:
             self._tasks.append(loop.create_task(self._trim_loop(), name=f"trim:{self.name}"))
+        if self._forget_tombstones is not None and self.settings.tombstone_ttl_ms is not None:
+            sweep = self._sweep_loop(self._forget_tombstones, self.settings.tombstone_ttl_ms)
+            self._tasks.append(loop.create_task(sweep, name=f"sweep:{self.name}"))
 
     async def wait_ready(self) -> None:
         """Return once the group exists and this consumer's pending entries are drained."""
@@ -320,7 +332,23 @@ class StreamConsumer:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
-                self._note_error(exc)
+                self._note_side_error("retention trim", exc)
+
+    async def _sweep_loop(self, forget: ForgetTombstones, ttl_ms: int) -> None:
+        """Tell the store which tombstones can go (idempotent: every consumer sweeps)."""
+        interval = self.settings.tombstone_sweep_ms / 1000
+        while not self._stopping:
+            await asyncio.sleep(interval)
+            if not self._ready.is_set():
+                continue
+            try:
+                bound = await self._backend.tombstone_bound(self._stream, self._group, ttl_ms)
+                if bound is not None:
+                    self.stats.tombstones_forgotten += await forget(bound)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                self._note_side_error("tombstone sweep", exc)
 
     async def _reclaim_loop(self) -> None:
         interval = self.settings.reclaim_interval_ms / 1000
@@ -498,6 +526,13 @@ class StreamConsumer:
     async def _ack(self, ids: Sequence[str]) -> None:
         await self._backend.ack(self._stream, self._group, list(ids))
         self.stats.acked += len(ids)
+
+    def _note_side_error(self, what: str, exc: BaseException) -> None:
+        """A failure of housekeeping (trim, sweep): counted and logged; consuming goes on, so
+        the state is left alone. The next period tries again."""
+        self.stats.errors += 1
+        self.stats.last_error = f"{what}: {type(exc).__name__}: {exc}"
+        logger.warning("consumer %s: %s", self.name, self.stats.last_error)
 
     def _note_error(self, exc: BaseException) -> None:
         self.stats.errors += 1

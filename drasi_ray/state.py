@@ -31,6 +31,7 @@ from drasi_ray.store import ElementStore
 from drasi_ray.streams import keys, resp
 
 SCAN_COUNT = 1000
+FORGET_CHUNK = 5000
 SEQUENCE_LEASE = 10_000
 """Result sequences reserved per durable write (see :class:`SequenceKeeper`)."""
 
@@ -90,6 +91,16 @@ class StateStore:
         except BaseException:
             store.mark_dirty(ids)
             raise
+
+    async def forget_elements(self, source_id: str, ids: list[str]) -> None:
+        """Delete the records of ``ids`` (forgotten tombstones), a few thousand per ``HDEL``.
+
+        A failure leaves some of them stored: harmless, they load back as the tombstones they
+        are and are forgotten again later.
+        """
+        key = keys.element_store(self._app, source_id)
+        for start in range(0, len(ids), FORGET_CHUNK):
+            await self._client.hdel(key, *ids[start : start + FORGET_CHUNK])
 
     async def load_counters(self, source_id: str) -> dict[str, int]:
         raw: Any = await self._client.hgetall(keys.coordinator_stats(self._app, source_id))

@@ -36,8 +36,10 @@ here even though Python's ``==`` says otherwise, so a type change is never lost.
 Cost (CPU time on the 2-core development machine): about 3.3 µs per applied insert or update
 of a 3-property element, building the delta's Element included; 0.7 µs to drop a redelivery.
 
-Tombstones are kept forever (a bounded-lag compaction is a later concern): forgetting one would
-let an older change that arrives late resurrect a deleted element.
+Tombstones are kept until :meth:`ElementStore.forget_tombstones` is told that no change older
+than a bound can arrive any more (the consumers work that bound out from the stream: see
+:meth:`~drasi_ray.streams.backend.RedisStreamBackend.tombstone_bound`). Forgetting one sooner
+would let an older change that arrives late resurrect a deleted element.
 
 **Persisted record format** (:meth:`ElementStore.snapshot_element`, orjson with sorted keys,
 never pickle; the same set of applied changes gives the same bytes, whatever their order). A
@@ -201,11 +203,12 @@ class ElementStore:
     so a persister can write exactly the records that changed (:meth:`take_dirty`).
     """
 
-    __slots__ = ("_alive", "_dirty", "_records")
+    __slots__ = ("_alive", "_dirty", "_records", "_tombstones")
 
     def __init__(self) -> None:
         self._records: dict[str, _Record] = {}
         self._dirty: set[str] = set()
+        self._tombstones: set[str] = set()  # ids whose record holds no visible element
         self._alive = 0
 
     def apply(self, change: ElementChange) -> ElementDelta | None:
@@ -259,10 +262,13 @@ class ElementStore:
         after = record.build(element_id)
         if before is None:
             if after is None:
+                self._tombstones.add(element_id)
                 return None
             self._alive += 1
+            self._tombstones.discard(element_id)
         elif after is None:
             self._alive -= 1
+            self._tombstones.add(element_id)
         elif same_element(before, after):
             return None
         record.element = after
@@ -285,6 +291,33 @@ class ElementStore:
     def __contains__(self, element_id: object) -> bool:
         record = self._records.get(element_id) if isinstance(element_id, str) else None
         return record is not None and record.element is not None
+
+    @property
+    def tombstones(self) -> int:
+        """The number of records kept for ids that hold no element (deleted, or never seen
+        alive: a delete of an unknown element still blocks older changes)."""
+        return len(self._tombstones)
+
+    def forget_tombstones(self, bound: tuple[int, int]) -> list[str]:
+        """Drop the tombstones whose latest insert or delete is older than stream position
+        ``bound`` (``(ms, seq)`` of an entry id); returns their ids.
+
+        Contract: the caller guarantees that no change from an entry older than ``bound`` can
+        reach :meth:`apply` any more. A tombstone only blocks older changes, so it is then
+        useless and forgetting it cannot change any result. Dirty records are kept (their
+        tombstone is not persisted yet): the caller deletes the returned ids from the durable
+        store, and a later call forgets the rest.
+        """
+        records, dirty = self._records, self._dirty
+        forgotten = [
+            element_id
+            for element_id in self._tombstones
+            if element_id not in dirty and records[element_id].reset[:2] < bound
+        ]
+        for element_id in forgotten:
+            del records[element_id]
+        self._tombstones.difference_update(forgotten)
+        return forgotten
 
     def take_dirty(self) -> set[str]:
         """The ids whose record changed since the last call (including tombstones); clears it."""
@@ -316,6 +349,10 @@ class ElementStore:
         old = self._records.get(element_id)
         self._alive += (record.element is not None) - (old is not None and old.element is not None)
         self._records[element_id] = record
+        if record.element is None:
+            self._tombstones.add(element_id)
+        else:
+            self._tombstones.discard(element_id)
         self._dirty.add(element_id)
 
 

@@ -230,6 +230,41 @@ def test_within_entry_position_orders_changes() -> None:
     assert store.get("r1") == room({"t": "second"})
 
 
+def test_tombstones_are_forgotten_only_below_the_bound_and_once_persisted() -> None:
+    store = ElementStore()
+    store.apply(change("i", node("a", ["X"]), 1))
+    store.apply(change("d", node("a", ["X"]), 2))  # a tombstone at 2
+    store.apply(change("d", node("b", ["X"]), 5))  # delete of an unknown element: one at 5
+    store.apply(change("i", node("c", ["X"]), 6))  # alive: never forgotten
+    assert store.tombstones == 2
+    assert store.forget_tombstones((9, 0)) == []  # not persisted yet (dirty): kept
+    store.take_dirty()
+    assert store.forget_tombstones((2, 0)) == []  # bound is exclusive
+    assert store.forget_tombstones((3, 0)) == ["a"]
+    assert (store.tombstones, len(store)) == (1, 1)
+    with pytest.raises(KeyError):
+        store.snapshot_element("a")  # the record is gone, not just hidden
+    # What a tombstone was for is over: newer changes apply as to an unknown element.
+    assert store.apply(change("i", node("a", ["X"], {"v": 1}), 7)) is not None
+    assert store.tombstones == 1
+    store.take_dirty()
+    assert sorted(store.forget_tombstones((9, 9))) == ["b"]
+    assert [e.id for e in store.elements()] == ["c", "a"]
+
+
+def test_a_loaded_tombstone_can_be_forgotten_and_a_revived_one_is_not() -> None:
+    source = ElementStore()
+    source.apply(change("d", node("gone", ["X"]), 4))
+    restored = ElementStore()
+    restored.load_element("gone", source.snapshot_element("gone"))
+    restored.take_dirty()
+    assert restored.tombstones == 1
+    restored.apply(change("u", node("gone", ["X"], {"v": 1}), 5))  # revived: no tombstone
+    restored.take_dirty()
+    assert (restored.tombstones, restored.forget_tombstones((99, 0))) == (0, [])
+    assert restored.get("gone") is not None
+
+
 # ---------------------------------------------------------------------------------------------
 # persistence
 # ---------------------------------------------------------------------------------------------
@@ -446,3 +481,33 @@ def test_any_interleaving_with_duplicates_converges(
     assert len(store) == len(graph)
     for element_id in {item.element.id for item in changes}:
         assert store.snapshot_element(element_id) == in_order.snapshot_element(element_id)
+
+
+@given(streams(), st.data())
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_forgetting_tombstones_below_a_safe_bound_changes_nothing(
+    changes: list[ElementChange], data: st.DataObject
+) -> None:
+    """Applied in order, with tombstones forgotten at random points below the next change's
+    entry (nothing older can come any more): the same deltas and graph as plain semantics."""
+    store = ElementStore()
+    deltas = []
+    for item in changes:
+        if data.draw(st.booleans()):
+            store.take_dirty()
+            store.forget_tombstones(item.version[:2])
+        if (delta := store.apply(item)) is not None:
+            deltas.append(delta)
+    graph, transitions = reference(changes)
+    observed = [
+        (
+            None if d.before is None else canon(d.before),
+            None if d.after is None else canon(d.after),
+        )
+        for d in deltas
+    ]
+    assert observed == transitions
+    assert contents(store) == sorted(canon(element) for element in graph.values())
+    store.take_dirty()
+    store.forget_tombstones((1 << 62, 0))
+    assert store.tombstones == 0 and len(store) == len(graph)

@@ -330,6 +330,38 @@ def test_group_progress_pending_up_to_and_last_id(redis_url: str) -> None:
     run(redis_url, body)
 
 
+def test_tombstone_bound_is_below_every_pending_and_every_retained_entry(
+    redis_url: str, sync_client: redis.Redis
+) -> None:
+    def position(entry_id: str) -> tuple[int, int]:
+        ms, seq = entry_id.split("-")
+        return int(ms), int(seq)
+
+    async def body(b: RedisStreamBackend) -> None:
+        assert await b.tombstone_bound(STREAM, GROUP, 0) is None  # no stream
+        ids = publish(redis_url, 5)
+        assert await b.tombstone_bound(STREAM, GROUP, 0) is None  # no group
+        await b.ensure_group(STREAM, GROUP, "0")
+        assert await b.tombstone_bound(STREAM, GROUP, 0) == (0, 1)  # nothing delivered yet
+        await b.read_new(STREAM, GROUP, "c-0", 10)
+        await b.ack(STREAM, GROUP, ids[:3])
+        assert await b.tombstone_bound(STREAM, GROUP, 0) == position(ids[0])  # retained
+        sync_client.xtrim(STREAM, minid=ids[2], approximate=False)
+        assert await b.tombstone_bound(STREAM, GROUP, 0) == position(ids[2])
+        sync_client.xtrim(STREAM, minid=ids[4], approximate=False)  # trims ids[3], still pending
+        assert await b.tombstone_bound(STREAM, GROUP, 0) == position(ids[3])
+        await b.ack(STREAM, GROUP, ids[3:])
+        assert await b.tombstone_bound(STREAM, GROUP, 0) == position(ids[4])
+        sync_client.xtrim(STREAM, maxlen=0, approximate=False)
+        last_ms, last_seq = position(ids[4])  # empty, all acked: after the last delivered
+        assert await b.tombstone_bound(STREAM, GROUP, 0) == (last_ms, last_seq + 1)
+        now_ms = int(time.time() * 1000)
+        aged = await b.tombstone_bound(STREAM, GROUP, 3_600_000)
+        assert aged is not None and abs(aged[0] - (now_ms - 3_600_000)) < 5000 and aged[1] == 0
+
+    run(redis_url, body)
+
+
 # -- dead letters ----------------------------------------------------------------------
 
 

@@ -46,7 +46,12 @@ class ConsumerActor:
         self._source_id = source_id
         self._backend = backend_for(settings)
         self._consumer = StreamConsumer(
-            source_id, settings, consumer_name, self._backend, self._dispatch
+            source_id,
+            settings,
+            consumer_name,
+            self._backend,
+            self._dispatch,
+            self._forget_tombstones,
         )
         self._restarted = was_restarted()
         self._metrics = ConsumerMetrics(source_id, consumer_name)
@@ -67,6 +72,10 @@ class ConsumerActor:
             raise
         self._metrics.batch(len(entries), int(getattr(report, "applied", 0)))
         return report
+
+    async def _forget_tombstones(self, bound: tuple[int, int]) -> int:
+        forgotten: int = await self._coordinator.forget_tombstones.remote(self._source_id, bound)
+        return forgotten
 
     async def _record_metrics(self) -> None:
         """Every few seconds: counters from the consumer's stats, group lag and pending."""

@@ -122,6 +122,7 @@ class CoordinatorStats:
     applied: int = 0
     duplicates: int = 0
     controls: int = 0
+    tombstones_forgotten: int = 0
     per_source: dict[str, int] = field(default_factory=dict)
 
 
@@ -390,6 +391,27 @@ class CoordinatorActor:
             if report.controls:
                 await self._state.save_table(self._core.table.to_records())
 
+    async def forget_tombstones(self, source_id: str, bound: tuple[int, int]) -> int:
+        """Forget the tombstones of ``source_id`` older than stream position ``bound``, in
+        memory and in Redis; returns how many.
+
+        The caller (a consumer's sweep) guarantees no change older than ``bound`` can come
+        again. Done under the persist lock, so every record it keeps or drops was persisted
+        first: a failed delete leaves tombstones in Redis, never an older live record.
+        """
+        await self._loaded
+        store = self._core.stores.get(source_id)
+        if store is None:
+            return 0
+        async with self._persist_lock:
+            forgotten = store.forget_tombstones(bound)
+            self._core.stats.tombstones_forgotten += len(forgotten)
+            if forgotten and self._state is not None:
+                await self._state.forget_elements(source_id, forgotten)
+        if forgotten:
+            logger.info("coordinator: forgot %d tombstones of %s", len(forgotten), source_id)
+        return len(forgotten)
+
     async def _save_table(self) -> None:
         if self._state is not None:
             async with self._persist_lock:
@@ -404,9 +426,11 @@ class CoordinatorActor:
             "applied": stats.applied,
             "duplicates": stats.duplicates,
             "controls": stats.controls,
+            "tombstones_forgotten": stats.tombstones_forgotten,
             "restarted": self._restarted,
             "durable": await self._durable_counters(),
             "elements": {source: len(store) for source, store in self._core.stores.items()},
+            "tombstones": {source: store.tombstones for source, store in self._core.stores.items()},
             "queries": self._core.table.query_ids,
         }
 

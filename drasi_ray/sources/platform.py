@@ -128,6 +128,14 @@ class PlatformSourceBuilder:
         self._set("trim_acked", enabled)
         return self._set("trim_interval_ms", interval_ms)
 
+    def with_tombstone_ttl(
+        self, ttl_ms: int | None, sweep_ms: int = 60_000
+    ) -> PlatformSourceBuilder:
+        """Forget a deleted element's tombstone once it is ``ttl_ms`` old and no older entry
+        is pending or retained in the stream (``None``: keep tombstones forever)."""
+        self._set("tombstone_ttl_ms", ttl_ms)
+        return self._set("tombstone_sweep_ms", sweep_ms)
+
     def with_dispatch_mode(self, mode: DispatchMode | str) -> PlatformSourceBuilder:
         try:
             self._dispatch_mode = DispatchMode(mode)

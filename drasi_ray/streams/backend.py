@@ -459,6 +459,45 @@ class RedisStreamBackend:
             raise self._error(exc, "XTRIM", stream) from exc
         return int(deleted)
 
+    async def tombstone_bound(
+        self, stream: str, group: str, min_age_ms: int
+    ) -> tuple[int, int] | None:
+        """The stream position below which no change can reach ``group``'s consumers again,
+        and at least ``min_age_ms`` old by the server's clock: ``(ms, seq)``, exclusive.
+
+        Below it every entry is acked (under the group's floor: its oldest pending entry, else
+        the entry after its last delivered one) and gone from the stream (under the oldest
+        retained entry: a group recreated at ``0`` replays only what the stream retains), so a
+        tombstone of the element store older than it blocks nothing any more. The age margin
+        covers what no Redis state shows: a consumer that read an entry, stalled past
+        ``claim_idle_ms`` and sends it long after a peer reclaimed and acked it. ``None`` when
+        the stream or the group does not exist. The floor is read before the oldest entry:
+        entries delivered in between are newer than every tombstone already made.
+        """
+        try:
+            groups = await self._execute("XINFO", "GROUPS", stream)
+        except rexc.ResponseError as exc:
+            if "no such key" in str(exc):
+                return None
+            raise self._error(exc, "XINFO GROUPS", stream) from exc
+        except (rexc.RedisError, OSError) as exc:
+            raise self._error(exc, "XINFO GROUPS", stream) from exc
+        infos = [_flat_info(raw) for raw in groups]
+        mine = [info for info in infos if _text(info["name"]) == group]
+        if not mine:
+            return None
+        floor = await self._group_floor(stream, mine[0])
+        try:
+            oldest = await self._execute("XRANGE", stream, "-", "+", "COUNT", 1)
+            seconds, micros = await self._execute("TIME")
+        except (rexc.RedisError, OSError) as exc:
+            raise self._error(exc, "XRANGE/TIME", stream) from exc
+        now_ms = int(seconds) * 1000 + int(micros) // 1000
+        bounds = [floor, (now_ms - min_age_ms + 1, 0)]  # entries of that ms are old enough
+        if oldest:
+            bounds.append(parse_entry_id(_text(oldest[0][0])))
+        return min(bounds)
+
     async def _group_floor(self, stream: str, info: dict[str, Any]) -> tuple[int, int]:
         group = _text(info["name"])
         if int(info["pending"]) > 0:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ from drasi_ray import DrasiRay, PlatformSource, Query
 from drasi_ray.changes import Op, node
 from drasi_ray.decode import change_event, encode_cloud_event
 from drasi_ray.redis_server import EmbeddedRedis, find_redis_server
+from drasi_ray.streams import keys
 from drasi_ray.streams.publisher import Publisher
 
 SENSOR_QUERY = (
@@ -216,3 +218,50 @@ def test_malformed_entries_are_dead_lettered_with_reasons(running: tuple[DrasiRa
     assert b"{not json" in originals.values()
     assert app.results("hot") == [{"id": "s1", "temperature": 75.0}]
     assert client.xpending("sensor-changes", "drasi-core")["pending"] == 0
+
+
+def test_tombstones_are_forgotten_once_the_stream_no_longer_holds_older_entries(
+    ray_session: None, redis_url: str
+) -> None:
+    source = (
+        PlatformSource.builder("sensors")
+        .with_redis_url(redis_url)
+        .with_stream_key("swept-changes")
+        .with_block_ms(100)
+        .with_trim_acked(True, interval_ms=100)
+        .with_tombstone_ttl(0, sweep_ms=100)
+        .build()
+    )
+    app = DrasiRay(f"e2e-{uuid.uuid4().hex[:8]}")
+    app.add_source(source)
+    app.add_query(Query.cypher("hot").query(SENSOR_QUERY).from_source("sensors").build())
+    app.start()
+    client = redis.Redis.from_url(redis_url)
+    try:
+        with app.subscribe("hot") as subscription, Publisher.from_url(redis_url) as publisher:
+            ids = [f"s{i}" for i in range(10)]
+            publisher.publish("swept-changes", [_sensor(s, 80.0, Op.INSERT) for s in ids])
+            gone = [change_event(Op.DELETE, node(s, ["Sensor"], {}), 2) for s in ids]
+            publisher.publish("swept-changes", [encode_cloud_event(gone)])
+            app.wait_until_idle(30)
+            _wait_for(lambda: app.status()["coordinator"]["tombstones_forgotten"] == 10)
+            assert app.status()["coordinator"]["tombstones"] == {"sensors": 0}
+            assert client.hlen(keys.element_store(app.app_id, "sensors")) == 0
+            # A forgotten id is an unknown id again: a new insert is simply an insert.
+            publisher.publish("swept-changes", [_sensor("s3", 90.0, Op.INSERT)])
+            app.wait_until_idle(30)
+            diffs = [diff for result in subscription.drain() for diff in result.results]
+    finally:
+        app.stop()
+    assert diffs == [
+        *({"type": "ADD", "data": {"id": s, "temperature": 80.0}} for s in ids),
+        *({"type": "DELETE", "data": {"id": s, "temperature": 80.0}} for s in ids),
+        {"type": "ADD", "data": {"id": "s3", "temperature": 90.0}},
+    ]
+
+
+def _wait_for(condition: Callable[[], bool], timeout_s: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, "condition not reached in time"
+        time.sleep(0.1)
