@@ -22,6 +22,7 @@ from drasi_ray.changes import Op, node
 from drasi_ray.decode import change_event, encode_cloud_event
 from drasi_ray.failpoints import Failpoints
 from drasi_ray.redis_server import EmbeddedRedis
+from drasi_ray.streams import keys
 from drasi_ray.streams.publisher import Publisher
 from drasi_ray.subscription import Subscription
 
@@ -239,5 +240,62 @@ def test_duplicate_xadd_of_the_same_event_changes_nothing(
         assert len(diffs) == ITEMS * VERSIONS  # one ADD or UPDATE per change, none for retries
         coordinator = app.status()["coordinator"]
         assert coordinator["duplicates"] == ITEMS
+    finally:
+        app.stop()
+
+
+def _churn(item: int, round_: int) -> bytes:
+    """Round ``round_`` of ``item`` in the churn workload: rounds 3, 8, ... delete the item,
+    the round after re-inserts it, the others update it."""
+    properties = {"id": item, "value": round_ * ITEMS + item, "bucket": item % 4}
+    element = node(f"item-{item}", ["Item"], properties)
+    op = Op.INSERT if round_ % 5 in (0, 4) else Op.DELETE if round_ % 5 == 3 else Op.UPDATE
+    return encode_cloud_event([change_event(op, element, 1_000_000 * (round_ + 1))])
+
+
+def test_forgetting_tombstones_under_churn_and_a_coordinator_kill_loses_nothing(
+    ray_session: None, redis_url: str, stream: str
+) -> None:
+    """Deletes and re-inserts, two consumers, retention and an aggressive tombstone sweep
+    (no age margin, every 100 ms) while the coordinator is killed: exact final results (a
+    tombstone forgotten too early would let a redelivered older change bring an element
+    back), and in the end every tombstone forgotten."""
+    rounds = 13  # round 12 updates every item; round 13 deletes the even ones
+    payloads = [_churn(item, r) for r in range(rounds) for item in range(ITEMS)]
+    payloads += [_churn(item, rounds) for item in range(0, ITEMS, 2)]
+    app = DrasiRay(f"recovery-{uuid.uuid4().hex[:8]}")
+    app.add_source(
+        PlatformSource.builder("items")
+        .with_redis_url(redis_url)
+        .with_stream_key(stream)
+        .with_consumers(2)
+        .with_batch_size(50)
+        .with_block_ms(100)
+        .with_claim_idle_ms(1_000)
+        .with_reclaim_interval_ms(200)
+        .with_trim_acked(True, interval_ms=100)
+        .with_tombstone_ttl(0, sweep_ms=100)
+        .build()
+    )
+    app.add_query(Query.cypher("items").query(QUERY).from_source("items").build())
+    app.start()
+    try:
+        with Publisher.from_url(redis_url) as publisher:
+            for start in range(0, len(payloads), 400):
+                publisher.publish(stream, payloads[start : start + 400])
+                if start == 1200:
+                    ray.kill(app.coordinator_actor(), no_restart=False)
+                time.sleep(0.05)
+        app.wait_until_idle(timeout=120)
+        last = rounds - 1
+        expected = [{"id": item, "value": last * ITEMS + item} for item in range(1, ITEMS, 2)]
+        assert _sorted(app.results("items")) == expected
+        deadline = time.monotonic() + 30
+        while app.status()["coordinator"]["tombstones"] != {"items": 0}:
+            assert time.monotonic() < deadline, "tombstones were never forgotten"
+            time.sleep(0.1)
+        assert app.status()["coordinator"]["elements"] == {"items": ITEMS // 2}
+        client = redis.Redis.from_url(redis_url)
+        assert client.hlen(keys.element_store(app.app_id, "items")) == ITEMS // 2
     finally:
         app.stop()
