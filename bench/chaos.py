@@ -2,9 +2,11 @@
 
     python -m bench.chaos                      # 100,000 changes, kill every ~2 s, 2 restarts
     python -m bench.chaos --changes 20000      # shorter
+    python -m bench.chaos --no-record          # print only
 
 Runs :mod:`drasi_ray.chaos` (which starts its own Redis with AOF and uses the local Ray) and
-appends its report to bench/RESULTS.md. Exit status 1 if anything was lost or mismatched.
+appends its report to bench/RESULTS.md (unless ``--no-record``). Exit status 1 if anything
+was lost or mismatched.
 """
 
 from __future__ import annotations
@@ -27,7 +29,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"{'load average':>22}: {load_before:.1f} before, {load_average():.1f} after (2 cores)",
     ]
     print_lines(lines)
-    record("Chaos run", lines, command_line("bench.chaos", argv))
+    if "--no-record" not in args:
+        record("Chaos run", lines, command_line("bench.chaos", argv))
     return 0 if report.passed else 1
 
 

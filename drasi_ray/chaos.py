@@ -6,9 +6,12 @@
 It publishes a sensor workload (1% malformed entries, ~1% producer retries duplicating earlier
 entries) into 3 consumers feeding several queries, SIGKILLs a random actor process (consumer,
 coordinator or query) every ~2 s and restarts the Redis server (AOF on) while the changes
-flow. At the end it replays the stream exactly as Redis holds it, in entry order, through a
-fresh single-process store and engine (the oracle) and compares every query's results, and the
-element store, with the app's. ``lost`` and ``mismatched rows`` must both be 0.
+flow. Retention is on (``trim_acked``) and tombstones are forgotten as soon as the sweep
+allows (``tombstone_ttl_ms=0``, every 500 ms), so trimming and forgetting race the kills too.
+A tap copies every entry through a consumer group of its own (the trim waits for it); at the
+end the copied stream is replayed in entry order through a fresh single-process store and
+engine (the oracle) and every query's results, and the element store, are compared with the
+app's. ``lost`` and ``mismatched rows`` must both be 0.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import argparse
 import os
 import random
 import signal
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
@@ -27,7 +31,7 @@ import ray
 import redis
 
 from drasi_ray.app import DrasiRay
-from drasi_ray.changes import Op, node, relation
+from drasi_ray.changes import Op, node, parse_entry_id, relation
 from drasi_ray.config import RayConfig
 from drasi_ray.conformance import diffs_match, values_equal
 from drasi_ray.decode import change_event, decode_entry, encode_cloud_event
@@ -49,6 +53,7 @@ QUERIES = {
 }
 STREAM = "chaos-changes"
 SOURCE = "plant"
+TAP_GROUP = "chaos-tap"
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +81,8 @@ class ChaosReport:
     applied_in_order: int = 0
     dead_lettered: int = 0
     duplicates_suppressed: int = 0
+    trimmed: int = 0
+    tombstones_forgotten: int = 0
     kills: int = 0
     redis_restarts: int = 0
     lost: int = 0
@@ -170,13 +177,15 @@ class Chaos:
     def run(self) -> ChaosReport:
         started = time.monotonic()
         with EmbeddedRedis(appendonly=True, appendfsync="always") as server:
+            tap = StreamTap(server.url).start()
             app = self._app(server.url)
             app.start()
             try:
                 self._publish_under_fire(app, server)
                 self._wait_idle(app)
-                self._verify(app, server.url)
+                self._verify(app, server.url, tap.finish())
             finally:
+                tap.stop()
                 app.stop()
         self.report.wall_s = round(time.monotonic() - started, 1)
         return self.report
@@ -196,6 +205,8 @@ class Chaos:
             .with_reclaim_interval_ms(500)
             .with_dead_letter_maxlen(None)
             .with_dispatch_buffer_capacity(1_000)
+            .with_trim_acked(True, interval_ms=500)
+            .with_tombstone_ttl(0, sweep_ms=500)
             .build()
         )
         for query_id, text in QUERIES.items():
@@ -266,9 +277,9 @@ class Chaos:
 
     # -- verification -------------------------------------------------------------------
 
-    def _verify(self, app: DrasiRay, url: str) -> None:
+    def _verify(self, app: DrasiRay, url: str, entries: dict[str, dict[bytes, bytes]]) -> None:
         client = redis.Redis.from_url(url)
-        oracle = Oracle.replay(client)
+        oracle = Oracle.replay(entries)
         report = self.report
         report.published = oracle.entries
         report.malformed = oracle.malformed
@@ -282,6 +293,9 @@ class Chaos:
         wrongly_dead = [f for _, f in dead if f[b"entry_id"].decode() not in oracle.malformed_ids]
         pending = int(client.xpending(STREAM, "drasi-core")["pending"])
         store_diff = oracle.store_mismatches(app.elements(SOURCE))
+        consumers = app.status()["sources"][SOURCE]
+        report.trimmed = sum(c["trimmed"] for c in consumers)
+        report.tombstones_forgotten = app.status()["coordinator"]["tombstones_forgotten"]
         report.lost = len(wrongly_dead) + pending + store_diff
         report.mismatched_rows = sum(
             _row_mismatches(oracle.results(query_id), app.results(query_id)) for query_id in QUERIES
@@ -301,16 +315,12 @@ class Oracle:
         self.payload_hashes: list[int] = []
 
     @classmethod
-    def replay(cls, client: redis.Redis, page: int = 5_000) -> Oracle:
+    def replay(cls, entries: dict[str, dict[bytes, bytes]]) -> Oracle:
+        """Apply ``entries`` (entry id -> fields) in stream order."""
         oracle = cls()
-        start = "-"
-        while True:
-            rows: Any = client.xrange(STREAM, min=start, count=page)
-            for entry_id, fields in rows:
-                oracle.apply(entry_id.decode(), fields)
-            if len(rows) < page:
-                return oracle
-            start = "(" + rows[-1][0].decode()
+        for entry_id in sorted(entries, key=parse_entry_id):
+            oracle.apply(entry_id, entries[entry_id])
+        return oracle
 
     def apply(self, entry_id: str, fields: dict[bytes, bytes]) -> None:
         self.entries += 1
@@ -343,6 +353,70 @@ class Oracle:
             or element.labels != theirs[element_id].labels
         )
         return wrong + len(set(theirs) - set(ours))
+
+
+class StreamTap:
+    """Copies every entry of the stream as it arrives, through a consumer group of its own.
+
+    Retention trims only what every group acked, so the tap's group keeps each entry in the
+    stream until it is copied: the oracle sees the whole stream however much the app trims.
+    Rides out Redis restarts: after an error it reconnects and re-reads its own pending
+    entries before new ones.
+    """
+
+    def __init__(self, url: str) -> None:
+        self._url = url
+        self.entries: dict[str, dict[bytes, bytes]] = {}
+        self._draining = threading.Event()
+        self._stopped = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="chaos-tap", daemon=True)
+
+    def start(self) -> StreamTap:
+        client = redis.Redis.from_url(self._url)
+        client.xgroup_create(STREAM, TAP_GROUP, id="0", mkstream=True)
+        client.close()
+        self._thread.start()
+        return self
+
+    def finish(self, timeout_s: float = 120.0) -> dict[str, dict[bytes, bytes]]:
+        """Copy what is left (everything is published by now) and return all entries."""
+        self._draining.set()
+        self._thread.join(timeout_s)
+        if self._thread.is_alive():
+            raise RuntimeError("the stream tap did not drain the stream in time")
+        return self.entries
+
+    def stop(self) -> None:
+        self._stopped.set()
+        self._thread.join(10)
+
+    def _run(self) -> None:
+        while not self._stopped.is_set():
+            try:
+                if self._copy():
+                    return
+            except (redis.RedisError, OSError):
+                time.sleep(0.2)  # Redis restarting: reconnect, own pending first
+
+    def _copy(self) -> bool:
+        """Copy until drained after :meth:`finish` (True) or stopped; raises on Redis errors."""
+        client = redis.Redis.from_url(self._url)
+        try:
+            start = "0"  # own pending first (after a reconnect), then new entries
+            while not self._stopped.is_set():
+                reply: Any = client.xreadgroup(TAP_GROUP, "tap", {STREAM: start}, 1000, 200)
+                rows = reply[0][1] if reply else []
+                for entry_id, fields in rows:
+                    self.entries[entry_id.decode()] = fields
+                if rows:
+                    client.xack(STREAM, TAP_GROUP, *(entry_id for entry_id, _ in rows))
+                elif start == "0":
+                    start = ">"
+                elif self._draining.is_set():
+                    return True
+            return False
+        finally:
+            client.close()
 
 
 def _row_mismatches(expected: list[dict[str, Any]], actual: list[dict[str, Any]]) -> int:
