@@ -285,7 +285,8 @@ class Chaos:
         report.malformed = oracle.malformed
         report.duplicated = len(oracle.payload_hashes) - len(set(oracle.payload_hashes))
         report.applied_in_order = oracle.applied
-        counters = app.status()["coordinator"]["durable"].get(SOURCE, {})
+        status = app.status()
+        counters = status["coordinator"]["durable"].get(SOURCE, {})
         report.applied = counters.get("applied", 0)
         report.duplicates_suppressed = counters.get("duplicates", 0)
         dead: Any = client.xrange(f"{STREAM}:dlq")
@@ -293,9 +294,8 @@ class Chaos:
         wrongly_dead = [f for _, f in dead if f[b"entry_id"].decode() not in oracle.malformed_ids]
         pending = int(client.xpending(STREAM, "drasi-core")["pending"])
         store_diff = oracle.store_mismatches(app.elements(SOURCE))
-        consumers = app.status()["sources"][SOURCE]
-        report.trimmed = sum(c["trimmed"] for c in consumers)
-        report.tombstones_forgotten = app.status()["coordinator"]["tombstones_forgotten"]
+        report.trimmed = sum(c["trimmed"] for c in status["sources"][SOURCE])
+        report.tombstones_forgotten = status["coordinator"]["tombstones_forgotten"]
         report.lost = len(wrongly_dead) + pending + store_diff
         report.mismatched_rows = sum(
             _row_mismatches(oracle.results(query_id), app.results(query_id)) for query_id in QUERIES

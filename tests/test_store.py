@@ -433,20 +433,21 @@ def streams(draw: st.DrawFn) -> list[ElementChange]:
     return changes
 
 
+def _transitions(deltas: list[ElementDelta]) -> list[tuple[Any, Any]]:
+    """Each delta as ``(before, after)`` in :func:`canon` form (None for no element)."""
+    return [
+        (None if d.before is None else canon(d.before), None if d.after is None else canon(d.after))
+        for d in deltas
+    ]
+
+
 @given(streams())
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 def test_in_order_deltas_equal_plain_drasi_semantics(changes: list[ElementChange]) -> None:
     store = ElementStore()
     deltas = [delta for item in changes if (delta := store.apply(item)) is not None]
     graph, transitions = reference(changes)
-    observed = [
-        (
-            None if d.before is None else canon(d.before),
-            None if d.after is None else canon(d.after),
-        )
-        for d in deltas
-    ]
-    assert observed == transitions
+    assert _transitions(deltas) == transitions
     assert contents(store) == sorted(canon(element) for element in graph.values())
     assert len(store) == len(graph)
 
@@ -499,14 +500,7 @@ def test_forgetting_tombstones_below_a_safe_bound_changes_nothing(
         if (delta := store.apply(item)) is not None:
             deltas.append(delta)
     graph, transitions = reference(changes)
-    observed = [
-        (
-            None if d.before is None else canon(d.before),
-            None if d.after is None else canon(d.after),
-        )
-        for d in deltas
-    ]
-    assert observed == transitions
+    assert _transitions(deltas) == transitions
     assert contents(store) == sorted(canon(element) for element in graph.values())
     store.take_dirty()
     store.forget_tombstones((1 << 62, 0))

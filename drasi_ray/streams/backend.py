@@ -167,6 +167,18 @@ class RedisStreamBackend:
             exc, operation, self._target, self._secrets, stream=stream, group=group
         )
 
+    async def _xinfo(self, subcommand: str, stream: str, group: str = "") -> Any | None:
+        """``XINFO <subcommand> <stream>``'s reply, or None if the stream does not exist."""
+        operation = f"XINFO {subcommand}"
+        try:
+            return await self._execute("XINFO", subcommand, stream)
+        except rexc.ResponseError as exc:
+            if "no such key" in str(exc):
+                return None
+            raise self._error(exc, operation, stream, group) from exc
+        except (rexc.RedisError, OSError) as exc:
+            raise self._error(exc, operation, stream, group) from exc
+
     async def _call(self, stream: str, group: str, *args: Any) -> Any:
         """Run one command; translate failures. ``args[0]`` is the command name."""
         try:
@@ -398,15 +410,8 @@ class RedisStreamBackend:
 
     async def stream_last_id(self, stream: str) -> str | None:
         """The stream's last generated id ("0-0" if never written), None if it does not exist."""
-        try:
-            reply = await self._execute("XINFO", "STREAM", stream)
-        except rexc.ResponseError as exc:
-            if "no such key" in str(exc):
-                return None
-            raise self._error(exc, "XINFO STREAM", stream) from exc
-        except (rexc.RedisError, OSError) as exc:
-            raise self._error(exc, "XINFO STREAM", stream) from exc
-        return _text(_flat_info(reply)["last-generated-id"])
+        reply = await self._xinfo("STREAM", stream)
+        return None if reply is None else _text(_flat_info(reply)["last-generated-id"])
 
     async def group_progress(self, stream: str, group: str) -> GroupProgress:
         """The group's last delivered id, pending count and consumers.
@@ -418,16 +423,9 @@ class RedisStreamBackend:
             stream,
             group,
         )
-        try:
-            groups = await self._execute("XINFO", "GROUPS", stream)
-        except rexc.ResponseError as exc:
-            if "no such key" in str(exc):
-                raise missing from exc
-            raise self._error(exc, "XINFO GROUPS", stream, group) from exc
-        except (rexc.RedisError, OSError) as exc:
-            raise self._error(exc, "XINFO GROUPS", stream, group) from exc
+        groups = await self._xinfo("GROUPS", stream, group)
         wanted = group.encode()
-        for raw in groups:
+        for raw in groups or ():
             info = _flat_info(raw)
             if info["name"] == wanted:
                 consumers = await self._consumers(stream, group)
@@ -441,15 +439,8 @@ class RedisStreamBackend:
         delivered id; entries below the lowest floor of all groups are needed by nobody. A
         stream with no group is left alone. Returns the number of entries deleted.
         """
-        try:
-            groups = await self._execute("XINFO", "GROUPS", stream)
-        except rexc.ResponseError as exc:
-            if "no such key" in str(exc):
-                return 0
-            raise self._error(exc, "XINFO GROUPS", stream) from exc
-        except (rexc.RedisError, OSError) as exc:
-            raise self._error(exc, "XINFO GROUPS", stream) from exc
-        floors = [await self._group_floor(stream, _flat_info(raw)) for raw in groups]
+        groups = await self._xinfo("GROUPS", stream)
+        floors = [await self._group_floor(stream, _flat_info(raw)) for raw in groups or ()]
         if not floors:
             return 0
         floor = min(floors)
@@ -474,19 +465,11 @@ class RedisStreamBackend:
         the stream or the group does not exist. The floor is read before the oldest entry:
         entries delivered in between are newer than every tombstone already made.
         """
-        try:
-            groups = await self._execute("XINFO", "GROUPS", stream)
-        except rexc.ResponseError as exc:
-            if "no such key" in str(exc):
-                return None
-            raise self._error(exc, "XINFO GROUPS", stream) from exc
-        except (rexc.RedisError, OSError) as exc:
-            raise self._error(exc, "XINFO GROUPS", stream) from exc
-        infos = [_flat_info(raw) for raw in groups]
-        mine = [info for info in infos if _text(info["name"]) == group]
-        if not mine:
+        infos = (_flat_info(raw) for raw in await self._xinfo("GROUPS", stream) or ())
+        mine = next((info for info in infos if _text(info["name"]) == group), None)
+        if mine is None:
             return None
-        floor = await self._group_floor(stream, mine[0])
+        floor = await self._group_floor(stream, mine)
         try:
             oldest = await self._execute("XRANGE", stream, "-", "+", "COUNT", 1)
             seconds, micros = await self._execute("TIME")
