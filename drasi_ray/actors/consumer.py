@@ -20,7 +20,7 @@ import psutil
 import ray
 
 from drasi_ray.actors.names import COORDINATOR
-from drasi_ray.actors.runtime import tune_for_latency, was_restarted
+from drasi_ray.actors.runtime import tune_for_latency, tune_gc, was_restarted
 from drasi_ray.backoff import Backoff
 from drasi_ray.batch import EntryBatch
 from drasi_ray.config import PlatformSourceConfig
@@ -42,6 +42,7 @@ class ConsumerActor:
         namespace: str,
     ) -> None:
         tune_for_latency()
+        tune_gc()
         self._coordinator = ray.get_actor(COORDINATOR, namespace=namespace)
         self._source_id = source_id
         self._backend = backend_for(settings)

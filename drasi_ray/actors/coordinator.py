@@ -38,7 +38,7 @@ import ray
 
 from drasi_ray._construct import change_from_row
 from drasi_ray.actors import names
-from drasi_ray.actors.runtime import tune_for_latency, was_restarted
+from drasi_ray.actors.runtime import tune_for_latency, tune_gc, was_restarted
 from drasi_ray.analytics.records import change_record
 from drasi_ray.backoff import outlasting
 from drasi_ray.batch import DeltaBatch, ElementBatch, EntryBatch
@@ -218,6 +218,7 @@ class CoordinatorActor:
         analytics_actor: str | None = None,
     ) -> None:
         tune_for_latency()
+        tune_gc()
         self._namespace = namespace
         self._core = Coordinator(failpoints)
         self._analytics: Any = None

@@ -24,7 +24,7 @@ import orjson
 import ray
 
 from drasi_ray.actors.names import COORDINATOR
-from drasi_ray.actors.runtime import tune_for_latency, was_restarted
+from drasi_ray.actors.runtime import tune_for_latency, tune_gc, was_restarted
 from drasi_ray.changes import Element, ElementDelta
 from drasi_ray.config import DispatchMode, QueryConfig
 from drasi_ray.errors import StaleDeliveryError
@@ -190,6 +190,7 @@ class QueryActor:
         state_url: str | None,
     ) -> None:
         tune_for_latency()
+        tune_gc()
         self._runner = QueryRunner(config)
         self._reactions = ReactionSet(config.id, grouping_keys(self._runner.engine))
         self._metrics = QueryMetrics(config.id)
