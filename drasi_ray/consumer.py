@@ -12,14 +12,15 @@ decodes the next (``max_in_flight`` bounds the entries held unacked); after a pa
 waits instead, leaving new entries to idle peers (lower latency at low load). Read sizes adapt
 the same way: each full read doubles the next one (up to ``read_size_limit``), a partial read
 resets it to ``batch_size``. Dispatches stay
-one at a time, the next starting when the previous is applied and acked, so one consumer
-applies the stream in stream order; a failed batch stops the reading, and the prefetched batch
-is left pending to be re-read.
+one at a time, the next starting when the previous is applied, so one consumer applies the
+stream in stream order; the previous batch's ack overlaps the next dispatch (it must have
+succeeded before the dispatch after that). A failed batch or ack stops the reading, and the
+prefetched batch is left pending to be re-read (a re-read of an applied entry is a no-op).
 
 Claims: the batch being dispatched and the batch read ahead both have their claims renewed
-while they wait, and the reclaim timer runs only while new entries are read. So every entry
-this consumer holds is either renewed or being re-read by its own drain, never taken back by
-its own timer (which would apply it out of turn, and twice).
+while they wait, and the reclaim timer runs only while new entries are read and no ack is on
+its way. So every entry this consumer holds is either renewed, being acked or being re-read by
+its own drain, never taken back by its own timer (which would apply it out of turn, and twice).
 
 Malformed entries never reach the dispatch: they are written to the dead-letter stream with the
 decode error and their raw fields, and only then acked.
@@ -94,10 +95,20 @@ def backend_for(settings: PlatformSourceConfig) -> RedisStreamBackend:
 
 @dataclass(slots=True)
 class _Screened:
-    """A screened batch: every entry id (all are acked), the good entries to dispatch."""
+    """A screened batch: every entry id (all are acked), the good entries to dispatch, and
+    whether they are applied downstream (set before the ack is sent)."""
 
     ids: list[str]
     batch: EntryBatch | None
+    applied: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+@dataclass(frozen=True, slots=True)
+class _InHand:
+    """A batch of the read loop and the task dispatching and acking it."""
+
+    screened: _Screened
+    task: asyncio.Task[None]
 
 
 class InFlight:
@@ -150,9 +161,10 @@ class StreamConsumer:
         self._group = settings.consumer_group
         self._ready = asyncio.Event()
         # Own pending entries are all accounted for (dispatching, or prefetched and renewed)
-        # only while new entries are read; otherwise the reclaim timer would claim them back
-        # from ourselves and process them out of turn, twice.
+        # only while new entries are read and no ack is on its way; otherwise the reclaim
+        # timer would claim them back from ourselves and process them again (out of turn).
         self._reading_new = False
+        self._acking = 0
         self._stopping = False
         self._tasks: list[asyncio.Task[None]] = []
         self._batch_lock = asyncio.Lock()  # ONE dispatch at a time (read loop and reclaim)
@@ -264,8 +276,9 @@ class StreamConsumer:
 
     async def _read_new_forever(self) -> None:
         """Read and screen the next batch while the previous one is dispatched; dispatch it
-        once the previous is applied and acked. Raises the previous batch's failure."""
-        previous: asyncio.Task[None] | None = None
+        once the previous is applied and the one before is acked. Raises their failure."""
+        previous: _InHand | None = None  # dispatching (or applied and being acked)
+        acking: _InHand | None = None  # the one before: applied, its ack may be on its way
         while not self._stopping:
             wanted = self._read_size
             entries = await self._read_reserved(
@@ -276,19 +289,24 @@ class StreamConsumer:
             )
             self._adapt_read_size(len(entries) >= wanted)
             screened = await self._screen_batch(entries, first_delivery=True) if entries else None
-            if previous is not None and (screened is not None or previous.done()):
+            if previous is not None and (screened is not None or previous.task.done()):
                 async with self._renewing(screened.ids if screened else []):
-                    await self._after(previous, screened)
-                previous = None
+                    if acking is not None:
+                        await self._after(acking.task, screened)
+                    await self._applied(previous, screened)
+                acking, previous = previous, None
             if screened is not None:
-                previous = self._start(self._dispatch_and_ack(screened))
+                previous = _InHand(screened, self._start(self._dispatch_and_ack(screened)))
                 if len(entries) < wanted:
                     # The stream is drained: reading ahead would only hold new entries back
                     # from idle peers. Prefetch when there is a backlog (full batches).
-                    await self._after(previous, None)
-                    previous = None
-        if previous is not None:
-            await previous
+                    if acking is not None:
+                        await self._after(acking.task, None)
+                    await self._applied(previous, None)
+                    acking, previous = previous, None
+        for last in (acking, previous):
+            if last is not None:
+                await last.task
 
     def _adapt_read_size(self, full: bool) -> None:
         """Double the next read after a full one (a backlog: fewer, larger batches, less
@@ -308,6 +326,19 @@ class StreamConsumer:
             if held is not None:
                 await self._done_with(len(held.ids))
             raise
+
+    async def _applied(self, previous: _InHand, held: _Screened | None) -> None:
+        """:meth:`_after`, but return as soon as ``previous`` is applied: its ack may still be
+        on its way (the next dispatch need not wait a Redis round trip for it). A failure of
+        that ack surfaces at the next :meth:`_after` of the same batch."""
+        if not previous.screened.applied.is_set():
+            applied = asyncio.ensure_future(previous.screened.applied.wait())
+            try:
+                await asyncio.wait((previous.task, applied), return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                applied.cancel()
+        if not previous.screened.applied.is_set():
+            await self._after(previous.task, held)  # it ended before applying: raises
 
     async def _read_reserved(
         self, wanted: int, read: Callable[[int], Awaitable[list[StreamEntry]]]
@@ -354,7 +385,7 @@ class StreamConsumer:
         interval = self.settings.reclaim_interval_ms / 1000
         while not self._stopping:
             await asyncio.sleep(interval)
-            if not self._reading_new:
+            if not self._reading_new or self._acking:
                 continue
             try:
                 await self._reclaim_once()
@@ -429,7 +460,12 @@ class StreamConsumer:
                 async with self._batch_lock:
                     await self._dispatch_renewing(screened.ids, screened.batch)
                 self.stats.dispatched += len(screened.batch)
-            await self._ack(screened.ids)
+            screened.applied.set()
+            self._acking += 1
+            try:
+                await self._ack(screened.ids)
+            finally:
+                self._acking -= 1
         finally:
             await self._done_with(len(screened.ids))
 
