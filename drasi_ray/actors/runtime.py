@@ -55,9 +55,11 @@ def tune_gc() -> None:
       coordinator actors freeze once more after loading their graph.
     - Decoding or applying a batch allocates ~15 containers per event, which live until the
       batch is handed on. With the default threshold of 700 a young collection runs every
-      ~50 events and walks the batch built so far again and again; at 10,000 most of a
+      ~50 events; the batch's objects survive it and are walked again by the older
+      generations' collections. At 10,000 there are 15x fewer collections, and more of a
       batch's objects are freed (by reference counting) before any collection sees them.
-      One consumer actor ingested 31k -> 37-45k events/s with this (bench.ingest (c)).
+      One consumer actor ingested 13-15% more with this (medians of alternating runs of
+      bench.ingest (c), bench/RESULTS.md "Sixth session").
 
     Cyclic garbage is still collected, only in fewer passes.
     """
