@@ -9,13 +9,13 @@ no-op thanks to the versioned store.
 
 Prefetch: while the coordinator applies a full batch (a backlog), the consumer reads and
 decodes the next (``max_in_flight`` bounds the entries held unacked); after a partial batch it
-waits instead, leaving new entries to idle peers (lower latency at low load). Read sizes adapt
-the same way: each full read doubles the next one (up to ``read_size_limit``), a partial read
-resets it to ``batch_size``. Dispatches stay
-one at a time, the next starting when the previous is applied, so one consumer applies the
-stream in stream order; the previous batch's ack overlaps the next dispatch (it must have
-succeeded before the dispatch after that). A failed batch or ack stops the reading, and the
-prefetched batch is left pending to be re-read (a re-read of an applied entry is a no-op).
+waits until that batch is applied, leaving new entries to idle peers (lower latency at low
+load). Read sizes adapt the same way: each full read doubles the next one (up to
+``read_size_limit``), a partial read resets it to ``batch_size``. Dispatches stay one at a
+time, the next starting when the previous is applied, so one consumer applies the stream in
+stream order; the previous batch's ack overlaps the next dispatch (it must have succeeded
+before the dispatch after that). A failed batch or ack stops the reading, and the prefetched
+batch is left pending to be re-read (a re-read of an applied entry is a no-op).
 
 Claims: the batch being dispatched and the batch read ahead both have their claims renewed
 while they wait, and the reclaim timer runs only while new entries are read and no ack is on
