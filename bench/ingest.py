@@ -18,6 +18,11 @@ All sections read the same stream contents (the seeded sensor workload of
     released to already-running actors; ``live``: the app is running, the clock starts at the
     first publish and stops when ``wait_until_idle`` returns (publishing competes for the CPUs).
 
+(p) **paired**: (a) and (c) run alternately, ``--pairs`` times, and each pair's ratio is
+    reported with their median. The machine's speed drifts by tens of percent within minutes
+    (the peer alone ran at 53k-104k events/s on one day), so the ratio of two runs taken far
+    apart says more about the drift than about the consumer; a pair is taken back to back.
+
 (m) **per-event CPU costs** in this process, no Ray or Redis: orjson alone, ``decode_rows`` into
     the consumer's ``EntryBatch``, ``decode_entry``, and Ray's pickling of a decoded batch (the
     ``EntryBatch`` of rows the consumer sends, one of built changes, and a plain
@@ -376,6 +381,7 @@ class Options:
     pipeline_events: int
     repeat: int
     sections: str
+    pairs: int
     profile: bool
     profile_dir: Path | None
     record: bool
@@ -389,7 +395,8 @@ def parse_args(argv: Sequence[str] | None) -> Options:
         "--pipeline-events", type=int, default=50_000, help="events for (d): ~3-6k/s here"
     )
     parser.add_argument("--repeat", type=int, default=1, help="runs per section (median shown)")
-    parser.add_argument("--sections", default="mabcd", help="which of m, a, b, c, d to run")
+    parser.add_argument("--sections", default="mabcdp", help="which of m, a, b, c, d, p to run")
+    parser.add_argument("--pairs", type=int, default=3, help="alternating (a), (c) pairs for (p)")
     parser.add_argument("--profile", action="store_true", help="py-spy profile of (c) too")
     parser.add_argument("--profile-dir", type=Path, help="keep py-spy's collapsed stacks here")
     parser.add_argument("--no-record", action="store_true", help="do not append to RESULTS.md")
@@ -400,6 +407,7 @@ def parse_args(argv: Sequence[str] | None) -> Options:
         args.pipeline_events,
         args.repeat,
         args.sections,
+        args.pairs,
         args.profile or args.profile_dir is not None,
         args.profile_dir,
         not args.no_record,
@@ -454,6 +462,28 @@ def run_sections(url: str, options: Options) -> list[Section]:
             print(f"{key}: {label}", flush=True)
             sections.append(measure(Section(key, label, events), run, options.repeat))
     return sections
+
+
+def paired_runs(url: str, payloads: Sequence[bytes], pairs: int) -> list[tuple[float, float]]:
+    """(p): ``pairs`` times (a) then (c) back to back; their events/s, pair by pair."""
+    rates = []
+    for number in range(1, pairs + 1):
+        peer = len(payloads) / time_loop(url, payloads, peer_batch_loop, "a")
+        ours = len(payloads) / time_consumer(url, payloads)[0]
+        print(f"  p{number}: (a) {peer:,.0f}, (c) {ours:,.0f} events/s: {ours / peer:.2f}x")
+        rates.append((peer, ours))
+    return rates
+
+
+def paired_table(rates: Sequence[tuple[float, float]]) -> list[str]:
+    """One row per pair and the median of the pairs' ratios."""
+    rows = [
+        (f"p{number}", f"{peer:,.0f}", f"{ours:,.0f}", f"{ours / peer:.2f}x")
+        for number, (peer, ours) in enumerate(rates, 1)
+    ]
+    median = statistics.median(ours / peer for peer, ours in rates)
+    headers = ("(p) pair", "(a) peer events/s", "(c) one consumer actor events/s", "(c) / (a)")
+    return [*format_table(headers, rows), "", f"(p) median of the pairs' ratios: {median:.2f}x"]
 
 
 def results_table(sections: Sequence[Section]) -> list[str]:
@@ -555,7 +585,8 @@ NOTES = [
     "and block on an empty group; the clock runs from releasing the backlog (XGROUP SETID 0 + one",
     "XADD) until every entry is acked. d-live: app running, clock from the first publish to",
     "`wait_until_idle`. events/s = median of the runs; `load 1m` = load average before->after",
-    "each run (2 cores: above ~2, other processes competed for the CPUs).",
+    "each run (2 cores: above ~2, other processes competed for the CPUs). (p): (a) and (c) run",
+    "alternately, back to back, so each pair's ratio sees the same machine speed.",
 ]
 
 
@@ -569,6 +600,12 @@ def main(argv: list[str] | None = None) -> int:
         sections = run_sections(server.url, options)
         table = results_table(sections) if sections else []
         print_lines(["", *table])
+        paired: list[str] = []
+        if "p" in options.sections and options.pairs > 0:
+            print(f"p: {options.pairs} alternating pairs of (a) and (c)", flush=True)
+            payloads = sensor_payloads(options.events)
+            paired = paired_table(paired_runs(server.url, payloads, options.pairs))
+            print_lines(["", *paired])
         profile_lines: list[str] = []
         if options.profile and profiling.available():
             print("profiling (c) with py-spy ...", flush=True)
@@ -577,7 +614,7 @@ def main(argv: list[str] | None = None) -> int:
             )
             print_lines(["", *profile_lines])
     if options.record:
-        record("ingest", [*NOTES, "", *table, "", *micro, "", *profile_lines], command)
+        record("ingest", [*NOTES, "", *table, "", *paired, "", *micro, "", *profile_lines], command)
     return 0
 
 
