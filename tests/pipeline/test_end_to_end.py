@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import shutil
 import subprocess
 import time
@@ -12,9 +13,13 @@ from typing import Any
 
 import orjson
 import pytest
+import ray
 import redis
 
 from drasi_ray import DrasiRay, PlatformSource, Query
+from drasi_ray.actors import names
+from drasi_ray.actors.names import COORDINATOR
+from drasi_ray.actors.runtime import GC_YOUNG_THRESHOLD
 from drasi_ray.changes import Op, node
 from drasi_ray.decode import change_event, encode_cloud_event
 from drasi_ray.redis_server import EmbeddedRedis, find_redis_server
@@ -124,6 +129,25 @@ def test_seed_batch_payload_applies_every_event(
     _redis_cli(redis_server, "XADD", "sensor-changes", "*", "data", SEED_BATCH)
     app.wait_until_idle(30)
     assert sorted(row["temperature"] for row in app.results("hot")) == [72.0, 75.5]
+
+
+def _gc_settings(actor: Any) -> tuple[int, int]:
+    """The actor process's young-generation threshold and frozen object count."""
+    settings: tuple[int, int] = ray.get(
+        actor.__ray_call__.remote(lambda _self: (gc.get_threshold()[0], gc.get_freeze_count()))
+    )
+    return settings
+
+
+def test_pipeline_actors_keep_the_garbage_collector_off_the_batch_path(
+    running: tuple[DrasiRay, str],
+) -> None:
+    """tune_gc in every pipeline actor: the start-up heap frozen, young threshold 10,000."""
+    app, _ = running
+    for name in (COORDINATOR, names.consumer_actor("sensors", 0), names.query_actor("hot")):
+        threshold, frozen = _gc_settings(ray.get_actor(name, namespace=app.namespace))
+        assert threshold == GC_YOUNG_THRESHOLD, name
+        assert frozen > 10_000, name  # Ray's and drasi_ray's modules, at least
 
 
 def test_update_delete_and_filter_crossing(running: tuple[DrasiRay, str]) -> None:
