@@ -189,10 +189,16 @@ class StreamConsumer:
             loop.create_task(self._consume_loop(), name=f"consume:{self.name}"),
             loop.create_task(self._reclaim_loop(), name=f"reclaim:{self.name}"),
         ]
-        if self.settings.trim_acked:
-            self._tasks.append(loop.create_task(self._trim_loop(), name=f"trim:{self.name}"))
-        if self._forget_tombstones is not None and self.settings.tombstone_ttl_ms is not None:
-            sweep = self._sweep_loop(self._forget_tombstones, self.settings.tombstone_ttl_ms)
+        settings, forget = self.settings, self._forget_tombstones
+        if settings.trim_acked:
+            trim = self._housekeeping("retention trim", settings.trim_interval_ms, self._trim_once)
+            self._tasks.append(loop.create_task(trim, name=f"trim:{self.name}"))
+        if forget is not None and (ttl_ms := settings.tombstone_ttl_ms) is not None:
+            sweep = self._housekeeping(
+                "tombstone sweep",
+                settings.tombstone_sweep_ms,
+                lambda: self._sweep_once(forget, ttl_ms),
+            )
             self._tasks.append(loop.create_task(sweep, name=f"sweep:{self.name}"))
 
     async def wait_ready(self) -> None:
@@ -353,33 +359,32 @@ class StreamConsumer:
         await self._in_flight.release(granted - len(entries))
         return entries
 
-    async def _trim_loop(self) -> None:
-        """Opt-in retention: every consumer trims (XTRIM MINID is idempotent and cheap)."""
-        interval = self.settings.trim_interval_ms / 1000
+    async def _housekeeping(
+        self, what: str, interval_ms: int, work: Callable[[], Awaitable[None]]
+    ) -> None:
+        """Run ``work`` every ``interval_ms``; a failure is noted and the next period tries
+        again (consuming goes on)."""
         while not self._stopping:
-            await asyncio.sleep(interval)
+            await asyncio.sleep(interval_ms / 1000)
             try:
-                self.stats.trimmed += await self._backend.trim_acked(self._stream)
+                await work()
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
-                self._note_side_error("retention trim", exc)
+                self._note_side_error(what, exc)
 
-    async def _sweep_loop(self, forget: ForgetTombstones, ttl_ms: int) -> None:
-        """Tell the store which tombstones can go (idempotent: every consumer sweeps)."""
-        interval = self.settings.tombstone_sweep_ms / 1000
-        while not self._stopping:
-            await asyncio.sleep(interval)
-            if not self._ready.is_set():
-                continue
-            try:
-                bound = await self._backend.tombstone_bound(self._stream, self._group, ttl_ms)
-                if bound is not None:
-                    self.stats.tombstones_forgotten += await forget(bound)
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                self._note_side_error("tombstone sweep", exc)
+    async def _trim_once(self) -> None:
+        """Opt-in retention: every consumer trims (XTRIM MINID is idempotent and cheap)."""
+        self.stats.trimmed += await self._backend.trim_acked(self._stream)
+
+    async def _sweep_once(self, forget: ForgetTombstones, ttl_ms: int) -> None:
+        """Tell the store which tombstones can go (idempotent: every consumer sweeps), once
+        the group is ready."""
+        if not self._ready.is_set():
+            return
+        bound = await self._backend.tombstone_bound(self._stream, self._group, ttl_ms)
+        if bound is not None:
+            self.stats.tombstones_forgotten += await forget(bound)
 
     async def _reclaim_loop(self) -> None:
         interval = self.settings.reclaim_interval_ms / 1000

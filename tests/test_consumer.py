@@ -30,6 +30,19 @@ def _event(element_id: str, value: int) -> bytes:
     return encode_cloud_event([change_event(Op.UPDATE, element, 1_000_000)])
 
 
+def _publish(url: str, count: int) -> redis.Redis:
+    """XADD ``count`` updates of elements ``e0``, ``e1``, ...; the client, for checks."""
+    client = redis.Redis.from_url(url)
+    for i in range(count):
+        client.xadd(STREAM, {"data": _event(f"e{i}", i)})
+    return client
+
+
+def _ids(entries: list[DecodedEntry]) -> list[str]:
+    """The element id of each entry's first change."""
+    return [entry.changes[0].element.id for entry in entries]
+
+
 def _settings(url: str, **overrides: Any) -> PlatformSourceConfig:
     values: dict[str, Any] = {
         "redis_url": url,
@@ -81,9 +94,7 @@ def _run(
 
 
 def test_decodes_dispatches_in_batches_and_acks(redis_url: str) -> None:
-    client = redis.Redis.from_url(redis_url)
-    for i in range(25):
-        client.xadd(STREAM, {"data": _event(f"e{i}", i)})
+    client = _publish(redis_url, 25)
 
     async def body(consumer: StreamConsumer, batches: list[list[DecodedEntry]]) -> None:
         await _until(lambda: consumer.stats.acked == 25)
@@ -96,9 +107,7 @@ def test_decodes_dispatches_in_batches_and_acks(redis_url: str) -> None:
 
 
 def test_reads_grow_with_a_backlog_and_shrink_when_drained(redis_url: str) -> None:
-    client = redis.Redis.from_url(redis_url)
-    for i in range(150):
-        client.xadd(STREAM, {"data": _event(f"e{i}", i)})
+    client = _publish(redis_url, 150)
 
     async def body(consumer: StreamConsumer, batches: list[list[DecodedEntry]]) -> None:
         await _until(lambda: consumer.stats.acked == 150)
@@ -155,9 +164,7 @@ def test_failed_dispatch_is_not_acked_and_is_redelivered(redis_url: str) -> None
 def test_next_batch_is_read_during_a_dispatch_and_a_failure_keeps_stream_order(
     redis_url: str,
 ) -> None:
-    client = redis.Redis.from_url(redis_url)
-    for i in range(45):
-        client.xadd(STREAM, {"data": _event(f"e{i}", i)})
+    client = _publish(redis_url, 45)
     applied: list[str] = []
     running = {"now": 0, "most": 0}
 
@@ -177,7 +184,7 @@ def test_next_batch_is_read_during_a_dispatch_and_a_failure_keeps_stream_order(
                 # Re-reading the 20 given-up entries singly takes longer than claim_idle_ms:
                 # the reclaim timer must leave them to the drain, not apply them twice.
                 await asyncio.sleep(0.03)
-                applied.extend(entry.changes[0].element.id for entry in entries)
+                applied.extend(_ids(entries))
             finally:
                 running["now"] -= 1
             return None
@@ -204,9 +211,7 @@ def test_next_batch_is_read_during_a_dispatch_and_a_failure_keeps_stream_order(
 def test_batch_prefetched_during_a_slow_dispatch_is_not_reclaimed(redis_url: str) -> None:
     """The batch read ahead waits for a dispatch slower than claim_idle_ms: its claim is
     renewed, so neither our reclaim timer nor a peer's takes it and it is applied once."""
-    client = redis.Redis.from_url(redis_url)
-    for i in range(30):
-        client.xadd(STREAM, {"data": _event(f"e{i}", i)})
+    client = _publish(redis_url, 30)
     applied: list[str] = []
     peer_applied: list[str] = []
 
@@ -217,11 +222,11 @@ def test_batch_prefetched_during_a_slow_dispatch_is_not_reclaimed(redis_url: str
             nonlocal calls
             calls += 1
             await asyncio.sleep(1.6 if calls == 1 else 0.001)  # 4 x claim_idle_ms
-            applied.extend(entry.changes[0].element.id for entry in entries)
+            applied.extend(_ids(entries))
             return None
 
         async def peer_dispatch(entries: list[DecodedEntry]) -> object:
-            peer_applied.extend(entry.changes[0].element.id for entry in entries)
+            peer_applied.extend(_ids(entries))
             return None
 
         settings = _settings(redis_url, max_in_flight=20, claim_idle_ms=400)
@@ -279,16 +284,14 @@ class _SlowAcks(RedisStreamBackend):
 def _slow_ack_run(url: str, fail: bool) -> tuple[list[str], list[str], StreamConsumer]:
     """30 entries, batches of 10; the first ack takes 0.3 s, longer than claim_idle_ms (and
     fails, with ``fail``). The reclaim timer must not take back the entries being acked."""
-    client = redis.Redis.from_url(url)
-    for i in range(30):
-        client.xadd(STREAM, {"data": _event(f"e{i}", i)})
+    client = _publish(url, 30)
     log: list[str] = []
     applied: list[str] = []
 
     async def main() -> StreamConsumer:
         async def dispatch(entries: list[DecodedEntry]) -> object:
             log.append(f"dispatch {entries[0].changes[0].element.id}")
-            applied.extend(entry.changes[0].element.id for entry in entries)
+            applied.extend(_ids(entries))
             return None
 
         backend = _SlowAcks.from_url(url)
@@ -348,10 +351,8 @@ def test_missing_group_is_recreated(redis_url: str) -> None:
 
 
 def test_dead_peers_pending_entries_are_reclaimed(redis_url: str) -> None:
-    client = redis.Redis.from_url(redis_url)
-    client.xgroup_create(STREAM, "drasi-core", id="0", mkstream=True)
-    for i in range(15):
-        client.xadd(STREAM, {"data": _event(f"e{i}", i)})
+    client = _publish(redis_url, 15)
+    client.xgroup_create(STREAM, "drasi-core", id="0")
     # A peer reads everything and dies before acking.
     client.xreadgroup("drasi-core", "src-9", {STREAM: ">"}, count=100)
 

@@ -418,19 +418,23 @@ class RedisStreamBackend:
 
         ``GroupMissingError`` if the stream or the group does not exist.
         """
-        missing = GroupMissingError(
-            f"XINFO GROUPS on {self._target}: no group {group!r} on stream {stream!r}",
-            stream,
-            group,
-        )
-        groups = await self._xinfo("GROUPS", stream, group)
+        info = await self._group_info(stream, group)
+        if info is None:
+            raise GroupMissingError(
+                f"XINFO GROUPS on {self._target}: no group {group!r} on stream {stream!r}",
+                stream,
+                group,
+            )
+        return _progress(group, info, await self._consumers(stream, group))
+
+    async def _group_info(self, stream: str, group: str) -> dict[str, Any] | None:
+        """``group``'s ``XINFO GROUPS`` record, or None if the stream or the group is missing."""
         wanted = group.encode()
-        for raw in groups or ():
+        for raw in await self._xinfo("GROUPS", stream, group) or ():
             info = _flat_info(raw)
             if info["name"] == wanted:
-                consumers = await self._consumers(stream, group)
-                return _progress(group, info, consumers)
-        raise missing
+                return info
+        return None
 
     async def trim_acked(self, stream: str) -> int:
         """Delete the entries every group of ``stream`` has acked (``XTRIM MINID``).
@@ -465,8 +469,7 @@ class RedisStreamBackend:
         the stream or the group does not exist. The floor is read before the oldest entry:
         entries delivered in between are newer than every tombstone already made.
         """
-        infos = (_flat_info(raw) for raw in await self._xinfo("GROUPS", stream) or ())
-        mine = next((info for info in infos if _text(info["name"]) == group), None)
+        mine = await self._group_info(stream, group)
         if mine is None:
             return None
         floor = await self._group_floor(stream, mine)
