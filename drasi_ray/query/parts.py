@@ -256,6 +256,10 @@ class _Contribution:
 
 @dataclass(slots=True)
 class _Group:
+    """One group's accumulators. ``values`` and ``row`` come from the latest row added to it:
+    a group of a graph element is keyed by the element's id, so when the element's properties
+    change the group stays and its grouping value must show the element as it is now."""
+
     values: tuple[Any, ...]
     accumulators: list[Accumulator]
     row: Row
@@ -420,6 +424,7 @@ class AggregatingPart:
                 accumulator.add(change.new_key, value)
             group.rows += 1
             group.row = after.row
+            group.values = after.values
         if change.new_key is not None and after is not ABSENT:
             self._state[change.new_key] = after
 
