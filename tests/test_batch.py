@@ -93,3 +93,51 @@ def test_rebuilt_properties_stay_immutable() -> None:
     except TypeError:
         return
     raise AssertionError("properties of a rebuilt element must refuse mutation")
+
+
+def _reducer(batch: EntryBatch) -> str:
+    return str(batch.__reduce__()[0].__name__)
+
+
+def test_a_consumer_batch_travels_as_messagepack_and_keeps_every_value_type() -> None:
+    properties = {
+        "i": 1, "f": 1.0, "z": -0.0, "b": True, "n": None, "s": "Zürich ✓", "lo": -(2**63),
+        "hi": 2**63 - 1, "l": [1, 1.0, False, None, "x", [2], {"k": [3.5]}], "m": {"a": {}},
+    }  # fmt: skip
+    changes = [
+        change_event(Op.INSERT, node("n1", ["A", "B"], properties), 18_446_744_073_709_551_615),
+        change_event(Op.DELETE, relation("r1", ["R"], "n1", "n2", {}), 3),
+    ]
+    entries = {
+        "7-18446744073709551615": {b"data": encode_cloud_event(changes)},
+        "8-0": {b"data": encode_cloud_event([subscription_event(Op.INSERT, "q", "n", ["A"])])},
+    }
+    builder = EntryBatchBuilder()
+    for entry_id, fields in entries.items():
+        builder.add(entry_id, *decode_rows(entry_id, fields))
+    batch = builder.build()
+    assert _reducer(batch) == "_of_packed"
+    back = pickle.loads(ray.cloudpickle.dumps(batch))
+    # repr tells 1 from 1.0 from True, -0.0 from 0.0 and a tuple from a list, at any depth
+    assert repr(list(back.entry_rows())) == repr(list(batch.entry_rows()))
+    assert list(back) == [decode_entry(entry_id, fields) for entry_id, fields in entries.items()]
+    assert _reducer(back) == "_of_packed"  # a batch passed on travels the same way
+
+
+def test_a_value_messagepack_cannot_carry_falls_back_to_pickled_columns() -> None:
+    # Defensive: the decoder refuses such strings, but a batch must never fail to pickle.
+    event = change_event(Op.INSERT, node("n1", ["A"], {"x": 1}), 5)
+    _, (row,) = decode_rows("5-0", {b"data": encode_cloud_event([event])})
+    odd = (*row[:4], {"s": "\ud800"}, *row[5:])  # a lone surrogate: no UTF-8 for it
+    builder = EntryBatchBuilder()
+    builder.add("5-0", (), [odd])
+    batch = builder.build()
+    assert _reducer(batch) == "_of_columns"
+    assert repr(list(pickle.loads(pickle.dumps(batch)).entry_rows())) == repr(
+        list(batch.entry_rows())
+    )
+
+
+def test_batches_of_built_entries_stay_pickled_as_columns() -> None:
+    # their property values may be any Python value (a tuple must stay a tuple)
+    assert _reducer(EntryBatch(_entries())) == "_of_columns"
