@@ -6,6 +6,7 @@ import pickle
 
 import ray.cloudpickle
 
+from drasi_ray.actors.coordinator import Coordinator
 from drasi_ray.batch import DeltaBatch, ElementBatch, EntryBatch, EntryBatchBuilder
 from drasi_ray.changes import (
     DecodedEntry,
@@ -141,3 +142,43 @@ def test_a_value_messagepack_cannot_carry_falls_back_to_pickled_columns() -> Non
 def test_batches_of_built_entries_stay_pickled_as_columns() -> None:
     # their property values may be any Python value (a tuple must stay a tuple)
     assert _reducer(EntryBatch(_entries())) == "_of_columns"
+
+
+def _delta_rows(batch: DeltaBatch) -> str:
+    return repr([(d.before, d.after, d.version, d.source_time_ms) for d in batch])
+
+
+def test_deltas_of_json_values_travel_as_messagepack_and_keep_every_value_type() -> None:
+    properties = {"i": 1, "f": 1.0, "b": False, "n": None, "l": [1, 2.0, {"k": True}]}
+    inserted = node("n1", ["A"], properties)
+    related = relation("r1", ["R"], "n1", "n2", {"w": -0.0})
+    deltas = [
+        ElementDelta(None, inserted, (1, 18_446_744_073_709_551_615, 0), 0),
+        ElementDelta(inserted, None, (2, 0, 1), 7),
+        ElementDelta(None, related, (3, 0, 0), 9),
+    ]
+    packed = DeltaBatch(deltas, json_values=True)
+    assert packed.__reduce__()[0].__name__ == "_rebuild_packed_deltas"
+    back = pickle.loads(ray.cloudpickle.dumps(packed))
+    # repr tells 1 from 1.0 from False and -0.0 from 0.0, at any depth
+    assert _delta_rows(back) == _delta_rows(pickle.loads(pickle.dumps(DeltaBatch(deltas))))
+
+
+def test_deltas_of_any_values_stay_pickled() -> None:
+    deltas = [ElementDelta(None, node("n1", ["A"], {"t": (1, 2)}), (1, 0, 0), 0)]
+    assert DeltaBatch(deltas).__reduce__()[0].__name__ == "_rebuild_deltas"
+    back = pickle.loads(pickle.dumps(DeltaBatch(deltas)))
+    assert back[0].after is not None and back[0].after.properties["t"] == (1, 2)
+
+
+def test_the_coordinator_sends_messagepack_deltas_until_it_applies_built_entries() -> None:
+    coordinator = Coordinator()
+    event = change_event(Op.INSERT, node("n1", ["A"], {"x": 1}), 5)
+    builder = EntryBatchBuilder()
+    builder.add("1-0", *decode_rows("1-0", {b"data": encode_cloud_event([event])}))
+    coordinator.apply_entries("s", builder.build())
+    assert coordinator.json_values
+    coordinator.apply_entries("s", _entries()[:1])  # built objects: any Python values
+    assert not coordinator.json_values
+    coordinator.apply_entries("s", builder.build())
+    assert not coordinator.json_values  # for good: the store may hold such values now

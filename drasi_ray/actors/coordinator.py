@@ -136,6 +136,10 @@ class Coordinator:
         self._failpoints = failpoints
         # (entry id, change, delta) of each applied change, for the change log; None: not kept.
         self.applied: list[tuple[str, ElementChange, ElementDelta]] | None = None
+        # Every property value in the stores is a JSON value (they come from decoded JSON and
+        # from the orjson state), so deltas may travel as MessagePack; False for good once a
+        # batch of built entries (any Python values) was applied.
+        self.json_values = True
 
     def store(self, source_id: str) -> ElementStore:
         store = self.stores.get(source_id)
@@ -151,6 +155,7 @@ class Coordinator:
         routed: dict[str, list[ElementDelta]] = defaultdict(list)
         report = BatchReport()
         batch = entries if isinstance(entries, EntryBatch) else EntryBatch(entries)
+        self.json_values = self.json_values and batch.json_values
         for entry_id, controls, rows in batch.entry_rows():
             for control in controls:
                 report.controls += 1
@@ -342,7 +347,7 @@ class CoordinatorActor:
                 link.track(
                     query_id,
                     link.handle.deliver.remote(
-                        link.epoch, link.take_delivery(), DeltaBatch(deltas)
+                        link.epoch, link.take_delivery(), DeltaBatch(deltas, self._core.json_values)
                     ),
                 )
                 links.append(link)
