@@ -182,3 +182,22 @@ def test_the_coordinator_sends_messagepack_deltas_until_it_applies_built_entries
     assert not coordinator.json_values
     coordinator.apply_entries("s", builder.build())
     assert not coordinator.json_values  # for good: the store may hold such values now
+
+
+def test_a_large_batch_travels_compressed_below_rays_inline_argument_size() -> None:
+    builder = EntryBatchBuilder()
+    for i in range(1500):  # ~240 KB of rows: above Ray's 100 KB inline limit uncompressed
+        properties = {"id": f"sensor-{i}", "temperature": 20.0 + i / 7, "humidity": 41.5}
+        event = change_event(Op.UPDATE, node(f"sensor-{i}", ["Sensor"], properties), 5 + i)
+        builder.add(f"{i}-0", *decode_rows(f"{i}-0", {b"data": encode_cloud_event([event])}))
+    batch = builder.build()
+    _, (blob, compressed, controls) = batch.__reduce__()
+    assert compressed and controls is None and len(blob) < 100_000
+    wire = ray.cloudpickle.dumps(batch)
+    assert len(wire) < 100_000
+    assert repr(list(pickle.loads(wire).entry_rows())) == repr(list(batch.entry_rows()))
+    changes = [change for entry in pickle.loads(wire) for change in entry.changes]
+    deltas = DeltaBatch([ElementDelta(None, c.element, c.version, 0) for c in changes], True)
+    _, (_, compressed) = deltas.__reduce__()
+    back = pickle.loads(ray.cloudpickle.dumps(deltas))
+    assert compressed and _delta_rows(back) == _delta_rows(deltas)
