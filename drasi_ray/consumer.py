@@ -45,7 +45,7 @@ from drasi_ray.config import PlatformSourceConfig
 from drasi_ray.decode import decode_rows
 from drasi_ray.errors import DecodeError, GroupMissingError, StreamError
 from drasi_ray.streams.backend import RedisStreamBackend
-from drasi_ray.streams.records import DeadLetter, Fields, StreamEntry
+from drasi_ray.streams.records import DeadLetter, StreamEntry
 
 logger = logging.getLogger("drasi_ray.consumer")
 
@@ -489,37 +489,40 @@ class StreamConsumer:
         self, entries: Sequence[StreamEntry], counts: dict[str, int]
     ) -> tuple[EntryBatchBuilder, list[DeadLetter]]:
         decoded = EntryBatchBuilder()
+        add = decoded.add  # per-entry hot loop: names bound once
         dead: list[DeadLetter] = []
         limit = self.settings.max_deliveries
+        max_bytes = self.settings.max_payload_bytes
         for entry in entries:
-            if entry.fields is None:
+            entry_id, fields = entry.id, entry.fields
+            if fields is None:
                 self.stats.deleted_acked += 1
                 continue
-            deliveries = counts.get(entry.id, 1)
-            reason = self._refusal(entry.fields, deliveries, limit)
-            if reason is None:
+            deliveries = counts.get(entry_id, 1) if counts else 1
+            size = sum(map(len, fields.values()))  # values dominate; names are a few bytes
+            if deliveries > limit or size > max_bytes:
+                reason = self._refusal(size, deliveries, limit)
+            else:
                 try:
-                    decoded.add(entry.id, *decode_rows(entry.id, entry.fields))
+                    add(entry_id, *decode_rows(entry_id, fields))
                     continue
                 except DecodeError as exc:
                     reason = exc.reason
-            logger.warning("consumer %s: dead-lettering entry %s: %s", self.name, entry.id, reason)
+            logger.warning("consumer %s: dead-lettering entry %s: %s", self.name, entry_id, reason)
             dead.append(self._dead_letter(entry, reason, deliveries))
         return decoded, dead
 
-    def _refusal(self, fields: Fields, deliveries: int, limit: int) -> str | None:
+    def _refusal(self, size: int, deliveries: int, limit: int) -> str:
+        """Why an entry is dead-lettered unparsed: delivered too often, or too large."""
         if deliveries > limit:
             return (
                 f"delivered {deliveries} times, more than max_deliveries ({limit}): "
                 "processing it failed every time"
             )
-        size = sum(map(len, fields.values()))  # values dominate; names are a few bytes
-        if size > self.settings.max_payload_bytes:
-            return (
-                f"entry of {size} bytes exceeds max_payload_bytes "
-                f"({self.settings.max_payload_bytes}); not parsed"
-            )
-        return None
+        return (
+            f"entry of {size} bytes exceeds max_payload_bytes "
+            f"({self.settings.max_payload_bytes}); not parsed"
+        )
 
     async def _dispatch_renewing(self, ids: list[str], batch: EntryBatch) -> None:
         """Dispatch, renewing our claim on ``ids`` while it runs so peers do not steal them.
