@@ -345,8 +345,11 @@ def _date_fields(value: dt.date) -> dict[str, Callable[[], Any]]:
         "ordinalday": lambda: value.timetuple().tm_yday,
         "dayofweek": lambda: iso.weekday,
         "weekday": lambda: iso.weekday,
+        # By ordinals: ``value`` may be a datetime, which cannot be subtracted from a date.
         "dayofquarter": lambda: (
-            (value - dt.date(value.year, ((value.month - 1) // 3) * 3 + 1, 1)).days + 1
+            value.toordinal()
+            - dt.date(value.year, ((value.month - 1) // 3) * 3 + 1, 1).toordinal()
+            + 1
         ),
     }
 

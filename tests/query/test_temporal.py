@@ -146,6 +146,8 @@ def test_construction_errors(text: str, message: str | None) -> None:
         ("date('2024-01-21').dayOfWeek", 7),
         ("date('2024-02-01').ordinalDay", 32),
         ("date('2024-05-15').dayOfQuarter", 45),
+        ("datetime('2024-05-15T23:30:00Z').dayOfQuarter", 45),
+        ("localdatetime('2024-03-31T10:00').dayOfQuarter", 91),
         ("datetime('2024-01-15T10:30:45.123Z').hour", 10),
         ("datetime('2024-01-15T10:30:45.123Z').minute", 30),
         ("datetime('2024-01-15T10:30:45.123Z').second", 45),
