@@ -20,7 +20,7 @@ import random
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from decimal import ROUND_HALF_UP, Decimal
+from decimal import ROUND_HALF_UP, Context, Decimal
 from typing import Any
 
 from drasi_ray.changes import Element
@@ -199,6 +199,10 @@ def floor(value: Any) -> float | None:
     return None if value is None else float(math.floor(_number("floor", value)))
 
 
+_ROUND_PLACES_LIMIT = 400
+"""``round(x, p)`` with ``p < -400`` rounds to a power of ten above every finite float."""
+
+
 def round_number(value: Any, precision: Any = 0) -> float | None:
     """Round half away from zero (``round(2.5)`` = 3.0, ``round(-2.5)`` = -3.0); Float."""
     if value is None or precision is None:
@@ -206,8 +210,16 @@ def round_number(value: Any, precision: Any = 0) -> float | None:
     number, places = _number("round", value), _integer("round", precision)
     if isinstance(number, float) and not math.isfinite(number):
         return number
-    quantum = Decimal(1).scaleb(-places)
-    return float(Decimal(str(number)).quantize(quantum, rounding=ROUND_HALF_UP))
+    exact = Decimal(str(number))
+    exponent = exact.as_tuple().exponent
+    assert isinstance(exponent, int)  # finite
+    if exponent >= -places:
+        return float(number)  # no digit below the requested place: nothing to round
+    # Here the result has no more digits than ``exact`` (one more for a carry is room to
+    # spare); a place beyond any float's magnitude rounds everything to 0.
+    quantum = Decimal(1).scaleb(-max(places, -_ROUND_PLACES_LIMIT))
+    context = Context(prec=len(exact.as_tuple().digits) + 1)
+    return float(exact.quantize(quantum, rounding=ROUND_HALF_UP, context=context))
 
 
 def sign(value: Any) -> int | None:
