@@ -492,11 +492,14 @@ class _Search:
         index = self._index
         node_id = self._ids[step.source]
         assert node_id is not None
+        both = len(step.walks) == 2
         for use_outgoing in step.walks:
             relations = index.outgoing(node_id) if use_outgoing else index.incoming(node_id)
             for relation_id in relations:
                 relation = index.element(relation_id)
                 assert relation is not None and relation.start_id and relation.end_id
+                if both and not use_outgoing and relation.start_id == relation.end_id:
+                    continue  # a self-loop matches an undirected edge once (as _orientations)
                 other = relation.end_id if use_outgoing else relation.start_id
                 undo: list[int] = []
                 if self._bind_relation(edge.relation, relation, undo) and self._bind_node(
