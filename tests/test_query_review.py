@@ -35,3 +35,24 @@ def test_undirected_self_loop_counts_once_in_bootstrap_as_incrementally() -> Non
     for element in elements:
         incremental.apply(ElementDelta(None, element, ZERO_VERSION, 0))
     assert bulk.results() == incremental.results() == [{"a": 1, "c": 1}]
+
+
+def test_min_max_over_mixed_temporal_types_do_not_raise() -> None:
+    # Python refuses date < datetime and naive < aware: each temporal type orders by itself,
+    # and different types by a fixed rank (as numbers < strings < booleans).
+    g = Graph(
+        "MATCH (n:N) RETURN min(CASE n.k WHEN 1 THEN date(n.d) ELSE datetime(n.t) END) AS lo, "
+        "max(CASE n.k WHEN 1 THEN localdatetime(n.t) ELSE datetime(n.t + 'Z') END) AS hi"
+    )
+    g.node("1", "N", k=1, d="2024-01-01", t="2024-01-01T00:00:00")
+    g.node("2", "N", k=2, d="2024-01-01", t="2024-01-01T00:00:00")
+    assert g.query.results() == [{"lo": "2024-01-01", "hi": "2024-01-01T00:00:00Z"}]
+    assert not g.query.take_evaluation_errors()
+
+
+def test_min_max_refuse_lists_cleanly() -> None:
+    g = Graph("MATCH (n:N) RETURN max(n.l) AS m")
+    g.node("1", "N", l=[1])
+    g.node("2", "N", l=["a"])
+    assert g.query.results() == []  # both rows refused: no group
+    assert g.query.take_evaluation_errors() == ["cannot order values of type List"] * 2

@@ -20,6 +20,7 @@ from collections.abc import Callable, Hashable
 from typing import Any, Protocol
 
 from drasi_ray.errors import QueryEvaluationError
+from drasi_ray.query import temporal
 from drasi_ray.query.values import hashable_key, is_number, type_name
 
 
@@ -141,8 +142,20 @@ class Avg:
         return self._total.value() / self._total.count
 
 
+_TEMPORAL_RANKS: dict[str | None, int] = {
+    "Date": 3,
+    "LocalDateTime": 4,
+    "DateTime": 5,
+    "LocalTime": 6,
+    "Time": 7,
+}
+"""min/max ranks of the ordered temporal types. Values of one type order among themselves;
+two types never compare (Python refuses date < datetime, naive < aware), they order by rank."""
+
+
 def _order_key(value: Any) -> tuple[int, Any]:
-    """A total order for min/max: numbers by value, then strings, then booleans."""
+    """A total order for min/max: numbers by value, then strings, then booleans, then each
+    temporal type. Other values (lists, maps, durations...) raise QueryEvaluationError."""
     kind = type(value)
     if kind is float or kind is int:
         return (0, value)
@@ -152,11 +165,10 @@ def _order_key(value: Any) -> tuple[int, Any]:
         return (1, value)
     if isinstance(value, bool):
         return (2, value)
-    try:
-        value < value  # noqa: B015 - probe: temporal values order among themselves
-    except TypeError:
-        raise QueryEvaluationError(f"cannot order values of type {type_name(value)}") from None
-    return (3, value)
+    rank = _TEMPORAL_RANKS.get(temporal.type_name(value))
+    if rank is None:
+        raise QueryEvaluationError(f"cannot order values of type {type_name(value)}")
+    return (rank, value)
 
 
 def _key(value: Any) -> Any:
