@@ -471,7 +471,19 @@ def _time_delta(duration: Duration) -> dt.timedelta:
 
 
 def add_duration(value: Any, duration: Duration) -> Any:
-    """``instant + duration``: months first (clamped), then days, then the time part."""
+    """``instant + duration``: months first (clamped), then days, then the time part.
+
+    Raises QueryEvaluationError when the result falls outside years 1 to 9999 (e.g.
+    ``date('9999-12-31') + duration('P1D')``), as it does for any other bad operand.
+    """
+    try:
+        return _add_duration(value, duration)
+    except (OverflowError, ValueError) as error:
+        message = f"{type_name(value)} + Duration is out of range: {error}"
+        raise QueryEvaluationError(message) from None
+
+
+def _add_duration(value: Any, duration: Duration) -> Any:
     if isinstance(value, dt.datetime):
         shifted = _add_months(value, duration.months)
         assert isinstance(shifted, dt.datetime)

@@ -120,6 +120,9 @@ def test_constructors_without_arguments_mean_now() -> None:
         ("date({year: 2023, month: 'feb'})", "must be an Integer"),
         ("date(42)", "expects a String, Map or temporal value"),
         ("date('2024-01-15').fortnight", "Date has no property 'fortnight'"),
+        ("date('9999-12-31') + duration('P1M')", "Date \\+ Duration is out of range"),
+        ("datetime('9999-12-31T23:00Z') + duration('PT2H')", "DateTime \\+ Duration is out"),
+        ("date('0001-01-01') - duration('P1D')", "out of range"),
         ("duration('P1D') < duration('P2D') AND true", None),
     ],
 )
