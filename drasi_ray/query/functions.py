@@ -190,13 +190,24 @@ def absolute(value: Any) -> int | float | None:
 
 
 def ceil(value: Any) -> float | None:
-    """Always Float (SEMANTICS.md §3)."""
-    return None if value is None else float(math.ceil(_number("ceil", value)))
+    """Always Float (SEMANTICS.md §3); infinities and NaN are returned as they are."""
+    if value is None:
+        return None
+    number = _number("ceil", value)
+    return float(number if _not_finite(number) else math.ceil(number))
 
 
 def floor(value: Any) -> float | None:
-    """Always Float (SEMANTICS.md §3)."""
-    return None if value is None else float(math.floor(_number("floor", value)))
+    """Always Float (SEMANTICS.md §3); infinities and NaN are returned as they are."""
+    if value is None:
+        return None
+    number = _number("floor", value)
+    return float(number if _not_finite(number) else math.floor(number))
+
+
+def _not_finite(number: int | float) -> bool:
+    """True for a Float infinity or NaN (which have no integer to round to)."""
+    return isinstance(number, float) and not math.isfinite(number)
 
 
 _ROUND_PLACES_LIMIT = 400
