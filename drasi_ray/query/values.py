@@ -273,17 +273,19 @@ def modulo(left: Any, right: Any) -> Any:
 
 
 def power(left: Any, right: Any) -> Any:
-    """``^``: always Float, as openCypher."""
+    """``^``: always Float, as openCypher; NaN for a negative base with a fractional exponent
+    (Python would give a complex number, Rust's ``powf`` and Java's ``Math.pow`` NaN)."""
     if left is None or right is None:
         return None
     if not (is_number(left) and is_number(right)):
         raise _type_error("^", left, right)
     try:
-        return float(left) ** float(right)
+        result = float(left) ** float(right)
     except ZeroDivisionError as error:  # 0.0 ** -1
         raise RowDropped("division by zero") from error
     except OverflowError:
         return math.inf
+    return math.nan if isinstance(result, complex) else result
 
 
 def negate(value: Any) -> Any:
