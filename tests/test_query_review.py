@@ -56,3 +56,25 @@ def test_min_max_refuse_lists_cleanly() -> None:
     g.node("2", "N", l=["a"])
     assert g.query.results() == []  # both rows refused: no group
     assert g.query.take_evaluation_errors() == ["cannot order values of type List"] * 2
+
+
+def test_python_errors_at_the_edge_of_a_functions_range_refuse_the_row() -> None:
+    # exp(1000) overflows a float: the row is refused and reported, the query goes on
+    g = Graph("MATCH (n:N) RETURN n.id AS id, exp(n.x) AS e")
+    g.node("1", "N", id=1, x=1000)
+    assert g.query.results() == []
+    assert g.query.take_evaluation_errors() == ["OverflowError: math range error"]
+    g.node("2", "N", id=2, x=0)
+    assert g.query.results() == [{"id": 2, "e": 1.0}]
+
+
+def test_python_errors_in_a_where_or_an_aggregate_refuse_the_row() -> None:
+    filtered = Graph("MATCH (n:N) WHERE exp(n.x) > 1 RETURN n.id AS id")
+    filtered.node("1", "N", id=1, x=1000)
+    filtered.node("2", "N", id=2, x=1)
+    assert filtered.query.results() == [{"id": 2}]
+    grouped = Graph("MATCH (n:N) RETURN n.k AS k, sum(exp(n.x)) AS s")
+    grouped.node("1", "N", k="a", x=1000)
+    grouped.node("2", "N", k="a", x=0)
+    assert grouped.query.results() == [{"k": "a", "s": 1.0}]
+    assert grouped.query.take_evaluation_errors() == ["OverflowError: math range error"]

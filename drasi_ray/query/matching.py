@@ -23,11 +23,11 @@ from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
 from drasi_ray.changes import Element, ElementKind
-from drasi_ray.errors import QueryEvaluationError, UnsupportedQueryError
+from drasi_ray.errors import UnsupportedQueryError
 from drasi_ray.query import ast
 from drasi_ray.query.expressions import compile_predicate, referenced_variables
 from drasi_ray.query.indexes import GraphIndex
-from drasi_ray.query.values import RowDropped
+from drasi_ray.query.values import EVALUATION_FAILURES, RowDropped
 
 Key: TypeAlias = tuple[Any, ...]
 """Identity of a row: for MATCH solutions, the element id bound to each variable (None = an
@@ -51,7 +51,7 @@ def safe_predicate(predicate: Predicate) -> Predicate:
     def check(row: Row) -> bool:
         try:
             return predicate(row) is True
-        except (RowDropped, QueryEvaluationError):
+        except (RowDropped, *EVALUATION_FAILURES):
             return False
 
     return check

@@ -31,7 +31,7 @@ from drasi_ray.query.aggregates import Accumulator, accumulator_factory, check_a
 from drasi_ray.query.expressions import compile_expression, compile_predicate, contains_aggregate
 from drasi_ray.query.matching import Key, Predicate, Row, safe_predicate
 from drasi_ray.query.solutions import RowChange
-from drasi_ray.query.values import RowDropped, hashable_key, to_output
+from drasi_ray.query.values import EVALUATION_FAILURES, RowDropped, hashable_key, to_output
 
 Diff: TypeAlias = dict[str, Any]
 Evaluator: TypeAlias = Callable[[Row], Any]
@@ -107,7 +107,7 @@ def same_row(left: Mapping[str, Any], right: Mapping[str, Any]) -> bool:
 
 
 class EvaluationErrors:
-    """Rows refused because evaluating them raised a type error (QueryEvaluationError).
+    """Rows refused because evaluating them failed (:data:`EVALUATION_FAILURES`).
 
     Such a row is treated as not passing (like a division by zero), so one bad value cannot
     wedge the query; the messages are kept (the first ``limit``) for the owner to report.
@@ -118,10 +118,13 @@ class EvaluationErrors:
         self.count = 0
         self.messages: list[str] = []
 
-    def record(self, error: QueryEvaluationError) -> None:
+    def record(self, error: Exception) -> None:
         self.count += 1
         if len(self.messages) < self.limit:
-            self.messages.append(str(error))
+            text = str(error)
+            if not isinstance(error, QueryEvaluationError):  # Python's own: name it
+                text = f"{type(error).__name__}: {text}"
+            self.messages.append(text)
 
     def drain(self) -> list[str]:
         """The messages recorded since the last drain (and forget them)."""
@@ -174,7 +177,7 @@ class ProjectingPart:
                         projected[name] = to_output(value)
         except RowDropped:
             return FILTERED
-        except QueryEvaluationError as error:
+        except EVALUATION_FAILURES as error:
             self._errors.record(error)
             return FILTERED
         return projected
@@ -230,7 +233,7 @@ class ProjectingPart:
 def _output_value(value: Any, errors: EvaluationErrors) -> Any:
     try:
         return to_output(value)
-    except QueryEvaluationError as error:
+    except EVALUATION_FAILURES as error:
         errors.record(error)
         return None
 
@@ -355,7 +358,7 @@ class AggregatingPart:
             group = tuple([_group_key(value) for value in values])
         except RowDropped:
             return FILTERED
-        except QueryEvaluationError as error:
+        except EVALUATION_FAILURES as error:
             self._errors.record(error)
             return FILTERED
         return _Contribution(group, values, arguments, row)
@@ -388,7 +391,7 @@ class AggregatingPart:
             return evaluate(scope)
         except RowDropped:
             return None
-        except QueryEvaluationError as error:
+        except EVALUATION_FAILURES as error:
             self._errors.record(error)
             return None
 

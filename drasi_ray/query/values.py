@@ -35,6 +35,13 @@ class RowDropped(Exception):
     """
 
 
+EVALUATION_FAILURES = (QueryEvaluationError, ArithmeticError, ValueError, TypeError)
+"""What evaluating a row may raise: the engine's own type errors, and Python's arithmetic, value
+and type errors from a function or operator at the edge of its range (``exp(1000)``, a date
+beyond year 9999). Either refuses the row (reported where rows are projected or grouped); it
+never escapes ``apply`` with the graph index already updated and the parts half-changed."""
+
+
 # --------------------------------------------------------------------------- type tests
 
 
