@@ -58,6 +58,8 @@ logger = logging.getLogger("drasi_ray.coordinator")
 
 DELIVERIES_IN_FLIGHT = 4
 """Batches sent to one query actor and not yet delivered, at most (then ``apply_batch`` waits)."""
+RELINK_POLL_S = 0.05
+"""How often :meth:`CoordinatorActor.flush_deliveries` looks for a dead query's new link."""
 
 
 @dataclass(slots=True)
@@ -79,6 +81,9 @@ class _QueryLink:
     sources: tuple[str, ...]
     next_delivery: int = 0
     in_flight: set[asyncio.Future[Any]] = field(default_factory=set)
+    # False until the link's bootstrap is applied, and again once a delivery found the actor
+    # dead or restarting: the query's results are incomplete until it re-registers (a new link).
+    ready: bool = False
     # Links replace each other on re-registration and coordinator restarts: a newer link has a
     # larger epoch, so the query actor can refuse the deliveries of the link it replaced.
     epoch: int = field(default_factory=time.time_ns)
@@ -97,6 +102,8 @@ class _QueryLink:
     def _settled(self, query_id: str, future: asyncio.Future[Any]) -> None:
         self.in_flight.discard(future)
         if not future.cancelled() and future.exception() is not None:
+            if isinstance(future.exception(), ray.exceptions.RayActorError):
+                self.ready = False
             logger.warning(
                 "coordinator: a delivery to query %s failed (%s); the query catches up from "
                 "the store when it re-registers",
@@ -273,6 +280,7 @@ class CoordinatorActor:
         link = self._queries[query_id] = _QueryLink(handle, tuple(sources))
         elements = self._core.snapshot(query_id, sources)
         await handle.bootstrap.remote(link.epoch, link.take_delivery(), ElementBatch(elements))
+        link.ready = True
         return len(elements)
 
     async def ping(self) -> bool:
@@ -326,9 +334,16 @@ class CoordinatorActor:
         return report
 
     async def flush_deliveries(self) -> None:
-        """Barrier: return once every delivery sent so far is done (delivered or failed)."""
-        for link in list(self._queries.values()):
-            await link.settled()
+        """Barrier: return once every delivery sent so far is done, and every query whose actor
+        a delivery found dead or restarting has re-registered and been bootstrapped again (its
+        results caught up). Waits as long as such an actor stays away: callers bound it.
+        """
+        while True:
+            for link in list(self._queries.values()):
+                await link.settled()
+            if all(link.ready for link in self._queries.values()):
+                return
+            await asyncio.sleep(RELINK_POLL_S)
 
     def _apply(
         self, source_id: str, entries: Sequence[DecodedEntry]
