@@ -219,8 +219,8 @@ def round_number(value: Any, precision: Any = 0) -> float | None:
     if value is None or precision is None:
         return None
     number, places = _number("round", value), _integer("round", precision)
-    if isinstance(number, float) and not math.isfinite(number):
-        return number
+    if _not_finite(number):
+        return float(number)
     exact = Decimal(str(number))
     exponent = exact.as_tuple().exponent
     assert isinstance(exponent, int)  # finite
