@@ -78,3 +78,24 @@ def test_python_errors_in_a_where_or_an_aggregate_refuse_the_row() -> None:
     grouped.node("2", "N", k="a", x=0)
     assert grouped.query.results() == [{"k": "a", "s": 1.0}]
     assert grouped.query.take_evaluation_errors() == ["OverflowError: math range error"]
+
+
+def test_a_new_row_entering_a_group_is_reported_even_if_the_group_is_unchanged() -> None:
+    # Drasi marks every aggregation caused by an added row "default_before" and keeps it even
+    # when before == after (core/src/query/continuous_query.rs drops equal aggregations only
+    # without that mark); updates and removals that leave the group unchanged emit nothing.
+    g = Graph("MATCH (t:T) RETURN t.g AS g, max(t.v) AS m")
+    g.node("t1", "T", g="x", v=5)
+    assert_diffs(g.node("t2", "T", g="x", v=3), agg({"g": "x", "m": 5.0}, {"g": "x", "m": 5.0}))
+    assert_diffs(g.node("t2", "T", g="x", v=4))
+    assert_diffs(g.delete("t2"))
+
+
+def test_a_row_replaced_within_its_group_by_one_change_is_reported() -> None:
+    # moving a relation's end removes one row and adds another: the added row is reported
+    g = Graph("MATCH (a:A)-[:R]->(b:B) RETURN a.g AS g, count(b) AS c")
+    g.node("a1", "A", g="x")
+    g.node("b1", "B")
+    g.node("b2", "B")
+    g.rel("r1", "R", "a1", "b1")
+    assert_diffs(g.rel("r1", "R", "a1", "b2"), agg({"g": "x", "c": 1}, {"g": "x", "c": 1}))

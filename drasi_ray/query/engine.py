@@ -19,10 +19,11 @@ Decisions where SEMANTICS.md leaves room (each covered by tests/query/test_engin
 - OPTIONAL MATCH: when a required row's null row gives way to a match (or the last match
   goes), that is one UPDATE; further matches of the same row are ADDs. (Drasi also reports a
   *second* match as an update from a null row that no longer exists; we do not.)
-- Aggregating last part: a new group is always reported (``before`` = identity values, even
-  when ``after`` equals it, as Drasi does); a row that existed but failed the part's WHERE and
-  now passes gives ``before: null``. An aggregating WITH passes only non-empty groups to the
-  next part (an emptied group leaves it, as Drasi's default-state reconciliation does).
+- Aggregating last part: a new group, and a group a new row entered, is always reported
+  (``before`` = identity values for a new group), even when ``after`` equals ``before``, as
+  Drasi does; a row that existed but failed the part's WHERE and now passes gives
+  ``before: null``. An aggregating WITH passes only non-empty groups to the next part (an
+  emptied group leaves it, as Drasi's default-state reconciliation does).
 - Relationship uniqueness (openCypher) holds within one MATCH clause.
 - MATCH after a WITH, a leading OPTIONAL MATCH and OPTIONAL MATCH clauses that join on each
   other's variables are rejected with UnsupportedQueryError.

@@ -272,11 +272,13 @@ class _Group:
 
 @dataclass(slots=True)
 class _Touch:
-    """A group's state when a change first touched it (for the collapsed diff)."""
+    """A group's state when a change first touched it (for the collapsed diff), and whether a
+    new row (one the part had not seen) entered it during the change."""
 
     before: dict[str, Any] | None
     present: bool
     created: bool
+    entered: bool = False
 
 
 class AggregateRewriter:
@@ -423,6 +425,8 @@ class AggregatingPart:
             group.row = before.row
         if isinstance(after, _Contribution):
             group = self._touch(touched, after, crossing=before is FILTERED)
+            if before is ABSENT:
+                touched[after.group].entered = True
             for accumulator, value in zip(group.accumulators, after.arguments, strict=True):
                 accumulator.add(change.new_key, value)
             group.rows += 1
@@ -441,11 +445,19 @@ class AggregatingPart:
         return touched
 
     def diffs(self, changes: Sequence[RowChange]) -> list[Diff]:
-        """Last part: one aggregation diff per group that is new, changed, or crossed in."""
+        """Last part: one aggregation diff per group that is new, changed, crossed in, or that a
+        new row entered. As Drasi, a new row is reported even when the group's row stays the
+        same (``max`` of a smaller value): only updates and removals that change nothing are
+        silent."""
         out: list[Diff] = []
         for key, touch in self._run(changes).items():
             after = self._groups[key].output
-            if touch.created or touch.before is None or not same_row(touch.before, after):
+            if (
+                touch.created
+                or touch.entered
+                or touch.before is None
+                or not same_row(touch.before, after)
+            ):
                 out.append({"type": "aggregation", "before": touch.before, "after": dict(after)})
         return out
 
