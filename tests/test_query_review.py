@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from drasi_ray.changes import ZERO_VERSION, ElementDelta, node, relation
 from drasi_ray.query.engine import ContinuousQuery
-from tests.query.test_engine import Graph, agg, assert_diffs, update
+from tests.query.test_engine import Graph, add, agg, assert_diffs, update
 
 
 def test_grouping_by_an_element_shows_its_current_properties() -> None:
@@ -99,3 +99,20 @@ def test_a_row_replaced_within_its_group_by_one_change_is_reported() -> None:
     g.node("b2", "B")
     g.rel("r1", "R", "a1", "b1")
     assert_diffs(g.rel("r1", "R", "a1", "b2"), agg({"g": "x", "c": 1}, {"g": "x", "c": 1}))
+
+
+def test_a_list_comprehension_without_brackets_is_a_function_argument() -> None:
+    # drasi-core shared-tests use_cases/document: Drasi's grammar takes `x IN list WHERE p`
+    # (and `| e`) bare; the pod query's sidecar column reads it inside head(...).
+    g = Graph(
+        "MATCH (p:Pod) RETURN "
+        "head(c IN p.status.containerStatuses WHERE c.name = 'sidecar').containerID AS sidecar, "
+        "size(c IN p.status.containerStatuses | c.restartCount) AS n"
+    )
+    statuses = [
+        {"name": "nginx", "containerID": "d://1"},
+        {"name": "sidecar", "containerID": "d://2"},
+    ]
+    assert_diffs(
+        g.node("p1", "Pod", status={"containerStatuses": statuses}), add(sidecar="d://2", n=2)
+    )
