@@ -116,3 +116,25 @@ def test_a_list_comprehension_without_brackets_is_a_function_argument() -> None:
     assert_diffs(
         g.node("p1", "Pod", status={"containerStatuses": statuses}), add(sidecar="d://2", n=2)
     )
+
+
+def test_floats_and_lists_become_text_as_in_drasi() -> None:
+    # Drasi's toString and string '+' print a Float with Rust's f64 Display ("21", never
+    # "21.0", never an exponent) and a List as "[a, b]" (core/src/evaluation/functions/text/
+    # text.rs ToString, expressions/mod.rs Add; VariableValue's Display).
+    g = Graph(
+        "MATCH (s:S) RETURN toString(s.t) AS t, 'T=' + s.t AS label, toString(floor(s.t)) AS f, "
+        "toString(s.big) AS big, toString(s.small) AS small, toString(s.l) AS l, "
+        "'on: ' + s.on AS on"
+    )
+    row = {
+        "t": "21",
+        "label": "T=21",
+        "f": "21",
+        "big": "100000000000000000000",
+        "small": "0.0000015",
+        "l": "[1, a, 2.5, [true]]",
+        "on": "on: true",
+    }
+    props = {"t": 21.0, "big": 1e20, "small": 1.5e-6, "l": [1, "a", 2.5, [True]], "on": True}
+    assert_diffs(g.put(node("s1", ["S"], props)), add(**row))

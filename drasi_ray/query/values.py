@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from decimal import Decimal
 from typing import Any
 
 from drasi_ray.changes import Element
@@ -206,15 +207,16 @@ def _type_error(operator: str, left: Any, right: Any) -> QueryEvaluationError:
 
 
 def add(left: Any, right: Any) -> Any:
-    """``+``: numbers, string concatenation, list concatenation/append, temporal + duration."""
+    """``+``: numbers; string concatenation, also of a string and a number or (string first) a
+    boolean, printed as Drasi prints them; list concatenation/append; temporal + duration."""
     if left is None or right is None:
         return None
     if is_number(left) and is_number(right):
         return left + right
     if isinstance(left, str) and isinstance(right, str):
         return left + right
-    if isinstance(left, str) and is_number(right):
-        return left + _number_text(right)
+    if isinstance(left, str) and (is_number(right) or isinstance(right, bool)):
+        return left + _display(right)
     if is_number(left) and isinstance(right, str):
         return _number_text(left) + right
     if is_list(left):
@@ -396,19 +398,36 @@ def property_of(subject: Any, key: str) -> Any:
 
 
 def to_string(value: Any) -> str | None:
-    """Cypher ``toString``: ``1.0`` -> ``"1.0"``, ``true`` -> ``"true"``, null -> null."""
+    """Cypher ``toString`` as Drasi prints values: ``1.0`` -> ``"1"`` (see :func:`_float_text`),
+    ``true`` -> ``"true"``, ``[1, 'a']`` -> ``"[1, a]"``, a temporal value -> its ISO text,
+    null -> null. A map or a graph element is an error (Drasi refuses them too)."""
     if value is None:
         return None
+    if isinstance(value, (Mapping, Element)):
+        raise QueryEvaluationError(f"cannot convert {type_name(value)} to String")
+    return _display(value)
+
+
+def _display(value: Any) -> str:
+    """A value as Drasi's ``Display`` writes it: lists as ``[a, b]`` and maps as ``{k: v}``
+    (keys in order) with their items unquoted, null inside them as ``null``."""
+    if value is None:
+        return "null"
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, float):
-        return _float_text(value)
-    if isinstance(value, (int, str)):
-        return str(value)
+    if isinstance(value, (int, float)):
+        return _number_text(value)
+    if isinstance(value, str):
+        return value
+    if is_list(value):
+        return "[" + ", ".join(_display(item) for item in value) + "]"
+    if isinstance(value, Mapping):
+        items = sorted(value.items())
+        return "{" + ", ".join(f"{key}: {_display(item)}" for key, item in items) + "}"
     text = temporal.to_iso(value)
-    if text is not None:
-        return text
-    raise QueryEvaluationError(f"cannot convert {type_name(value)} to String")
+    if text is None:
+        raise QueryEvaluationError(f"cannot convert {type_name(value)} to String")
+    return text
 
 
 def _number_text(value: int | float) -> str:
@@ -416,11 +435,15 @@ def _number_text(value: int | float) -> str:
 
 
 def _float_text(value: float) -> str:
+    """Rust's ``f64`` Display, which Drasi's ``toString`` and string ``+`` use: the shortest
+    digits that read back as the same float, never an exponent, no ``.0`` on whole numbers
+    (``21.0`` -> ``"21"``, ``1e20`` -> ``"100000000000000000000"``); ``NaN``, ``inf``."""
     if math.isnan(value):
         return "NaN"
     if math.isinf(value):
-        return "Infinity" if value > 0 else "-Infinity"
-    return repr(value)
+        return "inf" if value > 0 else "-inf"
+    text = format(Decimal(repr(value)), "f")
+    return text.rstrip("0").rstrip(".") if "." in text else text
 
 
 def to_output(value: Any) -> Any:
