@@ -138,3 +138,34 @@ def test_floats_and_lists_become_text_as_in_drasi() -> None:
     }
     props = {"t": 21.0, "big": 1e20, "small": 1.5e-6, "l": [1, "a", 2.5, [True]], "on": True}
     assert_diffs(g.put(node("s1", ["S"], props)), add(**row))
+
+
+def test_conversions_parse_and_round_as_drasi() -> None:
+    # Drasi's toInteger floors a Float (and a Float's text), and its toInteger / toFloat /
+    # toBoolean parse the text as Rust's str::parse does: no surrounding spaces, no '_'
+    # (core/src/evaluation/functions/cypher_scalar/to_integer.rs, to_float.rs, to_boolean.rs).
+    g = Graph(
+        "MATCH (s:S) RETURN toInteger(s.f) AS i, toInteger(s.t) AS it, toInteger(s.sp) AS isp, "
+        "toInteger(s.u) AS iu, toFloat(s.sp) AS fsp, toFloat(s.e) AS fe, "
+        "toBoolean(s.b) AS b, toBoolean(s.bu) AS bu"
+    )
+    props = {
+        "f": -4.5,
+        "t": "-4.5",
+        "sp": " 12 ",
+        "u": "1_000",
+        "e": "1e3",
+        "b": " true",
+        "bu": "TRUE",
+    }
+    row = {
+        "i": -5,
+        "it": -5,
+        "isp": None,
+        "iu": None,
+        "fsp": None,
+        "fe": 1000.0,
+        "b": None,
+        "bu": True,
+    }
+    assert_diffs(g.put(node("s1", ["S"], props)), add(**row))

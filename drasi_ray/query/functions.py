@@ -17,6 +17,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 import random
+import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -287,7 +288,9 @@ def last(value: Any) -> Any:
 
 
 def to_integer(value: Any) -> int | None:
-    """Numbers truncate toward zero; unparsable strings give null (as openCypher)."""
+    """As Drasi: a Float (or a Float's text) is floored, not truncated (``-4.5`` -> ``-5``),
+    and saturates at the i64 bounds (NaN gives 0) as Rust's ``as i64`` does; text that is
+    no number gives null (see :func:`_parse_integer`)."""
     if value is None:
         return None
     if isinstance(value, bool):
@@ -295,25 +298,42 @@ def to_integer(value: Any) -> int | None:
     if isinstance(value, int):
         return value
     if isinstance(value, float):
-        return int(value) if math.isfinite(value) else None
+        return _floor_to_i64(value)
     if isinstance(value, str):
         return _parse_integer(value)
     raise _bad_argument("toInteger", "a String, number or Boolean", value)
 
 
+_I64_MIN, _I64_MAX = -(2**63), 2**63 - 1
+
+_RUST_INTEGER = re.compile(r"[+-]?[0-9]+")
+"""What Rust's ``str::parse::<i64>`` reads (no spaces, no ``_``)."""
+
+_RUST_FLOAT = re.compile(
+    r"[+-]?(?:inf|infinity|nan|(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:e[+-]?[0-9]+)?)", re.IGNORECASE
+)
+"""What Rust's ``str::parse::<f64>`` reads: Python's ``float`` would also take spaces and
+``_``, which Drasi refuses (the value is then null)."""
+
+
+def _floor_to_i64(number: float) -> int:
+    if math.isnan(number):
+        return 0
+    if math.isinf(number):
+        return _I64_MAX if number > 0 else _I64_MIN
+    return min(max(math.floor(number), _I64_MIN), _I64_MAX)
+
+
 def _parse_integer(text: str) -> int | None:
-    try:
-        return int(text.strip())
-    except ValueError:
-        number = _parse_float(text)
-        return int(number) if number is not None and math.isfinite(number) else None
+    """An i64 as Rust parses it, else a float's text floored, else null."""
+    if _RUST_INTEGER.fullmatch(text) and _I64_MIN <= (number := int(text)) <= _I64_MAX:
+        return number
+    parsed = _parse_float(text)
+    return None if parsed is None else _floor_to_i64(parsed)
 
 
 def _parse_float(text: str) -> float | None:
-    try:
-        return float(text.strip())
-    except ValueError:
-        return None
+    return float(text) if _RUST_FLOAT.fullmatch(text) else None
 
 
 def to_float(value: Any) -> float | None:
@@ -327,11 +347,11 @@ def to_float(value: Any) -> float | None:
 
 
 def to_boolean(value: Any) -> bool | None:
-    """``'true'``/``'false'`` in any case (surrounding spaces ignored); other strings null."""
+    """``'true'``/``'false'`` in any case, nothing around them (Drasi); other strings null."""
     if value is None or isinstance(value, bool):
         return value
     if isinstance(value, str):
-        return {"true": True, "false": False}.get(value.strip().lower())
+        return {"true": True, "false": False}.get(value.lower())
     if isinstance(value, int):
         return value != 0
     raise _bad_argument("toBoolean", "a String, Integer or Boolean", value)
