@@ -169,3 +169,10 @@ def test_conversions_parse_and_round_as_drasi() -> None:
         "bu": True,
     }
     assert_diffs(g.put(node("s1", ["S"], props)), add(**row))
+
+
+def test_split_takes_a_list_of_delimiters_as_drasi() -> None:
+    # Drasi's split(s, [d, ...]) cuts at every character of any delimiter and drops the empty
+    # pieces (core/src/evaluation/functions/text/text.rs, Split with a List).
+    g = Graph("MATCH (s:S) RETURN split(s.t, [',', '; ']) AS parts")
+    assert_diffs(g.node("s1", "S", t=",a,b;c d,,"), add(parts=["a", "b", "c", "d"]))

@@ -161,11 +161,22 @@ def replace(value: Any, search: Any, replacement: Any) -> str | None:
 
 
 def split(value: Any, delimiter: Any) -> list[str] | None:
+    """``split(s, delimiter)``; with a list of delimiters (Drasi's form), ``s`` is cut at every
+    character of any of them and the empty pieces are dropped."""
     if value is None or delimiter is None:
         return None
-    text, separator = _string("split", value), _string("split", delimiter)
+    text = _string("split", value)
+    if is_list(delimiter):
+        cuts = "".join(_string("split", item) for item in delimiter)
+        return _split_at_characters(text, cuts)
+    separator = _string("split", delimiter)
     # Python refuses an empty separator; Cypher splits into characters.
     return list(text) if separator == "" else text.split(separator)
+
+
+def _split_at_characters(text: str, cuts: str) -> list[str]:
+    pieces = re.split("[" + re.escape(cuts) + "]", text) if cuts else [text]
+    return [piece for piece in pieces if piece]
 
 
 def substring(value: Any, start: Any, length: Any = None) -> str | None:
