@@ -46,7 +46,7 @@ class QueryResult:
         # A flat tuple rebuilt through the slots (results cross Ray to every subscriber):
         # 8.5 -> 4.2 µs per result to pickle and unpickle, against the dataclass default.
         fields = (self.query_id, self.sequence, self.timestamp_ms, self.source_time_ms)
-        return (_query_result, (*fields, self.results))
+        return (make_query_result, (*fields, self.results))
 
     @property
     def added(self) -> list[dict[str, Any]]:
@@ -66,14 +66,15 @@ _QR_ID, _QR_SEQUENCE, _QR_TIMESTAMP, _QR_SOURCE_TIME, _QR_RESULTS = slot_setters
 )
 
 
-def _query_result(
+def make_query_result(
     query_id: str,
     sequence: int,
     timestamp_ms: int,
     source_time_ms: int,
     results: tuple[dict[str, Any], ...],
 ) -> QueryResult:
-    """Unpickle a :class:`QueryResult` (a module function: pickled by reference)."""
+    """A :class:`QueryResult` of values taken from another one, filled in through its slots
+    without the dataclass ``__init__`` (unpickling; a module function, pickled by reference)."""
     result = object.__new__(QueryResult)
     _QR_ID(result, query_id)
     _QR_SEQUENCE(result, sequence)

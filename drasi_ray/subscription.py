@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import ray
@@ -104,9 +104,9 @@ class Subscription:
         self._include_control = include_control
         self._closed = False
 
-    def _keep(self, items: list[Delivered]) -> list[Any]:
+    def _keep(self, items: Iterable[Delivered]) -> list[Any]:
         if self._include_control:
-            return items
+            return list(items)
         return [item for item in items if isinstance(item, QueryResult)]
 
     def drain(self) -> list[QueryResult]:

@@ -7,7 +7,7 @@ import pickle
 import ray.cloudpickle
 
 from drasi_ray.actors.coordinator import Coordinator
-from drasi_ray.batch import DeltaBatch, ElementBatch, EntryBatch, EntryBatchBuilder
+from drasi_ray.batch import DeltaBatch, ElementBatch, EntryBatch, EntryBatchBuilder, ResultBatch
 from drasi_ray.changes import (
     DecodedEntry,
     ElementDelta,
@@ -23,6 +23,7 @@ from drasi_ray.decode import (
     encode_cloud_event,
     subscription_event,
 )
+from drasi_ray.results import ControlResult, ControlSignal, QueryResult
 
 
 def _entries() -> list[DecodedEntry]:
@@ -201,3 +202,27 @@ def test_a_large_batch_travels_compressed_below_rays_inline_argument_size() -> N
     _, (_, compressed) = deltas.__reduce__()
     back = pickle.loads(ray.cloudpickle.dumps(deltas))
     assert compressed and _delta_rows(back) == _delta_rows(deltas)
+
+
+def test_result_batches_round_trip_results_and_control_signals_in_order() -> None:
+    diffs = ({"type": "UPDATE", "before": {"id": "s1", "t": 1}, "after": {"id": "s1", "t": 2.0}},)
+    items = [
+        ControlResult("q", 1, 100, ControlSignal.RUNNING),
+        QueryResult("q", 2, 101, 99, diffs),
+        QueryResult("q", 3, 102, 100, ()),
+        ControlResult("q", 4, 103, ControlSignal.STOPPED),
+    ]
+    for dumps in (pickle.dumps, ray.cloudpickle.dumps):
+        back = pickle.loads(dumps(ResultBatch(items)))
+        assert isinstance(back, ResultBatch)
+        assert list(back) == items
+        assert [type(item) for item in back] == [type(item) for item in items]
+        assert repr(back[1].results) == repr(diffs)  # 2.0 stays a float, 1 an int
+        assert pickle.loads(dumps(ResultBatch(()))) == ResultBatch(())
+
+
+def test_a_result_batch_pickles_as_columns_not_result_by_result() -> None:
+    items = [QueryResult("q", n, 100, 99, ({"type": "ADD", "data": {"n": n}},)) for n in range(50)]
+    pickled = ray.cloudpickle.dumps(ResultBatch(items))
+    assert pickled.count(b"make_query_result") == 0
+    assert pickled.count(b"_rebuild_results") == 1

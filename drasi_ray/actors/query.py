@@ -25,6 +25,7 @@ import ray
 
 from drasi_ray.actors.names import COORDINATOR
 from drasi_ray.actors.runtime import tune_for_latency, tune_gc, was_restarted
+from drasi_ray.batch import ResultBatch
 from drasi_ray.changes import Element, ElementDelta
 from drasi_ray.config import DispatchMode, QueryConfig
 from drasi_ray.errors import StaleDeliveryError
@@ -273,11 +274,11 @@ class QueryActor:
     @ray.method(enable_task_events=False)  # hot: see drasi_ray.actors.runtime
     async def take(
         self, subscriber_id: str, max_items: int | None, timeout_s: float
-    ) -> list[Delivered]:
+    ) -> ResultBatch:
         buffer = self._runner.subscribers.get(subscriber_id)
         if buffer is None:
-            return []
-        return await buffer.take(max_items, timeout_s)
+            return ResultBatch(())
+        return ResultBatch(await buffer.take(max_items, timeout_s))
 
     def pid(self) -> int:
         """The actor's process id (chaos tests SIGKILL it)."""
