@@ -1,0 +1,290 @@
+"""Use cases of Drasi's shared tests (drasi-core ``shared-tests``), compact, in process.
+
+Each test keeps the query text and the shape of the change sequence of one Drasi use case
+and checks the diffs of every step as a multiset (numbers by value). Drasi feeds some of
+these cases through property joins (a relation exists while two nodes' keys are equal);
+here those relations are explicit elements, added with the node that makes the keys meet.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drasi_ray.changes import node, relation
+from drasi_ray.query.engine import ContinuousQuery
+from tests.query.support import TinyStore, same_multiset
+
+Diff = dict[str, Any]
+
+
+class Case:
+    """One query over a :class:`TinyStore`: updates upsert and merge, as Drasi's do."""
+
+    def __init__(self, text: str) -> None:
+        self.query = ContinuousQuery("q", text)
+        self.store = TinyStore()
+
+    def node(self, element_id: str, labels: str, **props: Any) -> list[Diff]:
+        """Upsert a node (``labels`` as ``A:B``); the diffs it causes."""
+        delta = self.store.upsert(node(element_id, labels.split(":"), props))
+        return self.query.apply(delta) if delta is not None else []
+
+    def rel(self, element_id: str, label: str, start: str, end: str) -> list[Diff]:
+        """Upsert a relation ``(start)-[:label]->(end)``; the diffs it causes."""
+        delta = self.store.upsert(relation(element_id, [label], start, end))
+        return self.query.apply(delta) if delta is not None else []
+
+    def delete(self, element_id: str) -> list[Diff]:
+        """Delete an element; the diffs it causes."""
+        delta = self.store.delete(element_id)
+        return self.query.apply(delta) if delta is not None else []
+
+
+def add(**row: Any) -> Diff:
+    return {"type": "ADD", "data": row}
+
+
+def delete(**row: Any) -> Diff:
+    return {"type": "DELETE", "data": row}
+
+
+def update(before: dict[str, Any], after: dict[str, Any]) -> Diff:
+    return {"type": "UPDATE", "before": before, "after": after}
+
+
+def assert_diffs(actual: list[Diff], *expected: Diff) -> None:
+    assert same_multiset(actual, expected), f"\nactual   {actual}\nexpected {list(expected)}"
+
+
+# --------------------------------------------------------------------------- curbside_pickup
+
+CURBSIDE = """
+MATCH
+  (o:Order {status:'ready'})<-[:PICKUP_ORDER]-(:OrderPickup)-[:PICKUP_DRIVER]->(d:Driver)
+    -[:VEHICLE_TO_DRIVER]->(v:Vehicle)-[:LOCATED_IN]->(:Zone {type:'Curbside Queue'})
+RETURN elementId(o) AS OrderNumber, d.name AS DriverName, v.licensePlate AS LicensePlate
+"""
+
+
+def _curbside() -> Case:
+    case = Case(CURBSIDE)
+    case.node("zone", "Zone", type="Curbside Queue")
+    for n in "12":
+        case.node(f"order{n}", "Order", status="cooking")
+        case.node(f"pickup{n}", "OrderPickup")
+        case.node(f"driver{n}", "Driver", name=f"Driver {n}")
+        case.rel(f"po{n}", "PICKUP_ORDER", f"pickup{n}", f"order{n}")
+        case.rel(f"pd{n}", "PICKUP_DRIVER", f"pickup{n}", f"driver{n}")
+    return case
+
+
+def test_curbside_pickup_order_ready_then_vehicle_arrives() -> None:
+    case = _curbside()
+    row = {"OrderNumber": "order1", "DriverName": "Driver 1", "LicensePlate": "ABC"}
+    assert_diffs(case.node("order1", "Order", status="ready"))
+    assert_diffs(case.node("vehicle1", "Vehicle", licensePlate="ABC"))
+    assert_diffs(case.rel("vd1", "VEHICLE_TO_DRIVER", "driver1", "vehicle1"))
+    assert_diffs(case.rel("in1", "LOCATED_IN", "vehicle1", "zone"), add(**row))
+    assert_diffs(case.node("order1", "Order", status="complete"), delete(**row))
+
+
+def test_curbside_pickup_vehicle_arrives_then_order_ready() -> None:
+    case = _curbside()
+    row = {"OrderNumber": "order2", "DriverName": "Driver 2", "LicensePlate": "XYZ"}
+    assert_diffs(case.node("vehicle2", "Vehicle", licensePlate="XYZ"))
+    assert_diffs(case.rel("vd2", "VEHICLE_TO_DRIVER", "driver2", "vehicle2"))
+    assert_diffs(case.rel("in2", "LOCATED_IN", "vehicle2", "zone"))
+    assert_diffs(case.node("order2", "Order", status="ready"), add(**row))
+    assert_diffs(case.node("order2", "Order", status="complete"), delete(**row))
+    assert_diffs(case.delete("vd2"))
+    assert_diffs(case.delete("vehicle2"))
+
+
+# ------------------------------------------------------------- steps_happen_in_any_order
+
+STEPS_IN_ANY_ORDER = """
+MATCH
+  (cust:Customer)-[:COMPLETES_STEP]->(compStepX:CompletedStep)-[:IS_STEP]->(:Step {name:'Step X'}),
+  (cust:Customer)-[:COMPLETES_STEP]->(compStepY:CompletedStep)-[:IS_STEP]->(:Step {name:'Step Y'}),
+  (cust:Customer)-[:COMPLETES_STEP]->(compStepZ:CompletedStep)-[:IS_STEP]->(:Step {name:'Step Z'})
+WITH
+  cust,
+  [compStepX, compStepY, compStepZ] AS completedSteps
+WITH
+  cust,
+  reduce ( min = 1385148606519, step IN completedSteps |
+    CASE WHEN step.timestamp < min THEN step.timestamp ELSE min END
+  ) AS minTimestamp,
+  reduce ( max = 0, step IN completedSteps |
+    CASE WHEN step.timestamp > max THEN step.timestamp ELSE max END
+  ) AS maxTimestamp
+WHERE
+  maxTimestamp - minTimestamp < 30 * 24 * 60 * 60
+RETURN
+  elementId(cust) AS customerId, cust.email as customerEmail
+"""
+
+DAY = 24 * 60 * 60
+
+
+def _complete_step(case: Case, customer: str, step: str, timestamp: int) -> list[Diff]:
+    """A CompletedStep node and its two relations; the diffs of all three."""
+    done = f"{customer}-{step}"
+    diffs = case.node(done, "CompletedStep", timestamp=timestamp)
+    diffs += case.rel(f"{done}-c", "COMPLETES_STEP", customer, done)
+    return diffs + case.rel(f"{done}-s", "IS_STEP", done, step)
+
+
+def test_steps_happen_in_any_order() -> None:
+    case = Case(STEPS_IN_ANY_ORDER)
+    for customer in ("c1", "c2"):
+        case.node(customer, "Customer", email=f"{customer}@example.org")
+    for step in "XYZ":
+        case.node(step, "Step", name=f"Step {step}")
+    start = 1_696_150_800
+    # c1 completes all three, but over 60 days: never a result.
+    for step, day in (("Y", 0), ("X", 10), ("Z", 60)):
+        assert_diffs(_complete_step(case, "c1", step, start + day * DAY))
+    # c2 within 10 days: the last step adds it.
+    assert_diffs(_complete_step(case, "c2", "Z", start + 70 * DAY))
+    assert_diffs(_complete_step(case, "c2", "X", start + 75 * DAY))
+    assert_diffs(
+        _complete_step(case, "c2", "Y", start + 80 * DAY),
+        add(customerId="c2", customerEmail="c2@example.org"),
+    )
+    # An old timestamp on one step takes it out again.
+    assert_diffs(
+        case.node("c2-X", "CompletedStep", timestamp=start),
+        delete(customerId="c2", customerEmail="c2@example.org"),
+    )
+
+
+# -------------------------------------------------------------- greater_than_a_threshold
+
+CALLS_BY_CUSTOMER = """
+MATCH
+  (:Organization)-[:HAS_CUSTOMER]->(cust:Customer)-[:MADE_CALL]->(call:Call {type:'support'})
+WITH
+  cust,
+  call,
+  datetime( {epochSeconds: call.timestamp } ) AS callDate
+WITH
+  elementId(cust) AS customerId,
+  cust.name AS customerName,
+  callDate.year AS callYear,
+  callDate.ordinalDay AS callDayOfYear,
+  count(call) AS callCount
+WHERE
+  callCount > 2
+RETURN
+  customerId, customerName, callYear, callDayOfYear, callCount
+"""
+
+
+def _call(case: Case, call: str, customer: str, timestamp: int) -> list[Diff]:
+    diffs = case.node(call, "Call", type="support", timestamp=timestamp)
+    return diffs + case.rel(f"{call}-r", "MADE_CALL", customer, call)
+
+
+def test_greater_than_a_threshold_by_customer() -> None:
+    case = Case(CALLS_BY_CUSTOMER)
+    case.node("org", "Organization")
+    for customer in ("c1", "c2"):
+        case.node(customer, "Customer", name=customer.upper())
+        case.rel(f"{customer}-r", "HAS_CUSTOMER", "org", customer)
+    october_1 = 1_696_150_800  # 2023-10-01, day 274
+    for number in range(4):
+        _call(case, f"call{number}", f"c{number % 2 + 1}", october_1 + number)
+    assert_diffs(_call(case, "call4", "c2", october_1 + 4 * DAY))  # another day: own group
+    first = {"customerId": "c1", "customerName": "C1", "callYear": 2023, "callDayOfYear": 274}
+    assert_diffs(_call(case, "call5", "c1", october_1 + 5), add(**first, callCount=3))
+    assert_diffs(
+        _call(case, "call6", "c1", october_1 + 6),
+        update({**first, "callCount": 3}, {**first, "callCount": 4}),
+    )
+    assert_diffs(
+        case.node("call6", "Call", type="sales"),
+        update({**first, "callCount": 4}, {**first, "callCount": 3}),
+    )
+    assert_diffs(case.delete("call5-r"), delete(**first, callCount=3))
+
+
+# ------------------------------------------------------------- crosses_above_a_threshold
+
+OVERDUE = """
+MATCH
+  (cust:Customer)-[:HAS_INVOICE]->(invoice:Invoice)
+    -[:HAS_STATUS]->(status:InvoiceStatus {status:'overdue'}),
+  (cust:Customer)-[:HAS_ACCOUNT_MANAGER]->(employee:Employee)
+WITH
+  employee.name AS accountManagerName,
+  cust.name AS customerName,
+  elementId(invoice) AS invoiceNumber,
+  duration.inDays(date (invoice.due_date), datetime( {epochSeconds: status.timestamp } ))
+    AS overdueDays
+WHERE
+  overdueDays.days >= 10
+RETURN
+  accountManagerName, customerName, invoiceNumber, overdueDays
+"""
+
+
+def test_crosses_above_a_threshold_with_overdue_days() -> None:
+    case = Case(OVERDUE)
+    case.node("cust", "Customer", name="Customer 1")
+    case.node("emp", "Employee", name="Employee 1")
+    case.node("inv", "Invoice", due_date="2023-10-01")
+    case.node("status", "InvoiceStatus", status="due", timestamp=1_696_118_400)
+    case.rel("r1", "HAS_INVOICE", "cust", "inv")
+    case.rel("r2", "HAS_STATUS", "inv", "status")
+    case.rel("r3", "HAS_ACCOUNT_MANAGER", "cust", "emp")
+    october_1 = 1_696_118_400
+    base = {
+        "accountManagerName": "Employee 1",
+        "customerName": "Customer 1",
+        "invoiceNumber": "inv",
+    }
+
+    def overdue(days: int, status: str = "overdue") -> list[Diff]:
+        return case.node("status", "InvoiceStatus", status=status, timestamp=october_1 + days * DAY)
+
+    assert_diffs(overdue(1))
+    assert_diffs(overdue(9))
+    assert_diffs(overdue(10), add(**base, overdueDays="P10D"))
+    assert_diffs(
+        overdue(15),
+        update({**base, "overdueDays": "P10D"}, {**base, "overdueDays": "P15D"}),
+    )
+    assert_diffs(overdue(16, "paid"), delete(**base, overdueDays="P15D"))
+
+
+# --------------------------------------------------------------------------- logical_conditions
+
+FREEZER_DOOR = """
+MATCH
+  (equip:Equipment {type:'freezer'})-[:HAS_SENSOR]->(s1:Sensor {type:'temperature'})
+    -[:HAS_VALUE]->(tempSensorValue:SensorValue),
+  (equip:Equipment {type:'freezer'})-[:HAS_SENSOR]->(s2:Sensor {type:'door'})
+    -[:HAS_VALUE]->(doorSensorValue:SensorValue)
+WHERE
+  tempSensorValue.value > 32 AND
+  doorSensorValue.value = 1
+RETURN
+  elementId(equip) AS freezerId
+"""
+
+
+def test_logical_conditions_over_two_paths() -> None:
+    case = Case(FREEZER_DOOR)
+    case.node("freezer", "Equipment", type="freezer")
+    for kind in ("temperature", "door"):
+        case.node(kind, "Sensor", type=kind)
+        case.rel(f"{kind}-s", "HAS_SENSOR", "freezer", kind)
+    assert_diffs(case.node("temp-v", "SensorValue", value=20.0))
+    assert_diffs(case.rel("temp-r", "HAS_VALUE", "temperature", "temp-v"))
+    assert_diffs(case.node("door-v", "SensorValue", value=0))
+    assert_diffs(case.rel("door-r", "HAS_VALUE", "door", "door-v"))
+    assert_diffs(case.node("temp-v", "SensorValue", value=40.0))
+    assert_diffs(case.node("door-v", "SensorValue", value=1), add(freezerId="freezer"))
+    assert_diffs(case.node("door-v", "SensorValue", value=0), delete(freezerId="freezer"))
+    assert_diffs(case.node("temp-v", "SensorValue", value=20.0))
