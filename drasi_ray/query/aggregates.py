@@ -10,6 +10,11 @@ Result types follow SEMANTICS.md §3: ``count`` is an Integer, ``sum`` and ``avg
 numeric ``min``/``max`` are Floats (Drasi's), and an empty group gives the identity values
 count 0, sum 0.0, avg 0.0, min/max null, collect [].
 Nulls are ignored by every aggregate, as in openCypher.
+
+As Drasi's, ``sum``, ``avg``, ``min`` and ``max`` also take durations: ``sum`` and ``avg`` of
+durations are Durations (exact, component by component, where Drasi keeps milliseconds of the
+time part only), and ``min``/``max`` order durations by
+:func:`~drasi_ray.query.temporal.nominal_nanoseconds`.
 """
 
 from __future__ import annotations
@@ -100,46 +105,99 @@ class _Total:
         return float(self.integers) + self.floats
 
 
-class Sum:
-    """``sum(x)``: a Float; 0.0 for no values."""
+class _DurationTotal:
+    """An exact running total of durations, component by component."""
 
-    __slots__ = ("_total",)
-
-    def __init__(self) -> None:
-        self._total = _Total()
-
-    def add(self, token: Hashable, value: Any) -> None:
-        if value is not None:
-            self._total.change(_number("sum", value), 1)
-
-    def remove(self, token: Hashable, value: Any) -> None:
-        if value is not None:
-            self._total.change(_number("sum", value), -1)
-
-    def result(self) -> float:
-        return self._total.value()
-
-
-class Avg:
-    """``avg(x)``: a Float; 0.0 for no values (Drasi's identity, not null)."""
-
-    __slots__ = ("_total",)
+    __slots__ = ("count", "total", "used")
 
     def __init__(self) -> None:
-        self._total = _Total()
+        self.count = 0
+        self.total = temporal.Duration()
+        self.used = False  # ever given a duration: then its empty sum is PT0S, not 0.0
+
+    def change(self, value: temporal.Duration, sign: int) -> None:
+        self.count += sign
+        self.used = True
+        total = self.total
+        self.total = temporal.Duration.of(
+            total.months + sign * value.months,
+            total.days + sign * value.days,
+            total.seconds + sign * value.seconds,
+            total.nanoseconds + sign * value.nanoseconds,
+        )
+
+
+class _Summing:
+    """What ``sum`` and ``avg`` keep: the non-null numbers and durations, totalled apart."""
+
+    __slots__ = ("_durations", "_numbers")
+
+    function = "sum"
+    """The aggregate's name, for error messages."""
+
+    def __init__(self) -> None:
+        self._numbers = _Total()
+        self._durations = _DurationTotal()
 
     def add(self, token: Hashable, value: Any) -> None:
-        if value is not None:
-            self._total.change(_number("avg", value), 1)
+        kind = type(value)
+        if kind is int or kind is float:  # the common case, without a further call
+            self._numbers.change(value, 1)
+        elif value is not None:
+            self._change(value, 1)
 
     def remove(self, token: Hashable, value: Any) -> None:
-        if value is not None:
-            self._total.change(_number("avg", value), -1)
+        kind = type(value)
+        if kind is int or kind is float:
+            self._numbers.change(value, -1)
+        elif value is not None:
+            self._change(value, -1)
 
-    def result(self) -> float:
-        if self._total.count == 0:
+    def _change(self, value: Any, sign: int) -> None:
+        if type(value) is temporal.Duration:
+            self._durations.change(value, sign)
+        else:
+            self._numbers.change(_number(self.function, value), sign)
+
+    def _mixed(self) -> bool:
+        """Numbers and durations at once: such a group has no sum or average (null)."""
+        return self._numbers.count > 0 and self._durations.count > 0
+
+
+class Sum(_Summing):
+    """``sum(x)``: a Float over numbers, a Duration over durations; 0.0 for no values (PT0S
+    once the group has summed durations, as Drasi's); null over numbers and durations mixed."""
+
+    __slots__ = ()
+
+    def result(self) -> float | temporal.Duration | None:
+        if self._mixed():
+            return None
+        durations = self._durations
+        if durations.count or (durations.used and not self._numbers.count):
+            return durations.total
+        return self._numbers.value()
+
+
+class Avg(_Summing):
+    """``avg(x)``: a Float over numbers, a Duration over durations; 0.0 for no values
+    (Drasi's identity, not null); null over numbers and durations mixed."""
+
+    __slots__ = ()
+
+    function = "avg"
+
+    def result(self) -> float | temporal.Duration | None:
+        if self._mixed():
+            return None
+        durations = self._durations
+        if durations.count:
+            mean: temporal.Duration = temporal.divide(durations.total, durations.count)
+            return mean
+        numbers = self._numbers
+        if numbers.count == 0:
             return 0.0
-        return self._total.value() / self._total.count
+        return numbers.value() / numbers.count
 
 
 _TEMPORAL_RANKS: dict[str | None, int] = {
@@ -152,10 +210,13 @@ _TEMPORAL_RANKS: dict[str | None, int] = {
 """min/max ranks of the ordered temporal types. Values of one type order among themselves;
 two types never compare (Python refuses date < datetime, naive < aware), they order by rank."""
 
+_DURATION_RANK = 8
+
 
 def _order_key(value: Any) -> tuple[int, Any]:
     """A total order for min/max: numbers by value, then strings, then booleans, then each
-    temporal type. Other values (lists, maps, durations...) raise QueryEvaluationError."""
+    temporal type, then durations (by nominal length). Other values (lists, maps...) raise
+    QueryEvaluationError."""
     kind = type(value)
     if kind is float or kind is int:
         return (0, value)
@@ -165,6 +226,8 @@ def _order_key(value: Any) -> tuple[int, Any]:
         return (1, value)
     if isinstance(value, bool):
         return (2, value)
+    if kind is temporal.Duration:
+        return (_DURATION_RANK, temporal.nominal_nanoseconds(value))
     rank = _TEMPORAL_RANKS.get(temporal.type_name(value))
     if rank is None:
         raise QueryEvaluationError(f"cannot order values of type {type_name(value)}")
@@ -352,7 +415,8 @@ def check_argument(name: str, value: Any) -> None:
     if value is None:
         return
     if name in ("sum", "avg"):
-        _number(name, value)
+        if type(value) is not temporal.Duration:
+            _number(name, value)
     elif name in ("min", "max"):
         _order_key(value)
         hashable_key(value)

@@ -26,7 +26,7 @@ from typing import Any, TypeAlias
 
 from drasi_ray.changes import Element
 from drasi_ray.errors import QueryEvaluationError
-from drasi_ray.query import ast
+from drasi_ray.query import ast, temporal
 from drasi_ray.query.aggregates import Accumulator, accumulator_factory, check_argument
 from drasi_ray.query.expressions import compile_expression, compile_predicate, contains_aggregate
 from drasi_ray.query.matching import Key, Predicate, Row, safe_predicate
@@ -407,12 +407,22 @@ class AggregatingPart:
         if group is None:
             accumulators = [call.factory() for call in self._calls]
             group = _Group(item.values, accumulators, item.row)
-            group.output = self._output(group)
+            group.output = self._empty_output(group, item.arguments)
             self._groups[item.group] = group
         if item.group not in touched:
             before = None if crossing else group.output
             touched[item.group] = _Touch(before, group.rows > 0, created)
         return group
+
+    def _empty_output(self, group: _Group, arguments: tuple[Any, ...]) -> dict[str, Any]:
+        """A new group's row before its first row: the identity values. An accumulator that
+        will take a duration first takes and gives back that row's arguments, so its identity
+        is of that kind (Drasi's: a new group's ``sum`` of durations was PT0S, not 0.0)."""
+        if any(type(value) is temporal.Duration for value in arguments):
+            for accumulator, value in zip(group.accumulators, arguments, strict=True):
+                accumulator.add(None, value)
+                accumulator.remove(None, value)
+        return self._output(group)
 
     def _apply(self, touched: dict[Hashable, _Touch], change: RowChange) -> None:
         before = ABSENT if change.old_key is None else self._state.pop(change.old_key, ABSENT)

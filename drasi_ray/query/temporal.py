@@ -80,6 +80,14 @@ def same_kind(left: Any, right: Any) -> bool:
     return kind is not None and kind == type_name(right)
 
 
+def nominal_nanoseconds(value: Duration) -> int:
+    """The length of ``value`` in nanoseconds, a month counted as openCypher's average month
+    (365.2425 / 12 days): the order ``min`` and ``max`` give durations, which ``<`` leaves
+    unordered. Different durations may tie (``P1D`` and ``PT24H``)."""
+    seconds = value.months * _AVERAGE_MONTH_SECONDS + value.days * _SECONDS_PER_DAY
+    return (seconds + value.seconds) * _NANOS_PER_SECOND + value.nanoseconds
+
+
 def orderable(left: Any, right: Any) -> bool:
     """True when ``<`` is defined between the two: same temporal type, and not durations
     (openCypher leaves durations unordered: is 1 month more than 30 days?)."""
