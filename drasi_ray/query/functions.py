@@ -153,11 +153,13 @@ def right(value: Any, length: Any) -> str | None:
 
 
 def replace(value: Any, search: Any, replacement: Any) -> str | None:
+    """An empty ``search`` leaves the text as it is (Drasi), where Python's ``str.replace``
+    would put ``replacement`` between every two characters."""
     if value is None or search is None or replacement is None:
         return None
-    return _string("replace", value).replace(
-        _string("replace", search), _string("replace", replacement)
-    )
+    text, pattern = _string("replace", value), _string("replace", search)
+    substitute = _string("replace", replacement)
+    return text.replace(pattern, substitute) if pattern else text
 
 
 def split(value: Any, delimiter: Any) -> list[str] | None:

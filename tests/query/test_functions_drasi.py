@@ -1,0 +1,64 @@
+"""Scalar functions where Drasi's own implementation (drasi-core
+``core/src/evaluation/functions/**``) gives a value that a plain openCypher or Python reading
+would not. Each case names the drasi-core file it follows."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pytest
+
+from drasi_ray._construct import make_delta
+from drasi_ray.changes import ZERO_VERSION, node
+from drasi_ray.errors import QueryEvaluationError
+from drasi_ray.query.engine import ContinuousQuery
+from tests.query._helpers import evaluate
+
+
+def _same(actual: Any, expected: Any) -> bool:
+    """Equal and of the same type (``round(3, 1)`` must give 3, not 3.0)."""
+    if isinstance(expected, list):
+        return (
+            isinstance(actual, list)
+            and len(actual) == len(expected)
+            and all(map(_same, actual, expected))
+        )
+    if isinstance(expected, float) and math.isnan(expected):
+        return isinstance(actual, float) and math.isnan(actual)
+    return type(actual) is type(expected) and actual == expected
+
+
+def _returned(expression: str, properties: dict[str, Any]) -> Any:
+    """The value a continuous query returns for ``expression`` over one new node."""
+    query = ContinuousQuery("q", f"MATCH (n:A) RETURN {expression} AS v")
+    diffs = query.apply(make_delta(None, node("a1", ["A"], properties), ZERO_VERSION, 0))
+    assert query.take_evaluation_errors() == []
+    assert [diff["type"] for diff in diffs] == ["ADD"]
+    return diffs[0]["data"]["v"]
+
+
+# --------------------------------------------------------------------------- text/text.rs
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # An empty search string leaves the text alone (Python's str.replace would put the
+        # replacement between every character).
+        ("replace('abc', '', 'x')", "abc"),
+        ("replace('', '', 'x')", ""),
+        ("replace('a.b', '.', '')", "ab"),
+    ],
+)
+def test_replace(text: str, expected: Any) -> None:
+    assert _same(evaluate(text), expected)
+
+
+def test_replace_of_a_property_through_a_query() -> None:
+    assert _returned("replace(n.name, n.search, '-')", {"name": "abc", "search": ""}) == "abc"
+
+
+def test_replace_with_an_empty_search_still_checks_the_replacement() -> None:
+    with pytest.raises(QueryEvaluationError, match="replace"):
+        evaluate("replace('abc', '', 5)")
