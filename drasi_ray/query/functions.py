@@ -107,16 +107,24 @@ def to_lower(value: Any) -> str | None:
     return None if value is None else _string("toLower", value).lower()
 
 
+_WHITESPACE = (
+    "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007"
+    "\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
+)
+"""What trim() removes: Unicode White_Space, as Rust's ``str::trim`` (Drasi). Python's bare
+``strip()`` would also remove the separators U+001C to U+001F."""
+
+
 def trim(value: Any) -> str | None:
-    return None if value is None else _string("trim", value).strip()
+    return None if value is None else _string("trim", value).strip(_WHITESPACE)
 
 
 def ltrim(value: Any) -> str | None:
-    return None if value is None else _string("ltrim", value).lstrip()
+    return None if value is None else _string("ltrim", value).lstrip(_WHITESPACE)
 
 
 def rtrim(value: Any) -> str | None:
-    return None if value is None else _string("rtrim", value).rstrip()
+    return None if value is None else _string("rtrim", value).rstrip(_WHITESPACE)
 
 
 def reverse(value: Any) -> Any:

@@ -62,3 +62,14 @@ def test_replace_of_a_property_through_a_query() -> None:
 def test_replace_with_an_empty_search_still_checks_the_replacement() -> None:
     with pytest.raises(QueryEvaluationError, match="replace"):
         evaluate("replace('abc', '', 5)")
+
+
+@pytest.mark.parametrize(
+    ("function", "expected"),
+    [("trim", "\x1c a \x1f"), ("ltrim", "\x1c a \x1f\u3000"), ("rtrim", "\xa0\x1c a \x1f")],
+)
+def test_trim_removes_unicode_white_space_only(function: str, expected: str) -> None:
+    # Rust's trim stops at the information separators U+001C..U+001F, which Python's
+    # str.strip() counts as space; both remove U+00A0 and U+3000.
+    text = "\xa0\x1c a \x1f\u3000"
+    assert _returned(f"{function}(n.text)", {"text": text}) == expected
