@@ -21,7 +21,6 @@ import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from decimal import ROUND_HALF_UP, Context, Decimal
 from typing import Any
 
 from drasi_ray.changes import Element
@@ -33,7 +32,8 @@ AGGREGATES: frozenset[str] = ast.AGGREGATE_FUNCTIONS
 """Aggregate function names (lower-case); the engine evaluates them."""
 
 _NO_ARGUMENT: Any = object()
-"""Default of the temporal constructors: called with no argument they mean "now"."""
+"""Default of an optional argument, told apart from an explicit null (``date()`` means
+today, ``date(null)`` is null; ``round(x)`` gives a Float, ``round(x, 0)`` keeps an Integer)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,27 +232,57 @@ def _not_finite(number: int | float) -> bool:
     return isinstance(number, float) and not math.isfinite(number)
 
 
-_ROUND_PLACES_LIMIT = 400
-"""``round(x, p)`` with ``p < -400`` rounds to a power of ten above every finite float."""
-
-
-def round_number(value: Any, precision: Any = 0) -> float | None:
-    """Round half away from zero (``round(2.5)`` = 3.0, ``round(-2.5)`` = -3.0); Float."""
+def round_number(value: Any, precision: Any = _NO_ARGUMENT) -> int | float | None:
+    """``round(x[, precision])`` as Drasi: ``x * 10^precision`` rounded to the nearest whole
+    number in binary floating point, a tie going toward positive infinity (``round(-2.5)``
+    = -2.0, ``round(1.005, 2)`` = 1.0 since 1.005 * 100 is just under 100.5), then scaled
+    back. Float, except that an Integer given a precision of 0 or more comes back as it is.
+    """
     if value is None or precision is None:
         return None
-    number, places = _number("round", value), _integer("round", precision)
-    if _not_finite(number):
+    number = _number("round", value)
+    if precision is _NO_ARGUMENT:
+        places = 0
+    elif (places := _integer("round", precision)) >= 0 and isinstance(number, int):
+        return number
+    return _round_scaled(number, places, _half_toward_positive)
+
+
+def _round_scaled(number: int | float, places: int, to_whole: Callable[[float], float]) -> float:
+    """``to_whole(number * scale) / scale`` with ``scale`` = 10^places as Drasi computes it.
+    A value with no digit at that place (too large, infinite, NaN) is returned as it is; a
+    place beyond any float's magnitude rounds to 0."""
+    scale = _power_of_ten(places)
+    if scale == 0.0:
+        return 0.0
+    scaled = number * scale
+    if not math.isfinite(scaled):
         return float(number)
-    exact = Decimal(str(number))
-    exponent = exact.as_tuple().exponent
-    assert isinstance(exponent, int)  # finite
-    if exponent >= -places:
-        return float(number)  # no digit below the requested place: nothing to round
-    # Here the result has no more digits than ``exact`` (one more for a carry is room to
-    # spare); a place beyond any float's magnitude rounds everything to 0.
-    quantum = Decimal(1).scaleb(-max(places, -_ROUND_PLACES_LIMIT))
-    context = Context(prec=len(exact.as_tuple().digits) + 1)
-    return float(exact.quantize(quantum, rounding=ROUND_HALF_UP, context=context))
+    return to_whole(scaled) / scale
+
+
+def _power_of_ten(places: int) -> float:
+    """10.0 ** places by squaring, as Rust's ``powi`` (LLVM's ``__powidf2``) does: exact up to
+    10^22 and the same rounding steps as Drasi's beyond; inf or 0.0, not an OverflowError."""
+    result, factor, exponent = 1.0, 10.0, abs(places)
+    while exponent:
+        if exponent & 1:
+            result *= factor
+        factor, exponent = factor * factor, exponent >> 1
+    return 1.0 / result if places < 0 else result
+
+
+def _nearest(number: float, tie_goes_away: bool) -> float:
+    """The whole number nearest ``number``; a tie goes away from zero if ``tie_goes_away``."""
+    whole = math.copysign(float(math.trunc(number)), number)
+    fraction = abs(number - whole)  # exact: ``whole`` is ``number`` without its fraction
+    away = fraction > 0.5 or (fraction == 0.5 and tie_goes_away)
+    return whole + math.copysign(1.0, number) if away else whole
+
+
+def _half_toward_positive(number: float) -> float:
+    """Cypher's ``round``: nearest, a tie toward positive infinity."""
+    return _nearest(number, number > 0)
 
 
 def sign(value: Any) -> int | None:

@@ -73,3 +73,39 @@ def test_trim_removes_unicode_white_space_only(function: str, expected: str) -> 
     # str.strip() counts as space; both remove U+00A0 and U+3000.
     text = "\xa0\x1c a \x1f\u3000"
     assert _returned(f"{function}(n.text)", {"text": text}) == expected
+
+
+# --------------------------------------------------------------------------- numeric_round.rs
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # A tie goes up, toward positive infinity: -2.5 gives -2.0 (Neo4j's rule too).
+        ("round(2.5)", 3.0),
+        ("round(-2.5)", -2.0),
+        ("round(-2.6)", -3.0),
+        ("round(-0.7)", -1.0),
+        ("round(0.49999999999999994)", 0.0),
+        ("round(3)", 3.0),
+        # With a precision the value is scaled by 10^p in binary floating point, as Drasi
+        # does: 1.005 * 100 is 100.49999999999999, so no tie.
+        ("round(3.141592653589793, 3)", 3.142),
+        ("round(-1.5, 0)", -1.0),
+        ("round(-1.5555, 3)", -1.555),
+        ("round(1.005, 2)", 1.0),
+        ("round(2.675, 2)", 2.68),
+        ("round(1234.5, -2)", 1200.0),
+        # An Integer has no digit below its units: with a precision it comes back as it is.
+        ("round(3, 1)", 3),
+        ("round(-7, 0)", -7),
+        ("round(1.5, null)", None),
+    ],
+)
+def test_round(text: str, expected: Any) -> None:
+    assert _same(evaluate(text), expected)
+
+
+def test_round_through_a_query() -> None:
+    assert _same(_returned("round(n.x)", {"x": -4.5}), -4.0)
+    assert _same(_returned("round(n.x, 2)", {"x": 2}), 2)
