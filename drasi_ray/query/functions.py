@@ -232,20 +232,24 @@ def _not_finite(number: int | float) -> bool:
     return isinstance(number, float) and not math.isfinite(number)
 
 
-def round_number(value: Any, precision: Any = _NO_ARGUMENT) -> int | float | None:
-    """``round(x[, precision])`` as Drasi: ``x * 10^precision`` rounded to the nearest whole
-    number in binary floating point, a tie going toward positive infinity (``round(-2.5)``
-    = -2.0, ``round(1.005, 2)`` = 1.0 since 1.005 * 100 is just under 100.5), then scaled
-    back. Float, except that an Integer given a precision of 0 or more comes back as it is.
+def round_number(
+    value: Any, precision: Any = _NO_ARGUMENT, mode: Any = _NO_ARGUMENT
+) -> int | float | None:
+    """``round(x[, precision[, mode]])`` as Drasi: ``x * 10^precision`` made a whole number in
+    binary floating point, then scaled back (``round(1.005, 2)`` = 1.0 since 1.005 * 100 is
+    just under 100.5). Without a mode a tie goes toward positive infinity (``round(-2.5)`` =
+    -2.0); see :data:`_ROUNDING_MODES`. Float, except that an Integer given a precision of 0
+    or more comes back as it is.
     """
-    if value is None or precision is None:
+    if value is None or precision is None or mode is None:
         return None
     number = _number("round", value)
+    to_whole = _half_toward_positive if mode is _NO_ARGUMENT else _rounding_mode(mode)
     if precision is _NO_ARGUMENT:
         places = 0
     elif (places := _integer("round", precision)) >= 0 and isinstance(number, int):
         return number
-    return _round_scaled(number, places, _half_toward_positive)
+    return _round_scaled(number, places, to_whole)
 
 
 def _round_scaled(number: int | float, places: int, to_whole: Callable[[float], float]) -> float:
@@ -283,6 +287,32 @@ def _nearest(number: float, tie_goes_away: bool) -> float:
 def _half_toward_positive(number: float) -> float:
     """Cypher's ``round``: nearest, a tie toward positive infinity."""
     return _nearest(number, number > 0)
+
+
+def _away_from_zero(number: float) -> float:
+    whole = float(math.trunc(number))
+    return whole if whole == number else whole + math.copysign(1.0, number)
+
+
+_ROUNDING_MODES: Mapping[str, Callable[[float], float]] = {
+    "UP": _away_from_zero,
+    "DOWN": lambda number: float(math.trunc(number)),
+    "CEILING": lambda number: float(math.ceil(number)),
+    "FLOOR": lambda number: float(math.floor(number)),
+    "HALF_UP": lambda number: _nearest(number, tie_goes_away=True),
+    "HALF_DOWN": lambda number: _nearest(number, tie_goes_away=False),
+    "HALF_EVEN": lambda number: _nearest(number, tie_goes_away=math.trunc(number) % 2 == 1),
+}
+"""``round()``'s modes (any case), Java's RoundingMode names as Drasi reads them: how the
+scaled value becomes a whole number. HALF_UP takes a tie away from zero, unlike no mode."""
+
+
+def _rounding_mode(mode: Any) -> Callable[[float], float]:
+    to_whole = _ROUNDING_MODES.get(_string("round", mode).upper())
+    if to_whole is None:
+        known = ", ".join(_ROUNDING_MODES)
+        raise QueryEvaluationError(f"round() mode must be one of {known}, got '{mode}'")
+    return to_whole
 
 
 def sign(value: Any) -> int | None:
@@ -631,12 +661,13 @@ def _text_functions() -> list[FunctionSpec]:
 
 
 def _numeric_functions() -> list[FunctionSpec]:
-    """Numeric functions (``floor``/``ceil``/``round`` give Float)."""
+    """Numeric functions (``floor``/``ceil`` give Float, ``round`` too but for an Integer given a
+    precision)."""
     return [
         _spec("abs", absolute, 1),
         _spec("ceil", ceil, 1),
         _spec("floor", floor, 1),
-        _spec("round", round_number, 1, 2),
+        _spec("round", round_number, 1, 3),
         _spec("sign", sign, 1),
         _spec("rand", rand, 0),
         _spec("sqrt", _float_function("sqrt", math.sqrt), 1),

@@ -109,3 +109,47 @@ def test_round(text: str, expected: Any) -> None:
 def test_round_through_a_query() -> None:
     assert _same(_returned("round(n.x)", {"x": -4.5}), -4.0)
     assert _same(_returned("round(n.x, 2)", {"x": 2}), 2)
+
+
+@pytest.mark.parametrize(
+    ("value", "places", "mode", "expected"),
+    [
+        (1.249, 1, "UP", 1.3),  # UP and DOWN: away from and toward zero
+        (-1.251, 1, "UP", -1.3),
+        (-1.35, 1, "UP", -1.4),
+        (1.249, 1, "DOWN", 1.2),
+        (-1.251, 1, "DOWN", -1.2),
+        (1.249, 1, "CEILING", 1.3),
+        (-1.251, 1, "CEILING", -1.2),
+        (1.249, 1, "FLOOR", 1.2),
+        (-1.251, 1, "FLOOR", -1.3),
+        (1.249, 1, "HALF_UP", 1.2),  # HALF_UP: a tie away from zero
+        (1.25, 1, "HALF_UP", 1.3),
+        (-1.35, 1, "HALF_UP", -1.4),
+        (1.25, 1, "HALF_DOWN", 1.2),  # HALF_DOWN: a tie toward zero
+        (-1.35, 1, "HALF_DOWN", -1.3),
+        (-1.251, 1, "HALF_DOWN", -1.3),
+        (1.25, 1, "HALF_EVEN", 1.2),  # HALF_EVEN: a tie to the even neighbour
+        (1.222335, 5, "HALF_EVEN", 1.22234),
+        (-1.35, 1, "HALF_EVEN", -1.4),
+        (-1.23455, 4, "HALF_EVEN", -1.2346),
+        (2.5, 0, "half_even", 2.0),  # the mode in any case
+    ],
+)
+def test_round_with_a_mode(value: float, places: int, mode: str, expected: float) -> None:
+    assert _same(evaluate(f"round({value}, {places}, '{mode}')"), expected)
+
+
+@pytest.mark.parametrize("text", ["round(1.5, 0, null)", "round(null, 0, 'UP')"])
+def test_round_with_a_null_mode_or_value_is_null(text: str) -> None:
+    assert evaluate(text) is None
+
+
+@pytest.mark.parametrize("text", ["round(1.5, 0, 'NEAREST')", "round(1.5, 0, 1)"])
+def test_round_with_an_unknown_mode_is_an_error(text: str) -> None:
+    with pytest.raises(QueryEvaluationError, match="round"):
+        evaluate(text)
+
+
+def test_round_with_a_mode_through_a_query() -> None:
+    assert _same(_returned("round(n.x, 1, 'CEILING')", {"x": 1.21}), 1.3)
