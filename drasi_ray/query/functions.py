@@ -468,7 +468,11 @@ def range_list(start: Any, end: Any, step: Any = 1) -> list[int]:
 
 
 def tail(value: Any) -> list[Any] | None:
-    return None if value is None else list(_sequence("tail", value)[1:])
+    """All but the first item; the tail of an empty list is null (Drasi), not ``[]``."""
+    if value is None:
+        return None
+    items = _sequence("tail", value)
+    return list(items[1:]) if items else None
 
 
 # --------------------------------------------------------------------------- graph

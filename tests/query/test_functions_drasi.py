@@ -153,3 +153,18 @@ def test_round_with_an_unknown_mode_is_an_error(text: str) -> None:
 
 def test_round_with_a_mode_through_a_query() -> None:
     assert _same(_returned("round(n.x, 1, 'CEILING')", {"x": 1.21}), 1.3)
+
+
+# --------------------------------------------------------------------------- list/tail.rs
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"), [("tail([])", None), ("tail([1])", []), ("tail([1, 2])", [2])]
+)
+def test_tail(text: str, expected: Any) -> None:
+    # The tail of an empty list is null, not an empty list.
+    assert _same(evaluate(text), expected)
+
+
+def test_tail_of_an_empty_property_through_a_query() -> None:
+    assert _returned("tail(n.items)", {"items": []}) is None
