@@ -687,7 +687,7 @@ def _scalar_functions() -> list[FunctionSpec]:
     """Scalar functions."""
     return [
         _spec("size", size, 1),
-        _spec("coalesce", coalesce, 1, None),
+        _spec("coalesce", coalesce, 0, None),
         _spec("head", head, 1),
         _spec("last", last, 1),
         _spec("tointeger", to_integer, 1),

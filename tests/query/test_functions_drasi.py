@@ -168,3 +168,11 @@ def test_tail(text: str, expected: Any) -> None:
 
 def test_tail_of_an_empty_property_through_a_query() -> None:
     assert _returned("tail(n.items)", {"items": []}) is None
+
+
+# --------------------------------------------------------------------------- cypher_scalar/
+
+
+def test_coalesce_of_nothing_is_null() -> None:
+    # Drasi's coalesce takes any number of arguments, none included.
+    assert _returned("coalesce()", {}) is None
