@@ -726,6 +726,27 @@ def format_duration(value: Duration) -> str:
     return "P" + date_part + ("T" + time_part if time_part else "")
 
 
+def _chrono_time_of_day(value: dt.time | dt.datetime) -> str:
+    """A time of day as chrono's ``NaiveTime`` Display writes it: the fraction of a second, if
+    any, in 3 digits when whole milliseconds, else 6 (we keep no nanoseconds), zeros kept."""
+    text = f"{value.hour:02d}:{value.minute:02d}:{value.second:02d}"
+    micros = value.microsecond
+    if micros % 1000 == 0:
+        return text + (f".{micros // 1000:03d}" if micros else "")
+    return text + f".{micros:06d}"
+
+
+def to_result_text(value: Any) -> str | None:
+    """The text Drasi writes for a temporal value in a query result, or None if not temporal.
+
+    Drasi writes a temporal value as its chrono ``Display`` (drasi-core's ``From<VariableValue>
+    for serde_json::Value``), which is not always the ISO text ``toString`` gives.
+    """
+    if isinstance(value, dt.time) and value.tzinfo is None:
+        return _chrono_time_of_day(value)
+    return to_iso(value)
+
+
 def to_iso(value: Any) -> str | None:
     """ISO-8601 text of a temporal value (UTC offsets written ``Z``), or None if not temporal."""
     if isinstance(value, Duration):

@@ -450,7 +450,8 @@ def to_output(value: Any) -> Any:
     """Convert an evaluated value to its JSON-able result form.
 
     An element becomes a plain dict of its properties; temporal values and durations become
-    ISO-8601 strings; lists and maps are converted recursively.
+    the text Drasi writes for them (:func:`~drasi_ray.query.temporal.to_result_text`); lists and
+    maps are converted recursively.
     """
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
@@ -460,7 +461,7 @@ def to_output(value: Any) -> Any:
         return {str(key): to_output(item) for key, item in value.items()}
     if is_list(value):
         return [to_output(item) for item in value]
-    text = temporal.to_iso(value)
+    text = temporal.to_result_text(value)
     if text is not None:
         return text
     raise QueryEvaluationError(f"cannot output a value of type {type_name(value)}")

@@ -18,8 +18,11 @@ UTC = dt.timezone.utc
 
 
 def output(text: str, row: dict[str, Any] | None = None) -> Any:
-    """The result form (ISO strings for temporal values) of an expression."""
-    return to_output(evaluate(text, row))
+    """An expression's value, a temporal one as its ISO text (what ``toString`` gives, and
+    readable unit by unit); the text written in results is tested in test_output_values.py."""
+    value = evaluate(text, row)
+    iso = temporal.to_iso(value)
+    return to_output(value) if iso is None else iso
 
 
 # --------------------------------------------------------------------------- construction

@@ -1,0 +1,77 @@
+"""How each kind of value is written in a query's results, compared with what Drasi writes.
+
+Drasi's platform query host turns a result row into JSON with drasi-core's
+``From<VariableValue> for serde_json::Value`` (core/src/evaluation/variable_value/mod.rs):
+numbers, strings, booleans, null, lists and maps as JSON, temporal values as the text of their
+chrono ``Display`` (chrono 0.4.41). drasi-lib's ``convert_variable_value_to_json``
+(lib/src/queries/manager.rs) writes the same, except for a zoned datetime and a whole element,
+where the two disagree and ours is left as it is.
+
+Each case runs a real query and reads the value back from the JSON the platform reaction
+writes to Redis, so a test sees exactly the bytes a Drasi reaction would read.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+import pytest
+
+from drasi_ray.changes import ZERO_VERSION, ElementDelta, node
+from drasi_ray.query.engine import ContinuousQuery
+from drasi_ray.results import QueryResult, platform_change_event
+
+
+def written(expression: str, **properties: Any) -> bytes:
+    """The JSON the platform reaction writes for ``expression`` over one node ``n``."""
+    query = ContinuousQuery("q", f"MATCH (n:N) RETURN {expression} AS v")
+    element = node("1", ["N"], properties)
+    diffs = query.apply(ElementDelta(None, element, ZERO_VERSION, 0))
+    event = platform_change_event(QueryResult("q", 1, 0, 0, tuple(diffs)))
+    (row,) = orjson.loads(orjson.dumps(event))["data"]["addedResults"]
+    return orjson.dumps(row["v"])
+
+
+@pytest.mark.parametrize(
+    ("expression", "json"),
+    [
+        ("42", b"42"),
+        ("-9223372036854775808", b"-9223372036854775808"),
+        ("9223372036854775807", b"9223372036854775807"),
+        ("21.0", b"21.0"),  # serde_json writes a whole float with its '.0'
+        ("0.1 + 0.2", b"0.30000000000000004"),
+        ("1.0e16", b"1e16"),  # ryu: an exponent from 17 digits on
+        ("1.0e15", b"1000000000000000.0"),
+        ("'text'", b'"text"'),
+        ("true", b"true"),
+        ("null", b"null"),
+        ("[1, 2.0, 'a', null, [true]]", b'[1,2.0,"a",null,[true]]'),
+        ("{a: 1, b: {c: [2.5]}}", b'{"a":1,"b":{"c":[2.5]}}'),
+        ("date('2024-01-02')", b'"2024-01-02"'),
+    ],
+)
+def test_scalars_lists_maps_and_dates_are_written_as_drasi_writes_them(
+    expression: str, json: bytes
+) -> None:
+    assert written(expression) == json
+
+
+def test_a_property_holding_a_list_or_map_is_written_as_json() -> None:
+    assert written("n.tags", tags=["a", 1]) == b'["a",1]'
+    assert written("n.meta", meta={"x": [1.5, None]}) == b'{"x":[1.5,null]}'
+
+
+@pytest.mark.parametrize(
+    ("expression", "json"),
+    [
+        # chrono's NaiveTime Display: the fraction in 3, 6 or 9 digits, zeros kept.
+        ("localtime('10:00')", b'"10:00:00"'),
+        ("localtime('10:00:00.5')", b'"10:00:00.500"'),
+        ("localtime('10:00:00.012')", b'"10:00:00.012"'),
+        ("localtime('10:00:00.0001')", b'"10:00:00.000100"'),
+        ("localtime('10:00:00.123456')", b'"10:00:00.123456"'),
+    ],
+)
+def test_a_local_time_is_written_as_drasi_writes_it(expression: str, json: bytes) -> None:
+    assert written(expression) == json
