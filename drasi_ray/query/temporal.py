@@ -740,8 +740,14 @@ def to_result_text(value: Any) -> str | None:
     """The text Drasi writes for a temporal value in a query result, or None if not temporal.
 
     Drasi writes a temporal value as its chrono ``Display`` (drasi-core's ``From<VariableValue>
-    for serde_json::Value``), which is not always the ISO text ``toString`` gives.
+    for serde_json::Value``), which is not always the ISO text ``toString`` gives. A zoned
+    datetime keeps its ISO text: Drasi's two writers disagree on it (the query host's Display
+    ``2024-01-02 10:00:00 +00:00``, drasi-lib's RFC 3339 ``2024-01-02T10:00:00+00:00``).
     """
+    if isinstance(value, dt.datetime):
+        if value.tzinfo is None:
+            return f"{value.date().isoformat()} {_chrono_time_of_day(value)}"
+        return to_iso(value)
     if isinstance(value, dt.time) and value.tzinfo is None:
         return _chrono_time_of_day(value)
     return to_iso(value)

@@ -75,3 +75,16 @@ def test_a_property_holding_a_list_or_map_is_written_as_json() -> None:
 )
 def test_a_local_time_is_written_as_drasi_writes_it(expression: str, json: bytes) -> None:
     assert written(expression) == json
+
+
+@pytest.mark.parametrize(
+    ("expression", "json"),
+    [
+        # chrono's NaiveDateTime Display: the date, a space, the time (its Debug has the 'T').
+        ("localdatetime('2024-01-02T10:00')", b'"2024-01-02 10:00:00"'),
+        ("localdatetime('2024-01-02T10:00:00.25')", b'"2024-01-02 10:00:00.250"'),
+        ("localdatetime('2024-01-02T23:59:59.999999')", b'"2024-01-02 23:59:59.999999"'),
+    ],
+)
+def test_a_local_datetime_is_written_as_drasi_writes_it(expression: str, json: bytes) -> None:
+    assert written(expression) == json
