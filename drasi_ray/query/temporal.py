@@ -748,8 +748,8 @@ def to_result_text(value: Any) -> str | None:
         if value.tzinfo is None:
             return f"{value.date().isoformat()} {_chrono_time_of_day(value)}"
         return to_iso(value)
-    if isinstance(value, dt.time) and value.tzinfo is None:
-        return _chrono_time_of_day(value)
+    if isinstance(value, dt.time):
+        return _chrono_time_of_day(value)  # a zoned time too: Drasi's Display drops its offset
     return to_iso(value)
 
 

@@ -88,3 +88,16 @@ def test_a_local_time_is_written_as_drasi_writes_it(expression: str, json: bytes
 )
 def test_a_local_datetime_is_written_as_drasi_writes_it(expression: str, json: bytes) -> None:
     assert written(expression) == json
+
+
+@pytest.mark.parametrize(
+    ("expression", "json"),
+    [
+        # drasi-core's ZonedTime Display writes only its time of day: the offset is not written.
+        ("time('10:00:00+01:00')", b'"10:00:00"'),
+        ("time('10:00:00.5Z')", b'"10:00:00.500"'),
+        ("time('23:15:30.123456-05:30')", b'"23:15:30.123456"'),
+    ],
+)
+def test_a_zoned_time_is_written_as_drasi_writes_it(expression: str, json: bytes) -> None:
+    assert written(expression) == json
