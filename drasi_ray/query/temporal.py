@@ -736,6 +736,27 @@ def _chrono_time_of_day(value: dt.time | dt.datetime) -> str:
     return text + f".{micros:06d}"
 
 
+def _chrono_duration(value: Duration) -> str:
+    """A duration as chrono's ``TimeDelta`` Display writes it (chrono 0.4.41), which is how
+    Drasi writes one: days and time as one count of seconds, the fraction without trailing
+    zeros, a negative one with '-' before the P, and the zero one ``P0D`` (``PT7261.002S``,
+    ``-PT1.5S``). Drasi's ``Duration`` Display writes only that chrono part, so it would write
+    ``P1M`` as ``P0D``: we write years and months in front instead (``P1Y2M``, ``P1MT3600S``).
+    """
+    nanos = (value.days * _SECONDS_PER_DAY + value.seconds) * _NANOS_PER_SECOND
+    nanos += value.nanoseconds
+    seconds, fraction = divmod(abs(nanos), _NANOS_PER_SECOND)
+    digits = f"{seconds}.{fraction:09d}".rstrip("0") if fraction else str(seconds)
+    sign = "-" if nanos < 0 else ""
+    if not value.months:
+        return f"{sign}PT{digits}S" if nanos else "P0D"
+    years, months = int(value.months / 12), int(math.fmod(value.months, 12))
+    date_part = "".join(
+        f"{amount}{unit}" for amount, unit in ((years, "Y"), (months, "M")) if amount
+    )
+    return f"P{date_part}" + (f"T{sign}{digits}S" if nanos else "")
+
+
 def to_result_text(value: Any) -> str | None:
     """The text Drasi writes for a temporal value in a query result, or None if not temporal.
 
@@ -750,6 +771,8 @@ def to_result_text(value: Any) -> str | None:
         return to_iso(value)
     if isinstance(value, dt.time):
         return _chrono_time_of_day(value)  # a zoned time too: Drasi's Display drops its offset
+    if isinstance(value, Duration):
+        return _chrono_duration(value)
     return to_iso(value)
 
 

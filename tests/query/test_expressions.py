@@ -445,7 +445,7 @@ def test_contains_aggregate(text: str, aggregating: bool) -> None:
         ({"a": dt.date(2024, 1, 15)}, {"a": "2024-01-15"}),
         (ROOM, {"temp": 72, "name": "Lab", "tags": ["a", "b"], "meta": {"x": 1}}),
         (dt.datetime(2024, 1, 15, 10, 30, tzinfo=dt.timezone.utc), "2024-01-15T10:30:00Z"),
-        (Duration(14, 3, 3600, 0), "P1Y2M3DT1H"),
+        (Duration(14, 3, 3600, 0), "P1Y2MT262800S"),
     ],
 )
 def test_to_output(value: Any, expected: Any) -> None:

@@ -101,3 +101,37 @@ def test_a_local_datetime_is_written_as_drasi_writes_it(expression: str, json: b
 )
 def test_a_zoned_time_is_written_as_drasi_writes_it(expression: str, json: bytes) -> None:
     assert written(expression) == json
+
+
+@pytest.mark.parametrize(
+    ("expression", "json"),
+    [
+        # chrono's TimeDelta Display (chrono 0.4.41): days and time as one count of seconds,
+        # the fraction without trailing zeros, '-' before the P, and P0D for nothing.
+        ("duration('PT2H1M1.002S')", b'"PT7261.002S"'),
+        ("duration({days: 1, hours: 2})", b'"PT93600S"'),
+        ("duration('P1W')", b'"PT604800S"'),
+        ("duration({milliseconds: 1500})", b'"PT1.5S"'),
+        ("duration({nanoseconds: 1})", b'"PT0.000000001S"'),
+        ("duration('PT0S')", b'"P0D"'),
+        ("duration('-PT1.5S')", b'"-PT1.5S"'),
+        ("duration('P-1DT1H')", b'"-PT82800S"'),
+        ("datetime('2024-01-16T12:30Z') - datetime('2024-01-15T10:00Z')", b'"PT95400S"'),
+    ],
+)
+def test_a_duration_is_written_as_drasi_writes_it(expression: str, json: bytes) -> None:
+    assert written(expression) == json
+
+
+@pytest.mark.parametrize(
+    ("expression", "json"),
+    [
+        # Drasi's Duration Display writes only its chrono part, so it would write P1M as P0D;
+        # we write the years and months in front instead of losing them.
+        ("duration('P1Y2M')", b'"P1Y2M"'),
+        ("duration('P1M1DT1H')", b'"P1MT90000S"'),
+        ("-duration('P1MT1S')", b'"P-1MT-1S"'),
+    ],
+)
+def test_a_duration_in_months_keeps_them_in_front(expression: str, json: bytes) -> None:
+    assert written(expression) == json
