@@ -736,6 +736,16 @@ def _chrono_time_of_day(value: dt.time | dt.datetime) -> str:
     return text + f".{micros:06d}"
 
 
+def _chrono_offset(value: dt.datetime) -> str:
+    """A UTC offset as chrono's ``FixedOffset`` Display writes it: ``+00:00``, ``-05:30``, with
+    ``:SS`` only when it has seconds."""
+    offset = value.utcoffset() or dt.timedelta(0)
+    sign = "-" if offset < dt.timedelta(0) else "+"
+    minutes, seconds = divmod(abs(int(offset.total_seconds())), 60)
+    text = f"{sign}{minutes // 60:02d}:{minutes % 60:02d}"
+    return f"{text}:{seconds:02d}" if seconds else text
+
+
 def _chrono_duration(value: Duration) -> str:
     """A duration as chrono's ``TimeDelta`` Display writes it (chrono 0.4.41), which is how
     Drasi writes one: days and time as one count of seconds, the fraction without trailing
@@ -761,14 +771,14 @@ def to_result_text(value: Any) -> str | None:
     """The text Drasi writes for a temporal value in a query result, or None if not temporal.
 
     Drasi writes a temporal value as its chrono ``Display`` (drasi-core's ``From<VariableValue>
-    for serde_json::Value``), which is not always the ISO text ``toString`` gives. A zoned
-    datetime keeps its ISO text: Drasi's two writers disagree on it (the query host's Display
-    ``2024-01-02 10:00:00 +00:00``, drasi-lib's RFC 3339 ``2024-01-02T10:00:00+00:00``).
+    for serde_json::Value``, which the platform's query host uses), which is not always the ISO
+    text ``toString`` gives. A zoned datetime is written as chrono's ``DateTime<FixedOffset>``:
+    date, a space, the time, a space and the offset, never ``Z`` and without the zone's name
+    (``2024-01-02 10:00:00.250 +01:00``); drasi-lib's own writer puts a ``T`` there instead.
     """
     if isinstance(value, dt.datetime):
-        if value.tzinfo is None:
-            return f"{value.date().isoformat()} {_chrono_time_of_day(value)}"
-        return to_iso(value)
+        text = f"{value.date().isoformat()} {_chrono_time_of_day(value)}"
+        return text if value.tzinfo is None else f"{text} {_chrono_offset(value)}"
     if isinstance(value, dt.time):
         return _chrono_time_of_day(value)  # a zoned time too: Drasi's Display drops its offset
     if isinstance(value, Duration):
