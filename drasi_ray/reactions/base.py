@@ -8,7 +8,9 @@ write is retried with capped exponential backoff until it succeeds, while new re
 queueing. When the queue is full a result is dropped and counted (``dropped`` in status): a
 reaction that cannot keep up costs only itself, never the query or the other reactions.
 
-Contract for implementations: :meth:`Reaction.render` is pure and called once per batch;
+Contract for implementations: :meth:`Reaction.render` is pure and called once per batch (a
+batch it raises on is rendered again result by result, and only the results it cannot represent
+are dropped and counted);
 :meth:`Reaction.write` may be called again with the same rendered value after it raised
 (``retry=True``) and must then not write twice what the failed attempt already wrote.
 """
@@ -109,13 +111,10 @@ class ReactionWorker:
             await self._deliver([self._queue.popleft() for _ in range(count)])
 
     async def _deliver(self, batch: list[Delivered]) -> None:
-        try:
-            rendered = self.reaction.render(batch)
-        except Exception as exc:  # a result the reaction cannot represent: no retry helps
-            self.dropped += len(batch)
-            self.last_error = f"render: {type(exc).__name__}: {exc}"
-            logger.error("reaction %s: dropping %d result(s): %s", self.name, len(batch), exc)
+        outcome = self._render(batch)
+        if outcome is None:
             return
+        kept, rendered = outcome
         attempts = 0
 
         async def attempt() -> None:
@@ -124,7 +123,30 @@ class ReactionWorker:
             await self.reaction.write(rendered, retry=attempts > 1)
 
         await self._with_retry(attempt, "write")
-        self.delivered += len(batch)
+        self.delivered += len(kept)
+
+    def _render(self, batch: list[Delivered]) -> tuple[list[Delivered], Any] | None:
+        """``(the results kept, their rendered form)``, or None if none can be rendered.
+
+        A result the reaction cannot represent (an integer beyond 64 bits for JSON) is dropped,
+        counted and logged on its own: no retry would help it, and the rest of its batch is
+        rendered again without it rather than lost with it.
+        """
+        try:
+            return batch, self.reaction.render(batch)
+        except Exception:
+            kept = [item for item in batch if self._renders(item)]
+        return (kept, self.reaction.render(kept)) if kept else None
+
+    def _renders(self, item: Delivered) -> bool:
+        try:
+            self.reaction.render([item])
+        except Exception as exc:
+            self.dropped += 1
+            self.last_error = f"render: {type(exc).__name__}: {exc}"
+            logger.error("reaction %s: dropping result %s: %s", self.name, item.sequence, exc)
+            return False
+        return True
 
     async def _with_retry(self, action: Any, what: str) -> None:
         """Await ``action()`` until it succeeds, backing off (with jitter) between attempts."""
