@@ -727,6 +727,7 @@ def _temporal_functions() -> list[FunctionSpec]:
         _spec("duration.between", temporal.between, 2),
         _spec("duration.inseconds", temporal.in_seconds, 2),
         _spec("duration.indays", temporal.in_days, 2),
+        _spec("duration.inmonths", temporal.in_months, 2),
     ]
 
 

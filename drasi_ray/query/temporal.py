@@ -590,7 +590,9 @@ def _is_number(value: Any) -> bool:
 
 
 def between(start: Any, end: Any) -> Duration | None:
-    """``duration.between(start, end)``: whole months first, then days, then time.
+    """``duration.between(start, end)``: the time elapsed, as Drasi gives it (drasi-core
+    ``Between``, a chrono difference): days for two dates, else days and time together as
+    seconds, never months (2024-01-01 to 2024-03-06 is P65D).
 
     Null in, null out. Both must be instants of compatible kinds (a date may be paired with
     a datetime: it counts as its midnight).
@@ -598,45 +600,37 @@ def between(start: Any, end: Any) -> Duration | None:
     if start is None or end is None:
         return None
     start, end = _align(start, end)
-    if isinstance(start, dt.date):
-        months = (end.year - start.year) * 12 + (end.month - start.month)
-        # Count a month only once its day (and time) of month is reached, so Jan 31 ->
-        # Feb 29 is 29 days rather than the one clamped month.
-        if months > 0 and _within_month(end) < _within_month(start):
-            months -= 1
-        elif months < 0 and _within_month(end) > _within_month(start):
-            months += 1
-        rest = _difference(add_duration(start, Duration(months)), end)
-        days, nanos = _split_days(rest)
-        return Duration.of(months, rest.days + days, 0, nanos)
     return _difference(start, end)
 
 
-def _within_month(value: dt.date) -> tuple[int, dt.time]:
-    """Position of an instant within its month: (day, time of day)."""
-    if isinstance(value, dt.datetime):
-        return value.day, value.time()
-    return value.day, dt.time(0)
-
-
-def _split_days(rest: Duration) -> tuple[int, int]:
-    """Split the time part of a difference into (whole days, remaining nanoseconds)."""
-    total = rest.total_nanoseconds_of_time
-    day = _SECONDS_PER_DAY * _NANOS_PER_SECOND
-    days = int(total / day)
-    return days, total - days * day
+def in_months(start: Any, end: Any) -> Duration | None:
+    """``duration.inMonths(start, end)``: the calendar months from one date to the other, as
+    Drasi counts them (drasi-core ``InMonths``): by year and month only, so Jan 31 to Feb 1 is
+    one month. Zero when either is a time of day, which has no month."""
+    if start is None or end is None:
+        return None
+    if type_name(start) in (None, "Duration") or type_name(end) in (None, "Duration"):
+        raise QueryEvaluationError(
+            f"duration.inMonths needs two temporal instants, got {start!r} and {end!r}"
+        )
+    if isinstance(start, dt.time) or isinstance(end, dt.time):
+        return Duration()
+    return Duration((end.year - start.year) * 12 + end.month - start.month)
 
 
 def _align(start: Any, end: Any) -> tuple[Any, Any]:
-    """Make two instants comparable: promote a date to the other side's datetime kind."""
+    """Make two instants comparable: promote a date to the other side's datetime kind, and a
+    local datetime paired with a zoned one to the zoned one's zone (as drasi-core ``Between``)."""
     if isinstance(start, dt.datetime) != isinstance(end, dt.datetime):
         if isinstance(start, dt.datetime) and isinstance(end, dt.date):
             end = dt.datetime.combine(end, dt.time(0), tzinfo=start.tzinfo)
         elif isinstance(end, dt.datetime) and isinstance(start, dt.date):
             start = dt.datetime.combine(start, dt.time(0), tzinfo=end.tzinfo)
     if isinstance(start, dt.datetime) and isinstance(end, dt.datetime):
-        if (start.tzinfo is None) != (end.tzinfo is None):
-            raise QueryEvaluationError("cannot compare a zoned and a local datetime")
+        if start.tzinfo is None:
+            start = start.replace(tzinfo=end.tzinfo)
+        if end.tzinfo is None:
+            end = end.replace(tzinfo=start.tzinfo)
         return start, end
     if type_name(start) != type_name(end) or type_name(start) is None:
         raise QueryEvaluationError(
