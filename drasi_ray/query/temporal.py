@@ -28,14 +28,18 @@ from drasi_ray.errors import QueryEvaluationError
 
 _NANOS_PER_SECOND = 1_000_000_000
 _SECONDS_PER_DAY = 86_400
-_AVERAGE_MONTH_SECONDS = 2_629_746  # 365.2425 days / 12: openCypher's average month
+_MONTH_DAYS = 30  # Drasi's length of a month, where it needs one (ordering, fractions)
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class Duration:
-    """An openCypher duration: ``months``, ``days``, ``seconds`` and ``nanoseconds`` (the last
-    normalised to ``0 <= nanoseconds < 1e9``). Components are independent and may be negative.
+    """A duration: ``months``, ``days``, ``seconds`` and ``nanoseconds`` (the last normalised
+    to ``0 <= nanoseconds < 1e9``). Components may be negative.
+
+    Drasi keeps a duration as months and one length of time (a chrono ``TimeDelta``), so a day
+    is 24 hours there: two durations are equal when their months and their :attr:`length`
+    are (``P1D = PT24H``), and the days stay apart here only to write the text ``P1D``.
     """
 
     months: int = 0
@@ -52,6 +56,19 @@ class Duration:
     @property
     def total_nanoseconds_of_time(self) -> int:
         return self.seconds * _NANOS_PER_SECOND + self.nanoseconds
+
+    @property
+    def length(self) -> int:
+        """Days and time together, in nanoseconds (Drasi's ``TimeDelta`` part)."""
+        return self.days * _SECONDS_PER_DAY * _NANOS_PER_SECOND + self.total_nanoseconds_of_time
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Duration):
+            return NotImplemented
+        return (self.months, self.length) == (other.months, other.length)
+
+    def __hash__(self) -> int:
+        return hash((self.months, self.length))
 
 
 # --------------------------------------------------------------------------- type tests
@@ -81,17 +98,21 @@ def same_kind(left: Any, right: Any) -> bool:
 
 
 def nominal_nanoseconds(value: Duration) -> int:
-    """The length of ``value`` in nanoseconds, a month counted as openCypher's average month
-    (365.2425 / 12 days): the order ``min`` and ``max`` give durations, which ``<`` leaves
-    unordered. Different durations may tie (``P1D`` and ``PT24H``)."""
-    seconds = value.months * _AVERAGE_MONTH_SECONDS + value.days * _SECONDS_PER_DAY
-    return (seconds + value.seconds) * _NANOS_PER_SECOND + value.nanoseconds
+    """The length of ``value`` in nanoseconds, a month counted as 30 days: the order of
+    durations, as Drasi's ``<`` compares them (drasi-core expressions/mod.rs). Different
+    durations may tie (``P1M`` and ``P30D``)."""
+    return value.months * _MONTH_DAYS * _SECONDS_PER_DAY * _NANOS_PER_SECOND + value.length
 
 
 def orderable(left: Any, right: Any) -> bool:
-    """True when ``<`` is defined between the two: same temporal type, and not durations
-    (openCypher leaves durations unordered: is 1 month more than 30 days?)."""
-    return same_kind(left, right) and not isinstance(left, Duration)
+    """True when ``<`` is defined between the two: both of the same temporal type (durations
+    order by :func:`nominal_nanoseconds`)."""
+    return same_kind(left, right)
+
+
+def order_key(value: Any) -> Any:
+    """What ``<`` compares for a temporal value: a duration's nominal length, else itself."""
+    return nominal_nanoseconds(value) if isinstance(value, Duration) else value
 
 
 # --------------------------------------------------------------------------- construction
@@ -236,11 +257,14 @@ def duration_from_components(parts: Mapping[str, Decimal]) -> Duration:
     """Build a duration from unit amounts (any may be fractional; fractions cascade down)."""
     months_total = parts.get("years", Decimal(0)) * 12 + parts.get("months", Decimal(0))
     months = int(months_total)
-    days_total = parts.get("weeks", Decimal(0)) * 7 + parts.get("days", Decimal(0))
+    days_total = (
+        parts.get("weeks", Decimal(0)) * 7
+        + parts.get("days", Decimal(0))
+        + (months_total - months) * _MONTH_DAYS
+    )
     days = int(days_total)
     seconds_total = (
-        (months_total - months) * _AVERAGE_MONTH_SECONDS
-        + (days_total - days) * _SECONDS_PER_DAY
+        (days_total - days) * _SECONDS_PER_DAY
         + parts.get("hours", Decimal(0)) * 3600
         + parts.get("minutes", Decimal(0)) * 60
         + parts.get("seconds", Decimal(0))
@@ -397,28 +421,49 @@ def _epoch_fields(value: dt.datetime) -> dict[str, Callable[[], Any]]:
 
 
 def _duration_fields(value: Duration) -> dict[str, Callable[[], Any]]:
-    seconds, nanos = value.seconds, value.nanoseconds
+    """Drasi's duration accessors (drasi-core expressions/mod.rs): each unit counts the whole
+    length of days and time, truncated toward zero (``P1DT2H`` is 26 hours); months add whole
+    30-day lengths and years whole 365-day lengths. The ``...Of...`` parts are remainders that
+    keep the sign, where Drasi writes 12 for ``P1Y``'s monthsOfYear (and 7 for daysOfWeek)
+    instead of 0: we keep 0."""
+    length = value.length
+
+    def whole(unit_nanos: int) -> int:
+        return _truncate(length, unit_nanos)
+
+    day = _SECONDS_PER_DAY * _NANOS_PER_SECOND
     return {
-        "years": lambda: int(value.months / 12),
-        "quarters": lambda: int(value.months / 3),
-        "months": lambda: value.months,
-        "weeks": lambda: int(value.days / 7),
-        "days": lambda: value.days,
-        "hours": lambda: int(seconds / 3600),
-        "minutes": lambda: int(seconds / 60),
-        "seconds": lambda: seconds,
-        "milliseconds": lambda: seconds * 1000 + nanos // 1_000_000,
-        "microseconds": lambda: seconds * 1_000_000 + nanos // 1000,
-        "nanoseconds": lambda: seconds * _NANOS_PER_SECOND + nanos,
-        "monthsofyear": lambda: int(math.fmod(value.months, 12)),
-        "monthsofquarter": lambda: int(math.fmod(value.months, 3)),
-        "daysofweek": lambda: int(math.fmod(value.days, 7)),
-        "minutesofhour": lambda: int(math.fmod(seconds, 3600)) // 60,
-        "secondsofminute": lambda: int(math.fmod(seconds, 60)),
-        "millisecondsofsecond": lambda: nanos // 1_000_000,
-        "microsecondsofsecond": lambda: nanos // 1000,
-        "nanosecondsofsecond": lambda: nanos,
+        "years": lambda: _truncate(value.months, 12) + _truncate(whole(day), 365),
+        "quarters": lambda: _truncate(value.months, 3),
+        "months": lambda: value.months + _truncate(whole(day), _MONTH_DAYS),
+        "weeks": lambda: whole(7 * day),
+        "days": lambda: whole(day),
+        "hours": lambda: whole(3600 * _NANOS_PER_SECOND),
+        "minutes": lambda: whole(60 * _NANOS_PER_SECOND),
+        "seconds": lambda: whole(_NANOS_PER_SECOND),
+        "milliseconds": lambda: whole(1_000_000),
+        "microseconds": lambda: whole(1000),
+        "nanoseconds": lambda: length,
+        "monthsofyear": lambda: _remainder(value.months, 12),
+        "monthsofquarter": lambda: _remainder(value.months, 3),
+        "daysofweek": lambda: _remainder(whole(day), 7),
+        "minutesofhour": lambda: _remainder(whole(60 * _NANOS_PER_SECOND), 60),
+        "secondsofminute": lambda: _remainder(whole(_NANOS_PER_SECOND), 60),
+        "millisecondsofsecond": lambda: _remainder(whole(1_000_000), 1000),
+        "microsecondsofsecond": lambda: _remainder(whole(1000), 1_000_000),
+        "nanosecondsofsecond": lambda: _remainder(length, _NANOS_PER_SECOND),
     }
+
+
+def _truncate(amount: int, unit: int) -> int:
+    """``amount / unit`` rounded toward zero, exactly (Rust's integer division)."""
+    quotient = abs(amount) // unit
+    return -quotient if amount < 0 else quotient
+
+
+def _remainder(amount: int, unit: int) -> int:
+    """The remainder of :func:`_truncate`, with the sign of ``amount`` (Rust's ``%``)."""
+    return amount - _truncate(amount, unit) * unit
 
 
 def _fields(value: Any) -> dict[str, Callable[[], Any]]:

@@ -127,7 +127,7 @@ def _ordering_pair(left: Any, right: Any) -> tuple[Any, Any] | None:
     if isinstance(left, str) and isinstance(right, str):
         return left, right
     if temporal.orderable(left, right):
-        return left, right
+        return temporal.order_key(left), temporal.order_key(right)
     return None
 
 

@@ -126,13 +126,9 @@ def test_constructors_without_arguments_mean_now() -> None:
         ("date('9999-12-31') + duration('P1M')", "Date \\+ Duration is out of range"),
         ("datetime('9999-12-31T23:00Z') + duration('PT2H')", "DateTime \\+ Duration is out"),
         ("date('0001-01-01') - duration('P1D')", "out of range"),
-        ("duration('P1D') < duration('P2D') AND true", None),
     ],
 )
-def test_construction_errors(text: str, message: str | None) -> None:
-    if message is None:  # durations are not ordered: null, never an error
-        assert evaluate(text) is None
-        return
+def test_construction_errors(text: str, message: str) -> None:
     with pytest.raises(QueryEvaluationError, match=message):
         evaluate(text)
 
@@ -271,8 +267,8 @@ def test_arithmetic_type_errors(text: str) -> None:
         ("date('2024-01-15') = '2024-01-15'", False),
         ("localtime('10:00') < localtime('11:00')", True),
         ("duration('PT60S') = duration('PT1M')", True),
-        ("duration('P1D') = duration('PT24H')", False),
-        ("duration('P1D') < duration('P2D')", None),
+        ("duration('P1D') = duration('PT24H')", True),
+        ("duration('P1D') < duration('P2D')", True),
         ("date('2024-01-15') < null", None),
         ("datetime('2024-01-15T10:00Z') IN [datetime('2024-01-15T10:00Z')]", True),
     ],

@@ -63,3 +63,61 @@ def value_of(text: str) -> Any:
 )
 def test_duration_functions(text: str, expected: Any) -> None:
     assert value_of(text) == expected
+
+
+# --------------------------------------------------------------------------- duration values
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # Days and time are one length (a chrono TimeDelta), so every unit counts all of it.
+        ("duration('P1DT2H').hours", 26),
+        ("duration('P1DT2H30M').minutes", 1590),
+        ("duration('P1DT1S').seconds", 86401),
+        ("duration('P1DT0.5S').milliseconds", 86400500),
+        ("duration('PT36H').days", 1),
+        ("duration('PT200H').weeks", 1),
+        ("duration('PT48H').daysOfWeek", 2),
+        ("duration('P1DT2H30M').minutesOfHour", 30),
+        ("duration('PT-1.5S').millisecondsOfSecond", -500),
+        ("duration('PT-1.5S').seconds", -1),
+        ("duration('PT-90M').minutesOfHour", -30),
+        # Months take whole 30-day lengths, years whole 365-day lengths besides their months.
+        ("duration('P45D').months", 1),
+        ("duration('P1Y2M45D').months", 15),
+        ("duration('P400D').years", 1),
+        ("duration('P1Y2M').years", 1),
+        ("duration('P1Y2M').quarters", 4),
+        ("duration('P1Y2M').monthsOfYear", 2),
+        ("duration.between(date('2024-01-01'), date('2024-03-06')).months", 2),
+        # A fraction of a month cascades as 30 days.
+        ("duration({months: 1.5})", "P1M15D"),
+        ("duration({years: 0.1})", "P1M6D"),
+    ],
+)
+def test_duration_values(text: str, expected: Any) -> None:
+    assert value_of(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("duration('P1D') = duration('PT24H')", True),
+        ("duration('P1D') <> duration('PT24H')", False),
+        ("duration('P1M') = duration('P30D')", False),
+        # Ordered by length, a month counting 30 days.
+        ("duration('P1D') < duration('P2D')", True),
+        ("duration('P1M') < duration('P31D')", True),
+        ("duration('P1M') <= duration('P30D')", True),
+        ("duration('P1M') >= duration('P30D')", True),
+        ("duration('PT25H') > duration('P1D')", True),
+    ],
+)
+def test_duration_comparisons(text: str, expected: bool) -> None:
+    assert evaluate(text) is expected
+
+
+def test_equal_durations_group_together() -> None:
+    left, right = evaluate("duration('P1D')"), evaluate("duration('PT24H')")
+    assert hash(left) == hash(right)
