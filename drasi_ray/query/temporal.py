@@ -211,10 +211,14 @@ def parse_local_datetime(text: str) -> dt.datetime:
 
 
 def parse_datetime(text: str) -> dt.datetime:
-    """A zoned datetime; no offset or region in the text means UTC."""
+    """A zoned datetime; no offset or region in the text means UTC.
+
+    An offset without a ``[zone]`` gives the instant in UTC, as Drasi reads it (drasi-core
+    ``ZonedDateTime::from_string``): ``2024-01-02T10:00+01:00`` is 09:00 UTC, its hour 9.
+    """
     body, zone = _split_zone(text)
-    local = parse_local_datetime(body)
-    return local.replace(tzinfo=zone or dt.timezone.utc)
+    local = parse_local_datetime(body).replace(tzinfo=zone or dt.timezone.utc)
+    return local if "[" in text else local.astimezone(dt.timezone.utc)
 
 
 _DURATION = re.compile(

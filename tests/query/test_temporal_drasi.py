@@ -121,3 +121,26 @@ def test_duration_comparisons(text: str, expected: bool) -> None:
 def test_equal_durations_group_together() -> None:
     left, right = evaluate("duration('P1D')"), evaluate("duration('PT24H')")
     assert hash(left) == hash(right)
+
+
+# --------------------------------------------------------------------------- construction
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # An offset without a zone name gives the instant in UTC (drasi-core
+        # ZonedDateTime::from_string goes through epoch milliseconds).
+        ("datetime('2015-11-30T19:32:24+03:00')", "2015-11-30T16:32:24Z"),
+        ("datetime('2015-11-30T19:32:24+03:00').hour", 16),
+        ("datetime('2015-11-30T19:32:24-0330').minute", 2),
+        ("datetime('2015-11-30T19:32:24+03:00').offsetSeconds", 0),
+        ("datetime('2015-11-30T19:32:24.123456+03:00').microsecond", 123456),
+        ("datetime('2015-11-30T19:32:24+03:00').epochMillis", 1448901144000),
+        # A zone name keeps the zone's offset.
+        ("datetime('2015-07-21T19:32:24[Europe/London]').hour", 19),
+        ("datetime('2015-07-21T19:32:24[Europe/London]').offsetSeconds", 3600),
+    ],
+)
+def test_datetime_from_text(text: str, expected: Any) -> None:
+    assert value_of(text) == expected
