@@ -598,10 +598,7 @@ def zoned_time(value: Any = _NO_ARGUMENT) -> dt.time | None:
     if isinstance(value, str):
         return temporal.parse_time(value)
     if isinstance(value, Mapping):
-        zone = temporal.zone_from_map(value)
-        offset = zone.utcoffset(None) if zone is not None else None
-        tz = dt.timezone(offset) if offset is not None else dt.timezone.utc
-        return temporal.time_from_map(value).replace(tzinfo=tz)
+        return temporal.zoned_time_from_map(value)
     if isinstance(value, dt.datetime):
         return value.timetz() if value.tzinfo else value.time().replace(tzinfo=dt.timezone.utc)
     if isinstance(value, dt.time):

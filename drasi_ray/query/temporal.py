@@ -349,6 +349,15 @@ def zone_from_map(value: Mapping[str, Any]) -> dt.tzinfo | None:
     return parse_zone(zone)
 
 
+def zoned_time_from_map(value: Mapping[str, Any]) -> dt.time:
+    """``time({hour: 10, timezone: 'Europe/Paris'})``: a named zone gives its offset on
+    1970-01-01, as Drasi takes it (drasi-core ``Time``); no zone means UTC."""
+    local = time_from_map(value)
+    zone = zone_from_map(value) or dt.timezone.utc
+    offset = dt.datetime.combine(_EPOCH.date(), local, tzinfo=zone).utcoffset()
+    return local.replace(tzinfo=dt.timezone(offset or dt.timedelta(0)))
+
+
 def datetime_from_map(value: Mapping[str, Any]) -> dt.datetime:
     """``datetime({year.., timezone: 'Europe/Paris'})`` or ``{epochMillis}``/``{epochSeconds}``."""
     parts = _lower_keys(value)
@@ -371,6 +380,12 @@ def local_datetime_from_map(value: Mapping[str, Any]) -> dt.datetime:
 
 def _date_fields(value: dt.date) -> dict[str, Callable[[], Any]]:
     iso = value.isocalendar()
+
+    def day_of_quarter() -> int:
+        # By ordinals: ``value`` may be a datetime, which cannot be subtracted from a date.
+        start = dt.date(value.year, ((value.month - 1) // 3) * 3 + 1, 1)
+        return value.toordinal() - start.toordinal() + 1
+
     return {
         "year": lambda: value.year,
         "quarter": lambda: (value.month - 1) // 3 + 1,
@@ -381,12 +396,8 @@ def _date_fields(value: dt.date) -> dict[str, Callable[[], Any]]:
         "ordinalday": lambda: value.timetuple().tm_yday,
         "dayofweek": lambda: iso.weekday,
         "weekday": lambda: iso.weekday,
-        # By ordinals: ``value`` may be a datetime, which cannot be subtracted from a date.
-        "dayofquarter": lambda: (
-            value.toordinal()
-            - dt.date(value.year, ((value.month - 1) // 3) * 3 + 1, 1).toordinal()
-            + 1
-        ),
+        "dayofquarter": day_of_quarter,
+        "quarterday": day_of_quarter,
     }
 
 
@@ -402,13 +413,17 @@ def _time_fields(value: dt.time | dt.datetime) -> dict[str, Callable[[], Any]]:
 
 
 def _zone_fields(value: dt.time | dt.datetime) -> dict[str, Callable[[], Any]]:
+    """The zone's name, else its offset as chrono writes a ``FixedOffset`` (``+00:00``, never
+    ``Z``), as Drasi's accessors give them."""
+
     def offset() -> dt.timedelta:
         delta = value.utcoffset()
         return delta if delta is not None else dt.timedelta(0)
 
+    zone = value.tzinfo
     return {
-        "timezone": lambda: _zone_name(value),
-        "offset": lambda: _format_offset(offset()),
+        "timezone": lambda: zone.key if isinstance(zone, ZoneInfo) else _chrono_offset(value),
+        "offset": lambda: _chrono_offset(value),
         "offsetminutes": lambda: int(offset().total_seconds()) // 60,
         "offsetseconds": lambda: int(offset().total_seconds()),
     }
@@ -722,14 +737,6 @@ def _format_offset(offset: dt.timedelta) -> str:
     return text + (f":{seconds:02d}" if seconds else "")
 
 
-def _zone_name(value: dt.time | dt.datetime) -> str:
-    zone = value.tzinfo
-    if isinstance(zone, ZoneInfo):
-        return zone.key
-    offset = value.utcoffset()
-    return _format_offset(offset if offset is not None else dt.timedelta(0))
-
-
 def _format_time_of_day(value: dt.time | dt.datetime) -> str:
     text = f"{value.hour:02d}:{value.minute:02d}:{value.second:02d}"
     if value.microsecond:
@@ -779,7 +786,7 @@ def _chrono_time_of_day(value: dt.time | dt.datetime) -> str:
     return text + f".{micros:06d}"
 
 
-def _chrono_offset(value: dt.datetime) -> str:
+def _chrono_offset(value: dt.time | dt.datetime) -> str:
     """A UTC offset as chrono's ``FixedOffset`` Display writes it: ``+00:00``, ``-05:30``, with
     ``:SS`` only when it has seconds."""
     offset = value.utcoffset() or dt.timedelta(0)

@@ -144,3 +144,30 @@ def test_equal_durations_group_together() -> None:
 )
 def test_datetime_from_text(text: str, expected: Any) -> None:
     assert value_of(text) == expected
+
+
+# --------------------------------------------------------------------------- accessors
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # An offset is written as chrono's FixedOffset: +00:00, never Z.
+        ("datetime('2024-01-15T10:30Z').offset", "+00:00"),
+        ("datetime('2024-01-15T10:30Z').timezone", "+00:00"),
+        ("datetime({year: 2024, month: 1, day: 15, timezone: '-05:30'}).offset", "-05:30"),
+        ("datetime('2024-01-15T10:30[Europe/Paris]').timezone", "Europe/Paris"),
+        ("datetime('2024-01-15T10:30[Europe/Paris]').offset", "+01:00"),
+        ("time('10:30Z').offset", "+00:00"),
+        ("time('10:30Z').timezone", "+00:00"),
+        ("time('10:30+02:00').timezone", "+02:00"),
+        ("date('2024-05-15').quarterDay", 45),
+        ("localdatetime('2024-03-31T10:00').quarterDay", 91),
+        ("datetime('2024-05-15T23:30:00Z').quarterDay", 45),
+        # A zone name in a time map gives that zone's offset (on 1970-01-01, as Drasi).
+        ("time({hour: 10, timezone: 'Europe/Paris'}).offset", "+01:00"),
+        ("time({hour: 10, timezone: 'Europe/Paris'}).hour", 10),
+    ],
+)
+def test_accessors(text: str, expected: Any) -> None:
+    assert value_of(text) == expected
