@@ -550,7 +550,7 @@ def datetime(value: Any = _NO_ARGUMENT) -> dt.datetime | None:
     if isinstance(value, str):
         return temporal.parse_datetime(value)
     if isinstance(value, Mapping):
-        return temporal.datetime_from_map(value)
+        return temporal.now_in_zone_of(value) or temporal.datetime_from_map(value)
     if isinstance(value, dt.datetime):
         return value if value.tzinfo is not None else value.replace(tzinfo=dt.timezone.utc)
     if isinstance(value, dt.date):
@@ -566,7 +566,8 @@ def local_datetime(value: Any = _NO_ARGUMENT) -> dt.datetime | None:
     if isinstance(value, str):
         return temporal.parse_local_datetime(value)
     if isinstance(value, Mapping):
-        return temporal.local_datetime_from_map(value)
+        now = temporal.now_in_zone_of(value)
+        return now.replace(tzinfo=None) if now else temporal.local_datetime_from_map(value)
     if isinstance(value, dt.datetime):
         return value.replace(tzinfo=None)
     if isinstance(value, dt.date):
@@ -598,7 +599,8 @@ def zoned_time(value: Any = _NO_ARGUMENT) -> dt.time | None:
     if isinstance(value, str):
         return temporal.parse_time(value)
     if isinstance(value, Mapping):
-        return temporal.zoned_time_from_map(value)
+        now = temporal.now_in_zone_of(value)
+        return now.timetz() if now else temporal.zoned_time_from_map(value)
     if isinstance(value, dt.datetime):
         return value.timetz() if value.tzinfo else value.time().replace(tzinfo=dt.timezone.utc)
     if isinstance(value, dt.time):

@@ -181,11 +181,44 @@ def _fraction_micros(text: str) -> str:
     return re.sub(r"([.,]\d{1,6})\d*", r"\1", text).replace(",", ".")
 
 
+_YEAR_MONTH = re.compile(r"(?P<year>\d{4})-?(?P<month>\d{2})")
+_ORDINAL_DATE = re.compile(r"(?P<year>\d{4})-?(?P<day>\d{3})")
+_QUARTER_DATE = re.compile(r"(?P<year>\d{4})-?Q(?P<quarter>\d)-?(?P<day>\d{1,2})")
+
+
 def parse_date(text: str) -> dt.date:
+    """ISO-8601 calendar and week dates, and as Drasi also reads them: ``2015-07`` (its first
+    day), ``2015``, the ordinal ``2015-202`` and the quarter's ``2015-Q2-60``."""
+    stripped = text.strip()
     try:
-        return dt.date.fromisoformat(text.strip())
+        return dt.date.fromisoformat(stripped)
+    except ValueError:
+        pass
+    try:
+        if stripped.isdigit() and len(stripped) == 4:
+            return dt.date(int(stripped), 1, 1)
+        if match := _YEAR_MONTH.fullmatch(stripped):
+            return dt.date(int(match["year"]), int(match["month"]), 1)
+        if match := _ORDINAL_DATE.fullmatch(stripped):
+            return _ordinal_date(int(match["year"]), int(match["day"]))
+        if match := _QUARTER_DATE.fullmatch(stripped):
+            return _quarter_date(int(match["year"]), int(match["quarter"]), int(match["day"]))
     except ValueError as error:
         raise _parse_error("date", text) from error
+    raise _parse_error("date", text)
+
+
+def _ordinal_date(year: int, day: int) -> dt.date:
+    value = dt.date.fromordinal(dt.date(year, 1, 1).toordinal() + day - 1)
+    if value.year != year or day < 1:
+        raise ValueError(f"year {year} has no day {day}")
+    return value
+
+
+def _quarter_date(year: int, quarter: int, day: int) -> dt.date:
+    if not 1 <= quarter <= 4 or not 1 <= day <= 92:
+        raise ValueError(f"no day {day} in quarter {quarter}")
+    return dt.date(year, quarter * 3 - 2, 1) + dt.timedelta(days=day - 1)
 
 
 def parse_local_time(text: str) -> dt.time:
@@ -204,10 +237,19 @@ def parse_time(text: str) -> dt.time:
 
 
 def parse_local_datetime(text: str) -> dt.datetime:
+    """ISO-8601 text, or a date :func:`parse_date` reads, ``T`` and a time."""
+    stripped = text.strip()
     try:
-        return dt.datetime.fromisoformat(_fraction_micros(text.strip()))
-    except ValueError as error:
+        return dt.datetime.fromisoformat(_fraction_micros(stripped))
+    except ValueError:
+        pass
+    date_text, separator, time_text = stripped.partition("T")
+    try:
+        if separator:
+            return dt.datetime.combine(parse_date(date_text), parse_local_time(time_text))
+    except QueryEvaluationError as error:
         raise _parse_error("localdatetime", text) from error
+    raise _parse_error("localdatetime", text)
 
 
 def parse_datetime(text: str) -> dt.datetime:
@@ -309,14 +351,25 @@ def _lower_keys(value: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def date_from_map(value: Mapping[str, Any]) -> dt.date:
-    """``date({year: 2024, month: 1, day: 15})`` (month and day default to 1)."""
+    """``date({year: 2024, month: 1, day: 15})``, or by ``week`` and ``dayOfWeek``, by
+    ``ordinalDay``, or by ``quarter`` and ``dayOfQuarter``, tried in that order as Drasi does
+    (drasi-core ``create_date_from_component``). A missing month, day, dayOfWeek or
+    dayOfQuarter is the first (Drasi would count dayOfWeek and dayOfQuarter from 0, the day
+    before)."""
     parts = _lower_keys(value)
     if "year" not in parts:
         raise QueryEvaluationError("a date map needs a 'year'")
+    year = _map_int(parts, "year", 1)
     try:
-        return dt.date(
-            _map_int(parts, "year", 1), _map_int(parts, "month", 1), _map_int(parts, "day", 1)
-        )
+        if "week" in parts:
+            week, weekday = _map_int(parts, "week", 1), _map_int(parts, "dayofweek", 1)
+            return dt.date.fromisocalendar(year, week, weekday)
+        if "ordinalday" in parts:
+            return _ordinal_date(year, _map_int(parts, "ordinalday", 1))
+        if "quarter" in parts:
+            quarter, day = _map_int(parts, "quarter", 1), _map_int(parts, "dayofquarter", 1)
+            return _quarter_date(year, quarter, day)
+        return dt.date(year, _map_int(parts, "month", 1), _map_int(parts, "day", 1))
     except ValueError as error:
         raise QueryEvaluationError(f"invalid date {dict(value)}: {error}") from error
 
@@ -338,6 +391,16 @@ def time_from_map(value: Mapping[str, Any]) -> dt.time:
         )
     except ValueError as error:
         raise QueryEvaluationError(f"invalid time {dict(value)}: {error}") from error
+
+
+def now_in_zone_of(value: Mapping[str, Any]) -> dt.datetime | None:
+    """For a map holding only a ``timezone``, the current instant there at that zone's fixed
+    offset (``datetime({timezone: 'Europe/Paris'})``, as drasi-core's constructors); else
+    None."""
+    if set(_lower_keys(value)) != {"timezone"}:
+        return None
+    local = now().astimezone(zone_from_map(value))
+    return local.replace(tzinfo=dt.timezone(local.utcoffset() or dt.timedelta(0)))
 
 
 def zone_from_map(value: Mapping[str, Any]) -> dt.tzinfo | None:

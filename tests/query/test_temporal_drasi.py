@@ -171,3 +171,45 @@ def test_datetime_from_text(text: str, expected: Any) -> None:
 )
 def test_accessors(text: str, expected: Any) -> None:
     assert value_of(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # A map may name a week, an ordinal day or a quarter (drasi-core
+        # create_date_from_component); a missing dayOfWeek or dayOfQuarter is the first.
+        ("date({year: 1984, week: 10, dayOfWeek: 3})", "1984-03-07"),
+        ("date({year: 2021, week: 2})", "2021-01-11"),
+        ("date({year: 2024, ordinalDay: 100})", "2024-04-09"),
+        ("date({year: 1984, quarter: 3, dayOfQuarter: 45})", "1984-08-14"),
+        ("date({year: 2024, quarter: 2})", "2024-04-01"),
+        (
+            "localdatetime({year: 1984, quarter: 3, dayOfQuarter: 45, hour: 12, minute: 31})",
+            "1984-08-14T12:31:00",
+        ),
+        (
+            "datetime({year: 1984, week: 10, dayOfWeek: 3, hour: 12, timezone: '+01:00'})",
+            "1984-03-07T12:00:00+01:00",
+        ),
+        # Dates as text: year and month, year alone, ordinal day, quarter and day.
+        ("date('2015-07')", "2015-07-01"),
+        ("date('201507')", "2015-07-01"),
+        ("date('2015')", "2015-01-01"),
+        ("date('2015-202')", "2015-07-21"),
+        ("date('2015202')", "2015-07-21"),
+        ("date('2015-Q2-60')", "2015-05-30"),
+        ("localdatetime('2015-202T21:40:32')", "2015-07-21T21:40:32"),
+        # A map holding only a timezone is the current time there.
+        ("datetime({timezone: 'Asia/Tokyo'}).timezone", "+09:00"),
+        ("datetime({timezone: 'Europe/Paris'}).year >= 2024", True),
+        ("localdatetime({timezone: 'Asia/Tokyo'}).year >= 2024", True),
+        ("time({timezone: '+05:00'}).offset", "+05:00"),
+    ],
+)
+def test_construction_from_parts(text: str, expected: Any) -> None:
+    assert value_of(text) == expected
+
+
+def test_a_zone_only_time_is_now_there() -> None:
+    hours = value_of("time({timezone: '+05:00'}).hour - time({timezone: 'Z'}).hour")
+    assert hours % 24 == 5
