@@ -404,14 +404,15 @@ class _AstBuilder(Transformer[Token, Any]):
 
     def relationship(self, meta: Meta, children: list[Any]) -> ast.RelationPattern:
         left_arrow, _minus, detail, _minus2, right_arrow = children
-        if (left_arrow is None) == (right_arrow is None):
-            direction = ast.Direction.BOTH
-        else:
-            direction = ast.Direction.IN if left_arrow is not None else ast.Direction.OUT
+        direction = _direction(left_arrow, right_arrow)
         if detail is None:
             return ast.RelationPattern(None, (), direction)
         variable, labels, properties, where = detail
         return ast.RelationPattern(_name_of(variable), labels or (), direction, properties, where)
+
+    def short_relationship(self, meta: Meta, children: list[Any]) -> ast.RelationPattern:
+        left_arrow, _minus, right_arrow = children
+        return ast.RelationPattern(None, (), _direction(left_arrow, right_arrow))
 
     def rel_detail(self, meta: Meta, children: list[Any]) -> tuple[Any, ...]:
         variable, labels, var_length, properties, where = children
@@ -662,6 +663,12 @@ class _AstBuilder(Transformer[Token, Any]):
                 _call, position, written = self._calls[id(node)]
                 return position, written
         return None
+
+
+def _direction(left_arrow: Token | None, right_arrow: Token | None) -> ast.Direction:
+    if (left_arrow is None) == (right_arrow is None):
+        return ast.Direction.BOTH
+    return ast.Direction.IN if left_arrow is not None else ast.Direction.OUT
 
 
 def _name_of(variable: ast.Variable | None) -> str | None:

@@ -1,0 +1,49 @@
+"""Query forms that Drasi's Cypher grammar (drasi-core query-cypher) accepts inside our subset.
+
+Each test names the form, checks our parser accepts it, and checks that it means what it
+means in Drasi, through ContinuousQuery or an evaluated expression.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from drasi_ray.changes import ZERO_VERSION, ElementDelta, node, relation
+from drasi_ray.query.engine import ContinuousQuery
+
+
+def _rows(text: str, *elements: Any) -> list[dict[str, Any]]:
+    """The data of every ADD a query emits as ``elements`` arrive one by one."""
+    query = ContinuousQuery("q", text)
+    rows: list[dict[str, Any]] = []
+    for element in elements:
+        for diff in query.apply(ElementDelta(None, element, ZERO_VERSION, 0)):
+            if diff["type"] == "ADD":
+                rows.append(diff["data"])
+    return rows
+
+
+_GRAPH = (
+    node("a", ["A"], {"name": "a"}),
+    node("b", ["B"], {"name": "b"}),
+    relation("r", ["R"], "a", "b", {}),
+)
+
+
+# --------------------------------------------------------------------------- relations
+
+
+@pytest.mark.parametrize(
+    ("pattern", "expected"),
+    [
+        ("(x)->(y)", [{"x": "a", "y": "b"}]),
+        ("(x)<-(y)", [{"x": "b", "y": "a"}]),
+        ("(x)-(y)", [{"x": "a", "y": "b"}, {"x": "b", "y": "a"}]),
+    ],
+)
+def test_single_dash_anonymous_relation(pattern: str, expected: list[dict[str, str]]) -> None:
+    # Drasi writes an anonymous relation with one dash: `->`, `<-`, `-`.
+    text = f"MATCH {pattern} RETURN x.name AS x, y.name AS y"
+    assert sorted(_rows(text, *_GRAPH), key=lambda row: row["x"]) == expected
