@@ -333,12 +333,12 @@ class _AstBuilder(Transformer[Token, Any]):
     def match_clause(self, meta: Meta, children: list[Any]) -> ast.MatchClause:
         optional = any(token.type == "OPTIONAL" for token in _tokens(children))
         paths = tuple(child for child in children if isinstance(child, ast.PathPattern))
-        where = children[-1]
-        return ast.MatchClause(paths, optional, where)
+        wheres = children[children.index(paths[-1]) + 1 :]
+        return ast.MatchClause(paths, optional, _conjunction(wheres))
 
     def with_clause(self, meta: Meta, children: list[Any]) -> _Clause:
-        projection, where = children[1], children[2]
-        return _Clause(ast.Projection(projection, where), False, _position(meta))
+        _with, projection, *wheres = children
+        return _Clause(ast.Projection(projection, _conjunction(wheres)), False, _position(meta))
 
     def return_clause(self, meta: Meta, children: list[Any]) -> _Clause:
         return _Clause(ast.Projection(children[1]), True, _position(meta))
@@ -663,6 +663,16 @@ class _AstBuilder(Transformer[Token, Any]):
                 _call, position, written = self._calls[id(node)]
                 return position, written
         return None
+
+
+def _conjunction(predicates: list[ast.Expr]) -> ast.Expr | None:
+    """``a AND b AND ...`` of several WHEREs; None for none."""
+    if not predicates:
+        return None
+    conjunction = predicates[0]
+    for predicate in predicates[1:]:
+        conjunction = ast.Binary(ast.BinaryOp.AND, conjunction, predicate)
+    return conjunction
 
 
 def _direction(left_arrow: Token | None, right_arrow: Token | None) -> ast.Direction:

@@ -47,3 +47,18 @@ def test_single_dash_anonymous_relation(pattern: str, expected: list[dict[str, s
     # Drasi writes an anonymous relation with one dash: `->`, `<-`, `-`.
     text = f"MATCH {pattern} RETURN x.name AS x, y.name AS y"
     assert sorted(_rows(text, *_GRAPH), key=lambda row: row["x"]) == expected
+
+
+# --------------------------------------------------------------------------- several WHEREs
+
+
+def test_several_wheres_after_match_are_anded() -> None:
+    text = "MATCH (n:A) WHERE n.x > 1 WHERE n.x < 5 RETURN n.x AS x"
+    elements = [node(str(x), ["A"], {"x": x}) for x in range(7)]
+    assert sorted(row["x"] for row in _rows(text, *elements)) == [2, 3, 4]
+
+
+def test_several_wheres_after_with_are_anded() -> None:
+    text = "MATCH (n:A) WITH n.x AS x WHERE x > 1 WHERE x < 5 RETURN x"
+    elements = [node(str(x), ["A"], {"x": x}) for x in range(7)]
+    assert sorted(row["x"] for row in _rows(text, *elements)) == [2, 3, 4]
