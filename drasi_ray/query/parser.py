@@ -531,8 +531,19 @@ class _AstBuilder(Transformer[Token, Any]):
         key: str = children[0]
         return key
 
-    def list_literal(self, meta: Meta, children: list[Any]) -> ast.ListLiteral:
-        return ast.ListLiteral(tuple(child for child in children if child is not None))
+    def list_literal(self, meta: Meta, children: list[Any]) -> ast.Expr:
+        items = tuple(child for child in children if child is not None)
+        # `[x IN xs]` is a list comprehension with neither WHERE nor `|` (Drasi's iterator);
+        # `[(x IN xs)]` stays a list holding one membership test.
+        if len(items) == 1 and not self._text[meta.start_pos + 1 :].lstrip().startswith("("):
+            (item,) = items
+            if (
+                isinstance(item, ast.Binary)
+                and item.op is ast.BinaryOp.IN
+                and isinstance(item.left, ast.Variable)
+            ):
+                return ast.ListComprehension(item.left.name, item.right, None, None)
+        return ast.ListLiteral(items)
 
     def map_literal(self, meta: Meta, children: list[Any]) -> ast.MapLiteral:
         entries: list[tuple[str, ast.Expr]] = [child for child in children if child is not None]

@@ -12,6 +12,7 @@ import pytest
 
 from drasi_ray.changes import ZERO_VERSION, ElementDelta, node, relation
 from drasi_ray.query.engine import ContinuousQuery
+from tests.query._helpers import evaluate
 
 
 def _rows(text: str, *elements: Any) -> list[dict[str, Any]]:
@@ -62,3 +63,16 @@ def test_several_wheres_after_with_are_anded() -> None:
     text = "MATCH (n:A) WITH n.x AS x WHERE x > 1 WHERE x < 5 RETURN x"
     elements = [node(str(x), ["A"], {"x": x}) for x in range(7)]
     assert sorted(row["x"] for row in _rows(text, *elements)) == [2, 3, 4]
+
+
+# --------------------------------------------------------------------------- iterators
+
+
+def test_bracketed_iterator_without_where_or_projection_is_a_list() -> None:
+    # `[x IN list]` is Drasi's iterator with neither filter nor map: the list itself.
+    assert evaluate("[x IN [1, 2, 3]]") == [1, 2, 3]
+    assert evaluate("size([x IN $xs])", parameters={"xs": [4, 5]}) == 2
+
+
+def test_parenthesised_membership_in_a_list_stays_a_membership_test() -> None:
+    assert evaluate("[(x IN [1, 2])]", {"x": 2}) == [True]
