@@ -580,8 +580,11 @@ class _AstBuilder(Transformer[Token, Any]):
         return ast.ListComprehension(variable, source, predicate, projection)
 
     def reduce_expression(self, meta: Meta, children: list[Any]) -> ast.Reduce:
-        _reduce, accumulator, _eq, init, head, _pipe, expression = children
+        _reduce, accumulator, _eq, init, head, _where, predicate, _pipe, expression = children
         variable, source = self._binding(head, meta, "reduce")
+        if predicate is not None:
+            # Drasi's `reduce(s = 0, x IN xs WHERE p | e)` folds only the items that pass p.
+            source = ast.ListComprehension(variable, source, predicate, None)
         return ast.Reduce(accumulator, init, variable, source, expression)
 
     def _binding(self, head: ast.Expr, meta: Meta, construct: str) -> tuple[str, ast.Expr]:

@@ -11,7 +11,9 @@ from typing import Any
 import pytest
 
 from drasi_ray.changes import ZERO_VERSION, ElementDelta, node, relation
+from drasi_ray.query import ast
 from drasi_ray.query.engine import ContinuousQuery
+from drasi_ray.query.parser import parse_query
 from tests.query._helpers import evaluate
 
 
@@ -76,3 +78,10 @@ def test_bracketed_iterator_without_where_or_projection_is_a_list() -> None:
 
 def test_parenthesised_membership_in_a_list_stays_a_membership_test() -> None:
     assert evaluate("[(x IN [1, 2])]", {"x": 2}) == [True]
+
+
+def test_reduce_with_a_filter() -> None:
+    assert evaluate("reduce(s = 0, x IN [1, 2, 3, 4] WHERE x % 2 = 0 | s + x)") == 6
+    query = parse_query("MATCH (n) RETURN reduce(s = 0, x IN n.xs WHERE x > 1 | s + x) AS t")
+    (item,) = query.returns.items
+    assert isinstance(item.expression, ast.Reduce)
