@@ -20,22 +20,9 @@ from drasi_ray.query.expressions import (
 )
 from drasi_ray.query.temporal import Duration
 from drasi_ray.query.values import RowDropped, equals, hashable_key, to_output
-from tests.query._helpers import evaluate, expression
+from tests.query._helpers import evaluate, expression, same_typed
 
 ROOM = node("room-1", ["Room"], {"temp": 72, "name": "Lab", "tags": ["a", "b"], "meta": {"x": 1}})
-
-
-def _same(actual: Any, expected: Any) -> bool:
-    """Equal with the same type (so 2 and 2.0, or 1 and true, are told apart)."""
-    if isinstance(expected, list):
-        return (
-            isinstance(actual, list)
-            and len(actual) == len(expected)
-            and all(map(_same, actual, expected))
-        )
-    if isinstance(expected, float) and math.isnan(expected):
-        return isinstance(actual, float) and math.isnan(actual)
-    return type(actual) is type(expected) and actual == expected
 
 
 # --------------------------------------------------------------------------- comparison
@@ -180,7 +167,7 @@ def test_boolean_operators_reject_non_booleans(text: str) -> None:
     ],
 )
 def test_arithmetic(text: str, expected: Any) -> None:
-    assert _same(evaluate(text, {"r": ROOM}), expected)
+    assert same_typed(evaluate(text, {"r": ROOM}), expected)
 
 
 @pytest.mark.parametrize(
@@ -269,7 +256,7 @@ def test_in_rejects_a_non_list() -> None:
 )
 def test_property_and_index_access(text: str, expected: Any) -> None:
     row = {"r": ROOM, "missing": None}
-    assert _same(evaluate(text, row), expected)
+    assert same_typed(evaluate(text, row), expected)
 
 
 def test_relation_properties_are_read_like_nodes() -> None:
@@ -307,7 +294,7 @@ def test_unknown_variable_is_an_evaluation_error() -> None:
     ],
 )
 def test_case(text: str, expected: Any) -> None:
-    assert _same(evaluate(text, {"r": ROOM}), expected)
+    assert same_typed(evaluate(text, {"r": ROOM}), expected)
 
 
 @pytest.mark.parametrize(
@@ -329,7 +316,7 @@ def test_case(text: str, expected: Any) -> None:
     ],
 )
 def test_lists_comprehensions_and_reduce(text: str, expected: Any) -> None:
-    assert _same(evaluate(text, {"r": ROOM}), expected)
+    assert same_typed(evaluate(text, {"r": ROOM}), expected)
 
 
 def test_comprehension_variable_shadows_row_variable_only_inside() -> None:

@@ -12,24 +12,11 @@ from drasi_ray.changes import node, relation
 from drasi_ray.errors import QueryEvaluationError
 from drasi_ray.query import ast, functions
 from drasi_ray.query.parser import parse_query
-from tests.query._helpers import evaluate
+from tests.query._helpers import evaluate, same_typed
 
 ROOM = node("room-1", ["Room", "Space"], {"temp": 72, "name": "Lab"}, effective_from=1_000)
 LINK = relation("link-1", ["CONNECTED_TO"], "d1", "d2", {"w": 2})
 ROW = {"r": ROOM, "c": LINK, "nothing": None}
-
-
-def _same(actual: Any, expected: Any) -> bool:
-    """Equal and of the same type (``floor`` must give 2.0, not 2)."""
-    if isinstance(expected, list):
-        return (
-            isinstance(actual, list)
-            and len(actual) == len(expected)
-            and all(map(_same, actual, expected))
-        )
-    if isinstance(expected, float) and math.isnan(expected):
-        return isinstance(actual, float) and math.isnan(actual)
-    return type(actual) is type(expected) and actual == expected
 
 
 CASES: list[tuple[str, Any]] = [
@@ -142,7 +129,7 @@ CASES: list[tuple[str, Any]] = [
 
 @pytest.mark.parametrize(("text", "expected"), CASES)
 def test_function(text: str, expected: Any) -> None:
-    assert _same(evaluate(text, ROW), expected)
+    assert same_typed(evaluate(text, ROW), expected)
 
 
 NULL_IN_NULL_OUT = [

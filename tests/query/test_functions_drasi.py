@@ -4,7 +4,6 @@ would not. Each case names the drasi-core file it follows."""
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import pytest
@@ -13,20 +12,7 @@ from drasi_ray._construct import make_delta
 from drasi_ray.changes import ZERO_VERSION, node
 from drasi_ray.errors import QueryEvaluationError
 from drasi_ray.query.engine import ContinuousQuery
-from tests.query._helpers import evaluate
-
-
-def _same(actual: Any, expected: Any) -> bool:
-    """Equal and of the same type (``round(3, 1)`` must give 3, not 3.0)."""
-    if isinstance(expected, list):
-        return (
-            isinstance(actual, list)
-            and len(actual) == len(expected)
-            and all(map(_same, actual, expected))
-        )
-    if isinstance(expected, float) and math.isnan(expected):
-        return isinstance(actual, float) and math.isnan(actual)
-    return type(actual) is type(expected) and actual == expected
+from tests.query._helpers import evaluate, same_typed
 
 
 def _returned(expression: str, properties: dict[str, Any]) -> Any:
@@ -52,7 +38,7 @@ def _returned(expression: str, properties: dict[str, Any]) -> Any:
     ],
 )
 def test_replace(text: str, expected: Any) -> None:
-    assert _same(evaluate(text), expected)
+    assert same_typed(evaluate(text), expected)
 
 
 def test_replace_of_a_property_through_a_query() -> None:
@@ -103,12 +89,12 @@ def test_trim_removes_unicode_white_space_only(function: str, expected: str) -> 
     ],
 )
 def test_round(text: str, expected: Any) -> None:
-    assert _same(evaluate(text), expected)
+    assert same_typed(evaluate(text), expected)
 
 
 def test_round_through_a_query() -> None:
-    assert _same(_returned("round(n.x)", {"x": -4.5}), -4.0)
-    assert _same(_returned("round(n.x, 2)", {"x": 2}), 2)
+    assert same_typed(_returned("round(n.x)", {"x": -4.5}), -4.0)
+    assert same_typed(_returned("round(n.x, 2)", {"x": 2}), 2)
 
 
 @pytest.mark.parametrize(
@@ -137,7 +123,7 @@ def test_round_through_a_query() -> None:
     ],
 )
 def test_round_with_a_mode(value: float, places: int, mode: str, expected: float) -> None:
-    assert _same(evaluate(f"round({value}, {places}, '{mode}')"), expected)
+    assert same_typed(evaluate(f"round({value}, {places}, '{mode}')"), expected)
 
 
 @pytest.mark.parametrize("text", ["round(1.5, 0, null)", "round(null, 0, 'UP')"])
@@ -152,7 +138,7 @@ def test_round_with_an_unknown_mode_is_an_error(text: str) -> None:
 
 
 def test_round_with_a_mode_through_a_query() -> None:
-    assert _same(_returned("round(n.x, 1, 'CEILING')", {"x": 1.21}), 1.3)
+    assert same_typed(_returned("round(n.x, 1, 'CEILING')", {"x": 1.21}), 1.3)
 
 
 # --------------------------------------------------------------------------- list/tail.rs
@@ -163,7 +149,7 @@ def test_round_with_a_mode_through_a_query() -> None:
 )
 def test_tail(text: str, expected: Any) -> None:
     # The tail of an empty list is null, not an empty list.
-    assert _same(evaluate(text), expected)
+    assert same_typed(evaluate(text), expected)
 
 
 def test_tail_of_an_empty_property_through_a_query() -> None:

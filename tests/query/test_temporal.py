@@ -11,18 +11,10 @@ from drasi_ray.changes import node
 from drasi_ray.errors import QueryEvaluationError
 from drasi_ray.query import temporal
 from drasi_ray.query.temporal import Duration
-from drasi_ray.query.values import RowDropped, hashable_key, to_output
-from tests.query._helpers import evaluate
+from drasi_ray.query.values import RowDropped, hashable_key
+from tests.query._helpers import as_text, evaluate
 
 UTC = dt.timezone.utc
-
-
-def output(text: str, row: dict[str, Any] | None = None) -> Any:
-    """An expression's value, a temporal one as its ISO text (what ``toString`` gives, and
-    readable unit by unit); the text written in results is tested in test_output_values.py."""
-    value = evaluate(text, row)
-    iso = temporal.to_iso(value)
-    return to_output(value) if iso is None else iso
 
 
 # --------------------------------------------------------------------------- construction
@@ -68,7 +60,7 @@ def output(text: str, row: dict[str, Any] | None = None) -> Any:
     ],
 )
 def test_construction_and_iso_output(text: str, iso: str) -> None:
-    assert output(text) == iso
+    assert as_text(text) == iso
 
 
 @pytest.mark.parametrize(
@@ -91,7 +83,7 @@ def test_construction_and_iso_output(text: str, iso: str) -> None:
     ],
 )
 def test_duration_construction(text: str, iso: str) -> None:
-    assert output(text) == iso
+    assert as_text(text) == iso
 
 
 def test_duration_keeps_units_apart() -> None:
@@ -233,7 +225,7 @@ def test_accessor_on_a_temporal_property_of_an_element() -> None:
     ],
 )
 def test_arithmetic(text: str, iso: str) -> None:
-    assert output(text) == iso
+    assert as_text(text) == iso
 
 
 def test_duration_division_by_zero_drops_the_row() -> None:
@@ -293,7 +285,7 @@ def test_equal_instants_share_a_hash_key() -> None:
 )
 def test_change_date_time(effective_from: int, iso: str) -> None:
     row = {"e": node("e1", ["Event"], {}, effective_from=effective_from)}
-    assert output("drasi.changeDateTime(e)", row) == iso
+    assert as_text("drasi.changeDateTime(e)", row) == iso
     assert evaluate("drasi.changeDateTime(e).epochMillis", row) == effective_from
 
 

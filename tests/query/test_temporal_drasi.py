@@ -10,17 +10,7 @@ from typing import Any
 
 import pytest
 
-from drasi_ray.query import temporal
-from drasi_ray.query.values import to_output
-from tests.query._helpers import evaluate
-
-
-def value_of(text: str) -> Any:
-    """An expression's value, a temporal one as its ISO text."""
-    value = evaluate(text)
-    iso = temporal.to_iso(value)
-    return to_output(value) if iso is None else iso
-
+from tests.query._helpers import as_text, evaluate
 
 # --------------------------------------------------------------------------- duration.*
 
@@ -62,7 +52,7 @@ def value_of(text: str) -> Any:
     ],
 )
 def test_duration_functions(text: str, expected: Any) -> None:
-    assert value_of(text) == expected
+    assert as_text(text) == expected
 
 
 # --------------------------------------------------------------------------- duration values
@@ -97,7 +87,7 @@ def test_duration_functions(text: str, expected: Any) -> None:
     ],
 )
 def test_duration_values(text: str, expected: Any) -> None:
-    assert value_of(text) == expected
+    assert as_text(text) == expected
 
 
 @pytest.mark.parametrize(
@@ -143,7 +133,7 @@ def test_equal_durations_group_together() -> None:
     ],
 )
 def test_datetime_from_text(text: str, expected: Any) -> None:
-    assert value_of(text) == expected
+    assert as_text(text) == expected
 
 
 # --------------------------------------------------------------------------- accessors
@@ -170,7 +160,7 @@ def test_datetime_from_text(text: str, expected: Any) -> None:
     ],
 )
 def test_accessors(text: str, expected: Any) -> None:
-    assert value_of(text) == expected
+    assert as_text(text) == expected
 
 
 @pytest.mark.parametrize(
@@ -207,9 +197,9 @@ def test_accessors(text: str, expected: Any) -> None:
     ],
 )
 def test_construction_from_parts(text: str, expected: Any) -> None:
-    assert value_of(text) == expected
+    assert as_text(text) == expected
 
 
 def test_a_zone_only_time_is_now_there() -> None:
-    hours = value_of("time({timezone: '+05:00'}).hour - time({timezone: 'Z'}).hour")
+    hours = as_text("time({timezone: '+05:00'}).hour - time({timezone: 'Z'}).hour")
     assert hours % 24 == 5
