@@ -790,8 +790,13 @@ def in_days(start: Any, end: Any) -> Duration | None:
 
 
 def _format_offset(offset: dt.timedelta) -> str:
-    if offset == dt.timedelta(0):
-        return "Z"
+    """ISO-8601: ``Z`` for UTC, else :func:`_offset_text`."""
+    return "Z" if offset == dt.timedelta(0) else _offset_text(offset)
+
+
+def _offset_text(offset: dt.timedelta) -> str:
+    """``+01:00``, ``-05:30`` (``+00:00`` for UTC), with ``:SS`` only when it has seconds:
+    chrono's ``FixedOffset`` Display."""
     total = int(offset.total_seconds())
     sign = "-" if total < 0 else "+"
     hours, rest = divmod(abs(total), 3600)
@@ -850,13 +855,8 @@ def _chrono_time_of_day(value: dt.time | dt.datetime) -> str:
 
 
 def _chrono_offset(value: dt.time | dt.datetime) -> str:
-    """A UTC offset as chrono's ``FixedOffset`` Display writes it: ``+00:00``, ``-05:30``, with
-    ``:SS`` only when it has seconds."""
-    offset = value.utcoffset() or dt.timedelta(0)
-    sign = "-" if offset < dt.timedelta(0) else "+"
-    minutes, seconds = divmod(abs(int(offset.total_seconds())), 60)
-    text = f"{sign}{minutes // 60:02d}:{minutes % 60:02d}"
-    return f"{text}:{seconds:02d}" if seconds else text
+    """The UTC offset of ``value`` as chrono writes it (:func:`_offset_text`)."""
+    return _offset_text(value.utcoffset() or dt.timedelta(0))
 
 
 def _chrono_duration(value: Duration) -> str:
