@@ -18,7 +18,8 @@ Decisions where SEMANTICS.md leaves room (each covered by tests/query/test_engin
   change of a bound element is an UPDATE; a relation whose endpoints change is DELETE + ADD.
 - OPTIONAL MATCH: when a required row's null row gives way to a match (or the last match
   goes), that is one UPDATE; further matches of the same row are ADDs. (Drasi also reports a
-  *second* match as an update from a null row that no longer exists; we do not.)
+  *second* match as an update from a null row that no longer exists; we do not.) A WHERE
+  after an OPTIONAL MATCH filters the whole row, as Drasi's grammar (not openCypher) has it.
 - Aggregating last part: a new group, and a group a new row entered, is always reported
   (``before`` = identity values for a new group), even when ``after`` equals ``before``, as
   Drasi does; a row that existed but failed the part's WHERE and now passes gives

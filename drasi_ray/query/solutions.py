@@ -17,8 +17,11 @@ becomes an update downstream. When a required row's null row is replaced by a ma
 the last match goes and the null row returns), the change is reported as one *renaming*
 update, which the result diff turns into an UPDATE, as Drasi does.
 
-The WHERE of the (non-optional) MATCH clauses is not applied here: it is the filter of the
-first query part, so rows that fail it still exist (Drasi's "row starts passing WHERE").
+The WHERE clauses are not applied here: ANDed, they are the filter of the first query part,
+so rows that fail it still exist (Drasi's "row starts passing WHERE"). That includes a WHERE
+written after an OPTIONAL MATCH: as in Drasi, whose grammar takes a part's WHEREs only after all
+its MATCH clauses, it filters the whole row (``OPTIONAL MATCH (a)-[:R]->(b) WHERE b.x = 1``
+drops the row whose ``b`` is null), where openCypher would make it a condition of the match.
 """
 
 from __future__ import annotations
@@ -30,16 +33,14 @@ from typing import Any, NamedTuple
 from drasi_ray.changes import Element
 from drasi_ray.errors import UnsupportedQueryError
 from drasi_ray.query import ast
-from drasi_ray.query.expressions import compile_predicate, referenced_variables
+from drasi_ray.query.expressions import referenced_variables
 from drasi_ray.query.indexes import GraphIndex
 from drasi_ray.query.matching import (
     Key,
     Pattern,
     PatternBuilder,
-    Predicate,
     Row,
     conjunction,
-    safe_predicate,
 )
 
 
@@ -61,14 +62,14 @@ class RowChange(NamedTuple):
 class _Optional:
     """One OPTIONAL MATCH clause, compiled against the required variables."""
 
-    def __init__(self, pattern: Pattern, required: Pattern, where: Predicate | None) -> None:
+    def __init__(self, pattern: Pattern, required: Pattern) -> None:
         self.pattern = pattern
         self.shared = [i for i, name in enumerate(pattern.names) if name in required.position]
         self.new = [i for i, name in enumerate(pattern.names) if name not in required.position]
         self.new_names = [pattern.names[i] for i in self.new]
         self.null_key: Key = (None,) * len(self.new)
         self.null_row = dict.fromkeys(self.new_names)
-        self.checks = [*pattern.late_checks, *([where] if where is not None else [])]
+        self.checks = pattern.late_checks
 
     def extensions(self, index: GraphIndex, row: Row) -> list[tuple[Key, Row]]:
         """The matches of this clause for required row ``row``, or the one null extension."""
@@ -98,7 +99,7 @@ class MatchSolutions:
             if not clause.optional:
                 builder.add_clause(clause.paths)
         self.required = builder.build()
-        self.where = conjunction([c.where for c in clauses if not c.optional and c.where])
+        self.where = conjunction([c.where for c in clauses if c.where])
         self.optionals = [
             self._compile_optional(c, parameters, counter) for c in clauses if c.optional
         ]
@@ -117,11 +118,7 @@ class MatchSolutions:
     ) -> _Optional:
         builder = PatternBuilder(parameters, counter)
         builder.add_clause(clause.paths)
-        pattern = builder.build()
-        where = None
-        if clause.where is not None:
-            where = safe_predicate(compile_predicate(clause.where, parameters))
-        return _Optional(pattern, self.required, where)
+        return _Optional(builder.build(), self.required)
 
     # ------------------------------------------------------------------ label needs
 
@@ -399,7 +396,7 @@ def _introduced(clause: ast.MatchClause) -> set[str]:
 
 def _read(clause: ast.MatchClause) -> set[str]:
     names = _introduced(clause)
-    exprs: list[ast.Expr | None] = [clause.where]
+    exprs: list[ast.Expr | None] = []  # not clause.where: it filters the row, not the match
     for path in clause.paths:
         for node in path.nodes:
             exprs.extend((node.where, node.properties))

@@ -55,15 +55,14 @@ def _match(clauses: Sequence[ast.MatchClause], graph: Mapping[str, Element]) -> 
     for clause in clauses:
         extended: list[Row] = []
         for row in rows:
-            found = [b for b in _bindings(clause, row, graph)]
-            if clause.optional:
-                found = [b for b in found if clause.where is None or _passes(clause.where, b)]
-                if not found:
-                    found = [{**row, **dict.fromkeys(_clause_names(clause, row))}]
+            found = list(_bindings(clause, row, graph))
+            if clause.optional and not found:
+                found = [{**row, **dict.fromkeys(_clause_names(clause, row))}]
             extended.extend(found)
         rows = extended
-    required_where = [c.where for c in clauses if not c.optional and c.where is not None]
-    return [row for row in rows if all(_passes(w, row) for w in required_where)]
+    # Every WHERE filters the whole row, an OPTIONAL MATCH's too (Drasi's grammar).
+    wheres = [c.where for c in clauses if c.where is not None]
+    return [row for row in rows if all(_passes(w, row) for w in wheres)]
 
 
 def _slots(clause: ast.MatchClause) -> list[tuple[str, bool]]:
