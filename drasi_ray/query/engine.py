@@ -26,8 +26,10 @@ Decisions where SEMANTICS.md leaves room (each covered by tests/query/test_engin
   ``before: null``. An aggregating WITH passes only non-empty groups to the next part (an
   emptied group leaves it, as Drasi's default-state reconciliation does).
 - Relationship uniqueness (openCypher) holds within one MATCH clause.
-- MATCH after a WITH, a leading OPTIONAL MATCH and OPTIONAL MATCH clauses that join on each
-  other's variables are rejected with UnsupportedQueryError.
+- An OPTIONAL MATCH may join on the variables of an earlier one (a null there gives a null
+  extension, as in Drasi and openCypher). MATCH after a WITH (Drasi silently ignores the MATCH
+  clauses of later parts), a leading OPTIONAL MATCH, and a MATCH that uses a variable of an
+  OPTIONAL MATCH before it are rejected with UnsupportedQueryError.
 - A row whose evaluation raises a type error is treated as not passing and reported through
   :meth:`ContinuousQuery.take_evaluation_errors`; it never leaves the state half-updated.
 """

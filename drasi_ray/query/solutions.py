@@ -8,8 +8,10 @@ without rescanning the graph:
   only X's properties changed and no pattern predicate reads properties: then they are the
   rows it was in, re-read from the index (the common case, a sensor reading, costs no search);
 - with OPTIONAL MATCH, a change can also flip another row between "no match" (the null row)
-  and "matched": the required rows an optional extension through X attaches to are solved
+  and "matched": the required rows an optional extension through X attaches to are found
   from the extension's shared variables, and every affected required row is re-extended.
+  The OPTIONAL MATCH clauses extend a row in turn, so one may join on the variables of an
+  earlier one; where such a variable is null, the later clause gives its null extension.
 
 A row's identity (:data:`Key`) is the tuple of the element ids its variables bind (None for a
 null optional variable), so a property change of a bound element keeps the row's identity and
@@ -26,7 +28,6 @@ drops the row whose ``b`` is null), where openCypher would make it a condition o
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, NamedTuple
 
@@ -60,20 +61,24 @@ class RowChange(NamedTuple):
 
 
 class _Optional:
-    """One OPTIONAL MATCH clause, compiled against the required variables."""
+    """One OPTIONAL MATCH clause, compiled against the variables bound before it (those of
+    the required clauses and of the OPTIONAL MATCH clauses written earlier)."""
 
-    def __init__(self, pattern: Pattern, required: Pattern) -> None:
+    def __init__(self, pattern: Pattern, bound: Sequence[str]) -> None:
         self.pattern = pattern
-        self.shared = [i for i, name in enumerate(pattern.names) if name in required.position]
-        self.new = [i for i, name in enumerate(pattern.names) if name not in required.position]
+        self.shared = [i for i, name in enumerate(pattern.names) if name in bound]
+        self.new = [i for i, name in enumerate(pattern.names) if name not in bound]
         self.new_names = [pattern.names[i] for i in self.new]
         self.null_key: Key = (None,) * len(self.new)
         self.null_row = dict.fromkeys(self.new_names)
         self.checks = pattern.late_checks
 
     def extensions(self, index: GraphIndex, row: Row) -> list[tuple[Key, Row]]:
-        """The matches of this clause for required row ``row``, or the one null extension."""
+        """The matches of this clause for row ``row``, or the one null extension (also when a
+        variable it joins on is null: an earlier OPTIONAL MATCH found nothing)."""
         initial = {i: row[self.pattern.names[i]] for i in self.shared}
+        if any(element is None for element in initial.values()):
+            return [(self.null_key, self.null_row)]
         found: list[tuple[Key, Row]] = []
         for key, solved in self.pattern.solve(index, initial):
             extension = {name: solved[name] for name in self.new_names}
@@ -100,9 +105,15 @@ class MatchSolutions:
                 builder.add_clause(clause.paths)
         self.required = builder.build()
         self.where = conjunction([c.where for c in clauses if c.where])
-        self.optionals = [
-            self._compile_optional(c, parameters, counter) for c in clauses if c.optional
-        ]
+        self.optionals: list[_Optional] = []
+        bound = list(self.required.names)
+        for clause in clauses:
+            if clause.optional:
+                optional = self._compile_optional(clause, parameters, counter, bound)
+                self.optionals.append(optional)
+                bound.extend(optional.new_names)
+        # Where each variable's element id sits in a full row's key.
+        self._key_position = {name: position for position, name in enumerate(bound)}
         self._width = len(self.required)
         self._by_element: dict[str, set[Key]] = {}
         self._by_required: dict[Key, list[Key]] = {}
@@ -113,12 +124,16 @@ class MatchSolutions:
         # property change needs no reverse-index lookup either.
         self._lone = self._shape_only and len(self.required) == 1
 
+    @staticmethod
     def _compile_optional(
-        self, clause: ast.MatchClause, parameters: Mapping[str, Any], counter: list[int]
+        clause: ast.MatchClause,
+        parameters: Mapping[str, Any],
+        counter: list[int],
+        bound: Sequence[str],
     ) -> _Optional:
         builder = PatternBuilder(parameters, counter)
         builder.add_clause(clause.paths)
-        return _Optional(builder.build(), self.required)
+        return _Optional(builder.build(), bound)
 
     # ------------------------------------------------------------------ label needs
 
@@ -282,34 +297,49 @@ class MatchSolutions:
         if after is None:
             return found
         for optional in self.optionals:
+            names = optional.pattern.names
             for position in optional.pattern.anchors(after):
                 if position not in optional.new:
                     continue
                 for _key, row in optional.pattern.solve(index, {position: after}):
-                    shared = {
-                        self.required.position[optional.pattern.names[i]]: row[
-                            optional.pattern.names[i]
-                        ]
-                        for i in optional.shared
-                    }
-                    for key, required_row in self.required.solve(index, shared):
-                        found[key] = required_row
+                    joined = {names[i]: row[names[i]] for i in optional.shared}
+                    found.update(self._rows_joining(index, joined))
+        return found
+
+    def _rows_joining(self, index: GraphIndex, joined: Mapping[str, Element]) -> dict[Key, Row]:
+        """Required rows whose full rows bind each variable of ``joined`` to its element.
+
+        When all of them are required variables, the rows are solved from those elements.
+        A variable of an earlier OPTIONAL MATCH is found in the rows as they are: had the
+        changed element altered that clause's match, the rows would be found from that clause.
+        """
+        required = self.required
+        if all(name in required.position for name in joined):
+            shared = {required.position[name]: element for name, element in joined.items()}
+            return dict(required.solve(index, shared))
+        wanted = [(self._key_position[name], element.id) for name, element in joined.items()]
+        found: dict[Key, Row] = {}
+        for key in self._by_element.get(wanted[0][1], ()):
+            if all(key[position] == element_id for position, element_id in wanted):
+                required_key = key[: self._width]
+                row = self._required_row(index, required_key)
+                if row is not None:
+                    found[required_key] = row
         return found
 
     def _full_rows(self, index: GraphIndex, required_key: Key, row: Row | None) -> dict[Key, Row]:
-        """Every full row (required row x each optional's extensions) of one required row."""
+        """Every full row of one required row: each OPTIONAL MATCH in turn extends every row
+        so far with its matches (or its null extension)."""
         if row is None:
             return {}
-        choices = [optional.extensions(index, row) for optional in self.optionals]
-        rows: dict[Key, Row] = {}
-        for combination in itertools.product(*choices):
-            key = required_key
-            full = dict(row)
-            for extension_key, extension in combination:
-                key = key + extension_key
-                full.update(extension)
-            rows[key] = full
-        return rows
+        partial: list[tuple[Key, Row]] = [(required_key, row)]
+        for optional in self.optionals:
+            partial = [
+                (key + extension_key, {**full, **extension})
+                for key, full in partial
+                for extension_key, extension in optional.extensions(index, full)
+            ]
+        return dict(partial)
 
     def _diff_required(self, required_key: Key, new: dict[Key, Row]) -> list[RowChange]:
         old = self._by_required.get(required_key, [])
@@ -416,15 +446,6 @@ def _check_clause_order(clauses: Sequence[ast.MatchClause]) -> None:
     required_names: set[str] = set()
     for clause in clauses:
         if clause.optional:
-            foreign = (_read(clause) & optional_names) - required_names
-            if foreign:
-                name = sorted(foreign)[0]
-                raise UnsupportedQueryError(
-                    f"OPTIONAL MATCH may only join on variables of non-optional MATCH "
-                    f"clauses, not on '{name}'",
-                    1,
-                    1,
-                )
             optional_names |= _introduced(clause) - required_names
         else:
             clash = _read(clause) & optional_names

@@ -33,6 +33,14 @@ QUERIES = {
         "MATCH (a:A) OPTIONAL MATCH (a)-[:R]->(b) RETURN a.g AS g, count(b) AS c, "
         "collect(b.v) AS vs"
     ),
+    "optional_chain": (
+        "MATCH (a:A) OPTIONAL MATCH (a)-[:R]->(b) OPTIONAL MATCH (b)-[s:S]-(c:B) "
+        "RETURN a.v AS av, b.v AS bv, s.w AS sw, c.g AS cg"
+    ),
+    "optional_chain_agg": (
+        "MATCH (a:A) OPTIONAL MATCH (a)-[:R]->(b) OPTIONAL MATCH (b)-[:S]->(c) "
+        "RETURN a.g AS g, count(b) AS nb, count(c) AS nc, collect(c.v) AS vs"
+    ),
     "crossing_agg": "MATCH (n:A) WITH n, n.v AS v WHERE v > 1 RETURN n.g AS g, count(n) AS c",
     "grouped": (
         "MATCH (n:A)-[r:R|S]->(m) RETURN n.g AS g, count(m) AS c, sum(r.w) AS s, "
