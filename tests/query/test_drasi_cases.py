@@ -12,7 +12,7 @@ from typing import Any
 
 from drasi_ray.changes import node, relation
 from drasi_ray.query.engine import ContinuousQuery
-from tests.query.support import TinyStore, same_multiset
+from tests.query.support import TinyStore, apply_diffs, same_multiset
 
 Diff = dict[str, Any]
 
@@ -432,3 +432,144 @@ def test_multi_optional_match_chains_on_an_optional_variable() -> None:
         case.node("p1", "Payment", id="p1", amount=70),
         update(invoiced, {**invoiced, "payment_id": "p1"}),
     )
+
+
+# ----------------------------------------------------------------------- collect_aggregation
+# Drasi's data: three products; p1 and p2 have order items and reviews, p3 one order item
+# (a review's comment here is its id). Drasi's tests assert the shape of these results.
+
+PRODUCTS = {"p1": "Laptop", "p2": "Gaming Mouse", "p3": "Mechanical Keyboard"}
+ORDER_ITEMS = {"oi1": ("p1", 1), "oi2": ("p1", 2), "oi3": ("p1", 1), "oi4": ("p2", 3)}
+ORDER_ITEMS |= {"oi5": ("p2", 5), "oi6": ("p3", 1)}
+REVIEWS = {"r1": ("p1", 5.0), "r2": ("p1", 4.0), "r3": ("p1", 4.5), "r4": ("p2", 4.5)}
+REVIEWS |= {"r5": ("p2", 3.5), "r6": ("p2", 4.0)}
+
+
+def _shop(text: str) -> tuple[Case, list[dict[str, Any]]]:
+    """The query over Drasi's bootstrap data (nodes first, then relations, as Drasi loads
+    them) and its result rows then."""
+    case = Case(text)
+    diffs: list[Diff] = []
+    for product, name in PRODUCTS.items():
+        diffs += case.node(product, "products", productId=product, productName=name)
+    for item, (_, quantity) in ORDER_ITEMS.items():
+        diffs += case.node(item, "orderItem", orderItemId=item, quantity=quantity)
+    for review, (_, rating) in REVIEWS.items():
+        diffs += case.node(review, "reviews", reviewId=review, rating=rating, comment=review)
+    for item, (product, _) in ORDER_ITEMS.items():
+        diffs += case.rel(f"{product}->{item}", "PRODUCT_TO_ORDER_ITEM", product, item)
+    for review, (product, _) in REVIEWS.items():
+        diffs += case.rel(f"{review}->{product}", "REVIEW_TO_PRODUCT", review, product)
+    rows: list[dict[str, Any]] = []
+    apply_diffs(rows, diffs, ["product_id"])
+    return case, sorted(rows, key=lambda row: str(row["product_id"]))
+
+
+def test_collect_based_aggregation() -> None:
+    case, rows = _shop(
+        """
+        MATCH (p:products)-[:PRODUCT_TO_ORDER_ITEM]->(oi:orderItem)
+        WITH p, collect(oi.quantity) as order_quantities
+        RETURN p.productId AS product_id, order_quantities, size(order_quantities) as order_count
+        """
+    )
+    laptop = {"product_id": "p1", "order_quantities": [1, 2, 1], "order_count": 3}
+    assert rows[0] == laptop
+    assert_diffs(case.node("oi10", "orderItem", orderItemId="oi10", quantity=3))
+    assert_diffs(
+        case.rel("p1->oi10", "PRODUCT_TO_ORDER_ITEM", "p1", "oi10"),
+        update(laptop, {"product_id": "p1", "order_quantities": [1, 2, 1, 3], "order_count": 4}),
+    )
+
+
+def test_collect_simple_aggregation() -> None:
+    case, rows = _shop(
+        """
+        MATCH (p:products)<-[:REVIEW_TO_PRODUCT]-(r:reviews)
+        RETURN p.productId AS product_id, count(r) AS review_count, avg(r.rating) AS avg_rating
+        """
+    )
+    mouse = {"product_id": "p2", "review_count": 3, "avg_rating": 4.0}
+    assert rows == [{"product_id": "p1", "review_count": 3, "avg_rating": 4.5}, mouse]
+    assert_diffs(case.node("r10", "reviews", reviewId="r10", rating=5.0))
+    assert_diffs(
+        case.rel("r10->p2", "REVIEW_TO_PRODUCT", "r10", "p2"),
+        agg(mouse, {"product_id": "p2", "review_count": 4, "avg_rating": 4.25}),
+    )
+
+
+def test_collect_with_filter() -> None:
+    case, rows = _shop(
+        """
+        MATCH (p:products)<-[:REVIEW_TO_PRODUCT]-(r:reviews)
+        WHERE r.rating >= 4.0
+        WITH p, collect(r.rating) as high_ratings
+        WHERE size(high_ratings) >= 2
+        RETURN p.productId AS product_id, high_ratings, size(high_ratings) as high_rating_count
+        """
+    )
+    assert rows == [
+        {"product_id": "p1", "high_ratings": [5.0, 4.0, 4.5], "high_rating_count": 3},
+        {"product_id": "p2", "high_ratings": [4.5, 4.0], "high_rating_count": 2},
+    ]
+    assert_diffs(case.node("r_low", "reviews", reviewId="r_low", rating=2.0))
+    assert_diffs(case.rel("r_low->p1", "REVIEW_TO_PRODUCT", "r_low", "p1"))
+
+
+def test_collect_objects() -> None:
+    _, rows = _shop(
+        """
+        MATCH (p:products)<-[:REVIEW_TO_PRODUCT]-(r:reviews)
+        WITH p, collect({rating: r.rating, comment: r.comment}) as review_details
+        RETURN p.productId AS product_id, review_details, size(review_details) as review_count
+        """
+    )
+    details = [{"rating": 4.5, "comment": "r4"}, {"rating": 3.5, "comment": "r5"}]
+    details.append({"rating": 4.0, "comment": "r6"})
+    assert rows[1] == {"product_id": "p2", "review_details": details, "review_count": 3}
+
+
+def test_collect_mixed_types_over_two_optional_matches() -> None:
+    _, rows = _shop(
+        """
+        MATCH (p:products)
+        OPTIONAL MATCH (p)-[:PRODUCT_TO_ORDER_ITEM]->(oi:orderItem)
+        OPTIONAL MATCH (r:reviews)-[:REVIEW_TO_PRODUCT]->(p)
+        WITH p, collect(oi.orderItemId) as order_ids, collect(r.rating) as ratings
+        WHERE size(order_ids) > 0 OR size(ratings) > 0
+        RETURN p.productId AS product_id, order_ids, ratings
+        """
+    )
+    # Every order item pairs with every review of its product (nulls are not collected).
+    found = [(row["product_id"], sorted(row["order_ids"]), sorted(row["ratings"])) for row in rows]
+    assert found == [
+        ("p1", ["oi1"] * 3 + ["oi2"] * 3 + ["oi3"] * 3, [4.0] * 3 + [4.5] * 3 + [5.0] * 3),
+        ("p2", ["oi4"] * 3 + ["oi5"] * 3, [3.5, 3.5, 4.0, 4.0, 4.5, 4.5]),
+        ("p3", ["oi6"], []),
+    ]
+    assert all(type(rating) is float for row in rows for rating in row["ratings"])
+
+
+def test_multiple_collects() -> None:
+    _, rows = _shop(
+        """
+        MATCH (p:products)<-[:REVIEW_TO_PRODUCT]-(r:reviews)
+        WITH p, collect(r.rating) as ratings, collect(r.reviewId) as review_ids,
+             count(r) as review_count
+        RETURN p.productId AS product_id, ratings, review_ids, review_count
+        """
+    )
+    assert rows == [
+        {
+            "product_id": "p1",
+            "ratings": [5.0, 4.0, 4.5],
+            "review_ids": ["r1", "r2", "r3"],
+            "review_count": 3,
+        },
+        {
+            "product_id": "p2",
+            "ratings": [4.5, 3.5, 4.0],
+            "review_ids": ["r4", "r5", "r6"],
+            "review_count": 3,
+        },
+    ]
