@@ -573,3 +573,129 @@ def test_multiple_collects() -> None:
             "review_count": 3,
         },
     ]
+
+
+# --------------------------------------------------------------------------- incident_alert
+
+INCIDENT_PATHS = """
+    (e:Employee)-[:LOCATED_IN]->(:Building)-[:LOCATED_IN]->(r:Region),
+    (i:Incident)-[:OCCURS_IN]->(r:Region)
+  WHERE
+    i.severity IN ['critical','extreme'] AND i.endTimeMs IS NULL
+"""
+INCIDENT_COLUMNS = """
+    r.name AS RegionName, elementId(i) AS IncidentId, i.severity AS IncidentSeverity,
+    i.description AS IncidentDescription
+"""
+INCIDENT_QUERIES = {
+    "manager": """
+      MATCH
+        (e:Employee)-[:ASSIGNED_TO]->(t:Team),
+        (m:Employee)-[:MANAGES]->(t:Team),
+        (e:Employee)-[:LOCATED_IN]->(:Building)-[:LOCATED_IN]->(r:Region),
+        (i:Incident {type:'environmental'})-[:OCCURS_IN]->(r:Region)
+      WHERE
+        elementId(e) <> elementId(m) AND i.severity IN ['critical','extreme']
+          AND i.endTimeMs IS NULL
+      RETURN
+        m.name AS ManagerName, e.name AS EmployeeName, """
+    + INCIDENT_COLUMNS,
+    "employee": f"MATCH {INCIDENT_PATHS} RETURN e.name AS EmployeeName, {INCIDENT_COLUMNS}",
+    "count": f"MATCH {INCIDENT_PATHS} RETURN {INCIDENT_COLUMNS}, count(e.name) AS EmployeeCount",
+}
+
+
+class Incidents:
+    """Drasi's three incident queries over one graph (a :class:`Case` each)."""
+
+    def __init__(self) -> None:
+        self.cases = {name: Case(text) for name, text in INCIDENT_QUERIES.items()}
+        self.node("rg", "Team", name="Reactive Graph")
+        for employee in ("allen", "bob", "claire", "danny", "emily"):
+            self.node(employee, "Employee", name=employee.capitalize())
+            self.rel(f"{employee}-t", "ASSIGNED_TO", employee, "rg")
+        self.rel("r00", "MANAGES", "allen", "rg")
+        for building, region in (("mv001", "socal"), ("b040", "redmond_wa")):
+            self.node(building, "Building")
+            self.node(region, "Region", name={"socal": "SoCal"}.get(region, "Redmond"))
+            self.rel(f"{building}-r", "LOCATED_IN", building, region)
+        for employee, building in (("allen", "mv001"), ("bob", "mv001"), ("claire", "mv001")):
+            self.rel(f"{employee}-b", "LOCATED_IN", employee, building)
+        for employee in ("danny", "emily"):
+            self.rel(f"{employee}-b", "LOCATED_IN", employee, "b040")
+
+    def node(self, element_id: str, labels: str, **props: Any) -> dict[str, list[Diff]]:
+        return {n: case.node(element_id, labels, **props) for n, case in self.cases.items()}
+
+    def rel(self, element_id: str, label: str, start: str, end: str) -> dict[str, list[Diff]]:
+        return {n: case.rel(element_id, label, start, end) for n, case in self.cases.items()}
+
+    def delete(self, element_id: str) -> dict[str, list[Diff]]:
+        return {n: case.delete(element_id) for n, case in self.cases.items()}
+
+
+def test_incident_alert() -> None:
+    graph = Incidents()
+
+    def incident(severity: str, end: int | None = None) -> dict[str, list[Diff]]:
+        return graph.node(
+            "in1000",
+            "Incident",
+            type="environmental",
+            severity=severity,
+            description="Forest Fire",
+            endTimeMs=end,
+        )
+
+    def rows(severity: str, *employees: str) -> dict[str, list[dict[str, Any]]]:
+        columns = {
+            "RegionName": "SoCal",
+            "IncidentId": "in1000",
+            "IncidentSeverity": severity,
+            "IncidentDescription": "Forest Fire",
+        }
+        alerts = [{"EmployeeName": e, **columns} for e in employees]
+        return {
+            "manager": [
+                {"ManagerName": "Allen", **a} for a in alerts if a["EmployeeName"] != "Allen"
+            ],
+            "employee": alerts,
+            "count": [{**columns, "EmployeeCount": len(employees)}],
+        }
+
+    def counted(severity: str, count: int) -> dict[str, Any]:
+        return {**rows(severity)["count"][0], "EmployeeCount": count}
+
+    no_diffs: dict[str, list[Diff]] = {name: [] for name in INCIDENT_QUERIES}
+    assert incident("high") == no_diffs
+    assert graph.rel("r13", "OCCURS_IN", "in1000", "socal") == no_diffs
+
+    extreme = rows("extreme", "Claire", "Bob", "Allen")
+    diffs = incident("extreme")
+    assert_diffs(diffs["manager"], *(add(**row) for row in extreme["manager"]))
+    assert_diffs(diffs["employee"], *(add(**row) for row in extreme["employee"]))
+    assert_diffs(diffs["count"], agg(None, counted("extreme", 3)))  # rows start passing WHERE
+
+    assert graph.delete("rg09") == no_diffs  # Drasi deletes an id that does not exist
+    danny = rows("extreme", "Danny")
+    diffs = graph.rel("rg14", "LOCATED_IN", "danny", "mv001")
+    assert_diffs(diffs["manager"], add(**danny["manager"][0]))
+    assert_diffs(diffs["employee"], add(**danny["employee"][0]))
+    assert_diffs(diffs["count"], agg(counted("extreme", 3), counted("extreme", 4)))
+
+    critical = rows("critical", "Claire", "Bob", "Allen", "Danny")
+    extreme = rows("extreme", "Claire", "Bob", "Allen", "Danny")
+    diffs = incident("critical")
+    for name in ("manager", "employee"):
+        pairs = zip(extreme[name], critical[name], strict=True)
+        assert_diffs(diffs[name], *(update(before, after) for before, after in pairs))
+    assert_diffs(  # the rows move to another group
+        diffs["count"],
+        agg(counted("extreme", 4), counted("extreme", 0)),
+        agg(counted("critical", 0), counted("critical", 4)),
+    )
+
+    diffs = incident("critical", end=1_700_000_000_000)  # resolved
+    assert_diffs(diffs["manager"], *(delete(**row) for row in critical["manager"]))
+    assert_diffs(diffs["employee"], *(delete(**row) for row in critical["employee"]))
+    assert_diffs(diffs["count"], agg(counted("critical", 4), counted("critical", 0)))
