@@ -103,10 +103,20 @@ def test_not(text: str, expected: bool | None) -> None:
     assert evaluate(text) is expected
 
 
-def test_and_short_circuits_on_false() -> None:
-    # The right side would be a type error; false AND anything is false.
-    assert evaluate("false AND 1 / 0 = 1") is False
-    assert evaluate("true OR 1 / 0 = 1") is True
+@pytest.mark.parametrize("text", ["false AND 1 / 0 = 1", "true OR 1 / 0 = 1"])
+def test_and_or_evaluate_both_sides(text: str) -> None:
+    # Drasi does not short-circuit AND / OR (expressions/tests/logical.rs,
+    # and_not_short_circuited / or_not_short_circuited): a division by zero on the right
+    # drops the row even when the left side already decides the result.
+    with pytest.raises(RowDropped):
+        evaluate(text)
+
+
+def test_a_where_still_stops_at_its_first_failing_conjunct() -> None:
+    # In a WHERE, a dropped row and a failing row are the same (the row does not pass), so
+    # the predicate may stop at the first conjunct that is not true.
+    predicate = compile_predicate(expression("false AND 1 / 0 = 1"), {})
+    assert predicate({}) is False
 
 
 @pytest.mark.parametrize("text", ["1 AND true", "'x' OR false", "NOT 1", "true XOR 0"])
