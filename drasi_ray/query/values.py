@@ -281,13 +281,25 @@ def modulo(left: Any, right: Any) -> Any:
     return math.fmod(left, right)
 
 
+_I64_MIN, _I64_MAX = -(2**63), 2**63 - 1
+
+
 def power(left: Any, right: Any) -> Any:
-    """``^``: always Float, as openCypher; NaN for a negative base with a fractional exponent
-    (Python would give a complex number, Rust's ``powf`` and Java's ``Math.pow`` NaN)."""
+    """``^``: Integer ^ Integer is an Integer, as in Drasi, when the exponent is not negative
+    and the power fits an i64 (Drasi fails on a negative exponent and wraps around past the
+    i64 range: those give the Float power instead). Otherwise Float; NaN for a negative base
+    with a fractional exponent (Python would give a complex number, Rust's ``powf`` NaN)."""
     if left is None or right is None:
         return None
     if not (is_number(left) and is_number(right)):
         raise _type_error("^", left, right)
+    if type(left) is int and type(right) is int and right >= 0:
+        if -1 <= left <= 1:  # a huge exponent needs no big-number power here
+            return left ** (right % 2 if left == -1 else min(right, 1))
+        if right < 64:
+            result = left**right
+            if _I64_MIN <= result <= _I64_MAX:
+                return result
     try:
         result = float(left) ** float(right)
     except ZeroDivisionError as error:  # 0.0 ** -1
