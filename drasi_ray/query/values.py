@@ -362,9 +362,10 @@ def in_list(value: Any, candidates: Any) -> bool | None:
 def index(subject: Any, key: Any) -> Any:
     """``subject[key]``: list by Integer (negative from the end), map/element by String.
 
-    Out-of-range list indexes and missing keys give null.
+    Out-of-range list indexes and missing keys give null, as does indexing null. A null
+    index is a type error, as in Drasi (openCypher would give null).
     """
-    if subject is None or key is None:
+    if subject is None:
         return None
     if is_list(subject):
         if not isinstance(key, int) or isinstance(key, bool):

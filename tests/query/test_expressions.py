@@ -9,9 +9,11 @@ from typing import Any
 
 import pytest
 
-from drasi_ray.changes import node, relation
+from drasi_ray._construct import make_delta
+from drasi_ray.changes import ZERO_VERSION, node, relation
 from drasi_ray.errors import QueryError, QueryEvaluationError
 from drasi_ray.query import ast
+from drasi_ray.query.engine import ContinuousQuery
 from drasi_ray.query.expressions import (
     compile_expression,
     compile_predicate,
@@ -299,11 +301,26 @@ def test_relation_properties_are_read_like_nodes() -> None:
 
 @pytest.mark.parametrize(
     ("text", "message"),
-    [("'abc'.x", "cannot read property"), ("[1]['a']", "list index"), ("1[0]", "cannot index")],
+    [
+        ("'abc'.x", "cannot read property"),
+        ("[1]['a']", "list index"),
+        ("1[0]", "cannot index"),
+        # A null index is a type error in Drasi (expressions/tests/list_indexing.rs,
+        # test_list_indexing_null_indexing), not null as in openCypher.
+        ("[5, 1, 7][null]", "list index"),
+        ("{a: 1}[null]", "cannot index"),
+    ],
 )
 def test_access_type_errors(text: str, message: str) -> None:
     with pytest.raises(QueryEvaluationError, match=message):
         evaluate(text)
+
+
+def test_a_null_index_from_a_property_refuses_the_row() -> None:
+    query = ContinuousQuery("q", "MATCH (n:A) RETURN n.xs[n.i] AS x")
+    delta = make_delta(None, node("a1", ["A"], {"xs": [1, 2]}), ZERO_VERSION, 0)
+    assert query.apply(delta) == []
+    assert any("list index" in message for message in query.take_evaluation_errors())
 
 
 def test_unknown_variable_is_an_evaluation_error() -> None:
