@@ -39,13 +39,33 @@ def compile_expression(expr: ast.Expr, parameters: Mapping[str, Any]) -> Evaluat
 
 def compile_predicate(expr: ast.Expr, parameters: Mapping[str, Any]) -> Predicate:
     """Compile a WHERE condition: the row passes only when ``expr`` is exactly ``true``
-    (null and false both fail, as Drasi)."""
-    evaluate = compile_expression(expr, parameters)
+    (null and false both fail, as Drasi).
 
-    def predicate(row: Row) -> bool:
-        return evaluate(row) is True
+    A top-level ``a AND b AND ...`` stops at the first conjunct that is not true. The AND
+    operator itself evaluates both sides (Drasi's rule, see :func:`_and`), but here the only
+    difference that could make is a row dropped (or refused) instead of failing, and a WHERE
+    treats those alike: the row does not pass.
+    """
+    conjuncts = [compile_expression(part, parameters) for part in _conjuncts(expr)]
+    if len(conjuncts) == 1:
+        (evaluate,) = conjuncts
 
-    return predicate
+        def predicate(row: Row) -> bool:
+            return evaluate(row) is True
+
+        return predicate
+
+    def all_true(row: Row) -> bool:
+        return all(evaluate(row) is True for evaluate in conjuncts)
+
+    return all_true
+
+
+def _conjuncts(expr: ast.Expr) -> list[ast.Expr]:
+    """``a AND b AND c`` as ``[a, b, c]`` (any other expression as itself)."""
+    if isinstance(expr, ast.Binary) and expr.op is ast.BinaryOp.AND:
+        return [*_conjuncts(expr.left), *_conjuncts(expr.right)]
+    return [expr]
 
 
 # --------------------------------------------------------------------------- tree queries
@@ -461,28 +481,16 @@ def _numeric_binary(
 
 
 def _and(left: Evaluator, right: Evaluator) -> Evaluator:
+    """AND evaluates both sides, as Drasi does (no short-circuit): ``false AND 1 / 0 = 1``
+    drops the row like the division alone would."""
     logical_and = values.logical_and
-
-    def and_(row: Row) -> Any:
-        first = left(row)
-        # false AND anything is false: skip the right side (three-valued logic allows it).
-        if first is False:
-            return False
-        return logical_and(first, right(row))
-
-    return and_
+    return lambda row: logical_and(left(row), right(row))
 
 
 def _or(left: Evaluator, right: Evaluator) -> Evaluator:
+    """OR evaluates both sides, as AND does."""
     logical_or = values.logical_or
-
-    def or_(row: Row) -> Any:
-        first = left(row)
-        if first is True:
-            return True
-        return logical_or(first, right(row))
-
-    return or_
+    return lambda row: logical_or(left(row), right(row))
 
 
 def _call(impl: Callable[..., Any], args: tuple[Evaluator, ...]) -> Evaluator:

@@ -26,7 +26,14 @@ from typing import Any
 from drasi_ray.changes import Element
 from drasi_ray.errors import QueryEvaluationError
 from drasi_ray.query import ast, temporal
-from drasi_ray.query.values import equals, is_list, is_number, to_string, type_name
+from drasi_ray.query.values import (
+    equals,
+    hashable_key,
+    is_list,
+    is_number,
+    to_string,
+    type_name,
+)
 
 AGGREGATES: frozenset[str] = ast.AGGREGATE_FUNCTIONS
 """Aggregate function names (lower-case); the engine evaluates them."""
@@ -475,6 +482,45 @@ def tail(value: Any) -> list[Any] | None:
     return list(items[1:]) if items else None
 
 
+def coll_distinct(value: Any) -> list[Any] | None:
+    """``coll.distinct(list)``: the items in first-seen order, each value once (by ``=``)."""
+    if value is None:
+        return None
+    seen: set[Any] = set()
+    result = []
+    for item in _sequence("coll.distinct", value):
+        key = hashable_key(item)
+        if key not in seen:
+            seen.add(key)
+            result.append(item)
+    return result
+
+
+def coll_index_of(value: Any, search: Any) -> int | None:
+    """``coll.indexOf(list, value)``: the first position of ``value`` (by ``=``), else -1;
+    null if either is null."""
+    if value is None or search is None:
+        return None
+    for position, item in enumerate(_sequence("coll.indexOf", value)):
+        if equals(item, search):
+            return position
+    return -1
+
+
+def coll_insert(value: Any, position: Any, item: Any) -> list[Any] | None:
+    """``coll.insert(list, index, value)``: a copy with ``value`` at ``index`` (0 to the
+    list's size, else an error); null if the list or the index is null."""
+    if value is None or position is None:
+        return None
+    items = _sequence("coll.insert", value)
+    index = _integer("coll.insert", position)
+    if not 0 <= index <= len(items):
+        raise QueryEvaluationError(
+            f"coll.insert() index {index} is outside 0..{len(items)} (the list's size)"
+        )
+    return [*items[:index], item, *items[index:]]
+
+
 # --------------------------------------------------------------------------- graph
 
 
@@ -703,6 +749,9 @@ def _list_and_graph_functions() -> list[FunctionSpec]:
     return [
         _spec("range", range_list, 2, 3),
         _spec("tail", tail, 1),
+        _spec("coll.distinct", coll_distinct, 1),
+        _spec("coll.indexof", coll_index_of, 2),
+        _spec("coll.insert", coll_insert, 3),
         _spec("elementid", element_id, 1),
         _spec("keys", keys, 1),
         _spec("labels", labels, 1),

@@ -281,13 +281,25 @@ def modulo(left: Any, right: Any) -> Any:
     return math.fmod(left, right)
 
 
+_I64_MIN, _I64_MAX = -(2**63), 2**63 - 1
+
+
 def power(left: Any, right: Any) -> Any:
-    """``^``: always Float, as openCypher; NaN for a negative base with a fractional exponent
-    (Python would give a complex number, Rust's ``powf`` and Java's ``Math.pow`` NaN)."""
+    """``^``: Integer ^ Integer is an Integer, as in Drasi, when the exponent is not negative
+    and the power fits an i64 (Drasi fails on a negative exponent and wraps around past the
+    i64 range: those give the Float power instead). Otherwise Float; NaN for a negative base
+    with a fractional exponent (Python would give a complex number, Rust's ``powf`` NaN)."""
     if left is None or right is None:
         return None
     if not (is_number(left) and is_number(right)):
         raise _type_error("^", left, right)
+    if type(left) is int and type(right) is int and right >= 0:
+        if -1 <= left <= 1:  # a huge exponent needs no big-number power here
+            return left ** (right % 2 if left == -1 else min(right, 1))
+        if right < 64:
+            result = left**right
+            if _I64_MIN <= result <= _I64_MAX:
+                return result
     try:
         result = float(left) ** float(right)
     except ZeroDivisionError as error:  # 0.0 ** -1
@@ -350,9 +362,10 @@ def in_list(value: Any, candidates: Any) -> bool | None:
 def index(subject: Any, key: Any) -> Any:
     """``subject[key]``: list by Integer (negative from the end), map/element by String.
 
-    Out-of-range list indexes and missing keys give null.
+    Out-of-range list indexes and missing keys give null, as does indexing null. A null
+    index is a type error, as in Drasi (openCypher would give null).
     """
-    if subject is None or key is None:
+    if subject is None:
         return None
     if is_list(subject):
         if not isinstance(key, int) or isinstance(key, bool):

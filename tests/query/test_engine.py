@@ -169,6 +169,17 @@ def test_division_by_zero_drops_the_row() -> None:
     assert_diffs(g.node("n1", "A", id=1, d=0), delete(id=1, q=5.0))
 
 
+def test_a_division_by_zero_on_either_side_of_or_drops_the_row() -> None:
+    # Drasi evaluates both sides of AND / OR (expressions/tests/logical.rs): `true OR 1/0`
+    # is a division by zero, so the row is dropped rather than passing.
+    g = Graph("MATCH (n:A) WHERE n.ok OR 10 / n.d > 1 RETURN n.id AS id")
+    assert_diffs(g.node("n1", "A", id=1, ok=True, d=0))
+    assert_diffs(g.node("n1", "A", id=1, ok=True, d=1), add(id=1))
+    r = Graph("MATCH (n:A) RETURN n.id AS id, n.ok AND 10 / n.d > 1 AS big")
+    assert_diffs(r.node("n1", "A", id=1, ok=False, d=0))
+    assert_diffs(r.node("n1", "A", id=1, ok=False, d=1), add(id=1, big=False))
+
+
 # --------------------------------------------------------------------------- relations
 
 

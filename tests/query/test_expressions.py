@@ -9,9 +9,11 @@ from typing import Any
 
 import pytest
 
-from drasi_ray.changes import node, relation
+from drasi_ray._construct import make_delta
+from drasi_ray.changes import ZERO_VERSION, node, relation
 from drasi_ray.errors import QueryError, QueryEvaluationError
 from drasi_ray.query import ast
+from drasi_ray.query.engine import ContinuousQuery
 from drasi_ray.query.expressions import (
     compile_expression,
     compile_predicate,
@@ -103,10 +105,20 @@ def test_not(text: str, expected: bool | None) -> None:
     assert evaluate(text) is expected
 
 
-def test_and_short_circuits_on_false() -> None:
-    # The right side would be a type error; false AND anything is false.
-    assert evaluate("false AND 1 / 0 = 1") is False
-    assert evaluate("true OR 1 / 0 = 1") is True
+@pytest.mark.parametrize("text", ["false AND 1 / 0 = 1", "true OR 1 / 0 = 1"])
+def test_and_or_evaluate_both_sides(text: str) -> None:
+    # Drasi does not short-circuit AND / OR (expressions/tests/logical.rs,
+    # and_not_short_circuited / or_not_short_circuited): a division by zero on the right
+    # drops the row even when the left side already decides the result.
+    with pytest.raises(RowDropped):
+        evaluate(text)
+
+
+def test_a_where_still_stops_at_its_first_failing_conjunct() -> None:
+    # In a WHERE, a dropped row and a failing row are the same (the row does not pass), so
+    # the predicate may stop at the first conjunct that is not true.
+    predicate = compile_predicate(expression("false AND 1 / 0 = 1"), {})
+    assert predicate({}) is False
 
 
 @pytest.mark.parametrize("text", ["1 AND true", "'x' OR false", "NOT 1", "true XOR 0"])
@@ -134,16 +146,16 @@ def test_boolean_operators_reject_non_booleans(text: str) -> None:
         ("-7 % 3", -1),
         ("7 % -3", 1),
         ("7.5 % 2", 1.5),
-        ("2 ^ 3", 8.0),
+        ("2 ^ 3", 8),
         ("2 ^ -1", 0.5),
-        ("-2 ^ 2", 4.0),
-        ("2 * 3 ^ 2", 18.0),
+        ("-2 ^ 2", 4),
+        ("2 * 3 ^ 2", 18),
         ("1 + 2 * 3 - 4 / 2", 5.0),
         ("(1 + 2) * 3", 9),
         ("10 - 2 - 3", 5),
-        ("2 ^ 3 ^ 2", 64.0),
+        ("2 ^ 3 ^ 2", 64),
         ("(-8) ^ 0.5", math.nan),
-        ("(-8) ^ 2", 64.0),
+        ("(-8) ^ 2", 64),
         ("-(3)", -3),
         ("+3", 3),
         ("- 2.5", -2.5),
@@ -168,6 +180,29 @@ def test_boolean_operators_reject_non_booleans(text: str) -> None:
 )
 def test_arithmetic(text: str, expected: Any) -> None:
     assert same_typed(evaluate(text, {"r": ROOM}), expected)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # Integer ^ Integer is an Integer in Drasi (expressions/tests/arithmetic.rs,
+        # evaluate_exponent: 2 ^ 3 = Integer 8); any Float operand gives a Float.
+        ("2 ^ 3", 8),
+        ("0 ^ 0", 1),
+        ("(-2) ^ 63", -(2**63)),
+        ("1 ^ 100000000000", 1),
+        ("(-1) ^ 100000000001", -1),
+        ("2.0 ^ 3", 8.0),
+        ("2 ^ 3.0", 8.0),
+        # Where Drasi fails (a negative exponent, or a power beyond the i64 range, which
+        # Rust's pow wraps around), the Float power is given instead.
+        ("2 ^ -1", 0.5),
+        ("2 ^ 63", 2.0**63),
+        ("10 ^ 400", math.inf),
+    ],
+)
+def test_power_of_integers_is_an_integer(text: str, expected: Any) -> None:
+    assert same_typed(evaluate(text), expected)
 
 
 @pytest.mark.parametrize(
@@ -266,11 +301,26 @@ def test_relation_properties_are_read_like_nodes() -> None:
 
 @pytest.mark.parametrize(
     ("text", "message"),
-    [("'abc'.x", "cannot read property"), ("[1]['a']", "list index"), ("1[0]", "cannot index")],
+    [
+        ("'abc'.x", "cannot read property"),
+        ("[1]['a']", "list index"),
+        ("1[0]", "cannot index"),
+        # A null index is a type error in Drasi (expressions/tests/list_indexing.rs,
+        # test_list_indexing_null_indexing), not null as in openCypher.
+        ("[5, 1, 7][null]", "list index"),
+        ("{a: 1}[null]", "cannot index"),
+    ],
 )
 def test_access_type_errors(text: str, message: str) -> None:
     with pytest.raises(QueryEvaluationError, match=message):
         evaluate(text)
+
+
+def test_a_null_index_from_a_property_refuses_the_row() -> None:
+    query = ContinuousQuery("q", "MATCH (n:A) RETURN n.xs[n.i] AS x")
+    delta = make_delta(None, node("a1", ["A"], {"xs": [1, 2]}), ZERO_VERSION, 0)
+    assert query.apply(delta) == []
+    assert any("list index" in message for message in query.take_evaluation_errors())
 
 
 def test_unknown_variable_is_an_evaluation_error() -> None:

@@ -156,6 +156,62 @@ def test_tail_of_an_empty_property_through_a_query() -> None:
     assert _returned("tail(n.items)", {"items": []}) is None
 
 
+# --------------------------------------------------------- list/distinct.rs, index_of.rs, insert.rs
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # Drasi registers coll.distinct, coll.indexOf and coll.insert with its Cypher
+        # functions (expressions/tests/list_functions.rs: test_distinct, test_index_of,
+        # test_insert).
+        ("coll.distinct([1, 2, 2, 3, 1])", [1, 2, 3]),
+        (
+            "coll.distinct([1, true, true, null, 'a', false, true, 1, null])",
+            [1, True, None, "a", False],
+        ),
+        ("coll.distinct([])", []),
+        ("coll.distinct(null)", None),
+        ("coll.indexOf(['a', 'b', 'c'], 'b')", 1),
+        ("coll.indexOf(['a', 'b', 'c', 'c'], 'c')", 2),
+        ("coll.indexOf([1, 'b', false], 4.3)", -1),
+        ("coll.indexOf([], 'a')", -1),
+        ("coll.indexOf(null, 'a')", None),
+        ("coll.indexOf([1], null)", None),
+        ("coll.insert([1, 2, 3], 1, 99)", [1, 99, 2, 3]),
+        ("coll.insert([1, 2], 0, 0)", [0, 1, 2]),
+        ("coll.insert([1, 2], 2, 3)", [1, 2, 3]),
+        ("coll.insert([], 0, 'first')", ["first"]),
+        ("coll.insert(null, 1, 'v')", None),
+        ("coll.insert([1], null, 'v')", None),
+        ("coll.insert([1], 0, null)", [None, 1]),
+    ],
+)
+def test_coll_functions(text: str, expected: Any) -> None:
+    assert same_typed(evaluate(text), expected)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "coll.distinct(42)",
+        "coll.indexOf(42, 'a')",
+        "coll.insert([1], -1, 'v')",
+        "coll.insert([1], 5, 'v')",
+        "coll.insert([1], 0.5, 'v')",
+        "coll.insert(42, 0, 'v')",
+    ],
+)
+def test_coll_functions_reject_bad_arguments(text: str) -> None:
+    with pytest.raises(QueryEvaluationError, match="coll"):
+        evaluate(text)
+
+
+def test_coll_functions_through_a_query() -> None:
+    assert _returned("coll.indexOf(n.tags, 'b')", {"tags": ["a", "b"]}) == 1
+    assert _returned("coll.distinct(n.tags)", {"tags": ["a", "a"]}) == ["a"]
+
+
 # --------------------------------------------------------------------------- cypher_scalar/
 
 
