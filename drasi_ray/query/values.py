@@ -131,70 +131,53 @@ def _ordering_pair(left: Any, right: Any) -> tuple[Any, Any] | None:
     return None
 
 
-def less_than(left: Any, right: Any) -> bool | None:
-    """``<``: null when either side is null or the types are not comparable."""
+def less_than(left: Any, right: Any) -> bool:
+    """``<``: false when either side is null or the types are not comparable (Drasi's
+    comparisons are total, never null; openCypher would give null)."""
     pair = _ordering_pair(left, right)
-    return None if pair is None else bool(pair[0] < pair[1])
+    return pair is not None and bool(pair[0] < pair[1])
 
 
-def less_equal(left: Any, right: Any) -> bool | None:
+def less_equal(left: Any, right: Any) -> bool:
     pair = _ordering_pair(left, right)
-    return None if pair is None else bool(pair[0] <= pair[1])
+    return pair is not None and bool(pair[0] <= pair[1])
 
 
-def greater_than(left: Any, right: Any) -> bool | None:
+def greater_than(left: Any, right: Any) -> bool:
     pair = _ordering_pair(left, right)
-    return None if pair is None else bool(pair[0] > pair[1])
+    return pair is not None and bool(pair[0] > pair[1])
 
 
-def greater_equal(left: Any, right: Any) -> bool | None:
+def greater_equal(left: Any, right: Any) -> bool:
     pair = _ordering_pair(left, right)
-    return None if pair is None else bool(pair[0] >= pair[1])
+    return pair is not None and bool(pair[0] >= pair[1])
 
 
 # --------------------------------------------------------------------------- boolean logic
+#
+# Drasi's logic is two-valued: a boolean operator reads its operands as predicates, and any
+# value but true (null, a number, a string) reads as false. So ``NOT null`` is true and
+# ``null OR true`` is true, where openCypher's three-valued logic would give null for the first.
 
 
-def _check_bool(value: Any, operator: str) -> None:
-    if value is not None and not isinstance(value, bool):
-        raise QueryEvaluationError(f"{operator} expects Boolean operands, got {type_name(value)}")
+def logical_and(left: Any, right: Any) -> bool:
+    """AND of two predicates: true only if both sides are true."""
+    return left is True and right is True
 
 
-def logical_and(left: Any, right: Any) -> bool | None:
-    """Three-valued AND: false wins over null, null wins over true."""
-    _check_bool(left, "AND")
-    _check_bool(right, "AND")
-    if left is False or right is False:
-        return False
-    if left is None or right is None:
-        return None
-    return True
+def logical_or(left: Any, right: Any) -> bool:
+    """OR of two predicates: true if either side is true."""
+    return left is True or right is True
 
 
-def logical_or(left: Any, right: Any) -> bool | None:
-    """Three-valued OR: true wins over null, null wins over false."""
-    _check_bool(left, "OR")
-    _check_bool(right, "OR")
-    if left is True or right is True:
-        return True
-    if left is None or right is None:
-        return None
-    return False
+def logical_xor(left: Any, right: Any) -> bool:
+    """XOR of two predicates (not in Drasi's grammar; read the same way)."""
+    return (left is True) != (right is True)
 
 
-def logical_xor(left: Any, right: Any) -> bool | None:
-    """Three-valued XOR: null if either side is null."""
-    _check_bool(left, "XOR")
-    _check_bool(right, "XOR")
-    if left is None or right is None:
-        return None
-    return bool(left) != bool(right)
-
-
-def logical_not(value: Any) -> bool | None:
-    """Three-valued NOT: ``NOT null`` is null."""
-    _check_bool(value, "NOT")
-    return None if value is None else not value
+def logical_not(value: Any) -> bool:
+    """NOT of a predicate: ``NOT null`` is true."""
+    return value is not True
 
 
 # --------------------------------------------------------------------------- arithmetic
@@ -332,22 +315,22 @@ def unary_plus(value: Any) -> Any:
 
 
 def starts_with(left: Any, right: Any) -> bool | None:
-    """``STARTS WITH``: null unless both sides are strings."""
+    """``STARTS WITH``: null if either side is null, false unless both are strings (Drasi)."""
     if isinstance(left, str) and isinstance(right, str):
         return left.startswith(right)
-    return None
+    return None if left is None or right is None else False
 
 
 def ends_with(left: Any, right: Any) -> bool | None:
     if isinstance(left, str) and isinstance(right, str):
         return left.endswith(right)
-    return None
+    return None if left is None or right is None else False
 
 
 def contains(left: Any, right: Any) -> bool | None:
     if isinstance(left, str) and isinstance(right, str):
         return right in left
-    return None
+    return None if left is None or right is None else False
 
 
 def in_list(value: Any, candidates: Any) -> bool | None:

@@ -496,3 +496,25 @@ def test_type_errors_refuse_the_row_and_are_reported() -> None:
     assert len(g.query.take_evaluation_errors()) == 1
     assert g.query.take_evaluation_errors() == []
     assert_diffs(g.node("t2", "T", g="x", v=3), agg(None, {"g": "x", "s": 5.0}))
+
+
+def test_logic_is_two_valued_as_in_drasi() -> None:
+    # Drasi's comparisons are never null and its boolean operators read anything but true as
+    # false: a missing flag passes `NOT o.cancelled`, and `o.total > 5` is false, not null,
+    # when the total is missing (openCypher would drop the first row and return null).
+    g = Graph(
+        "MATCH (o:Order) WHERE NOT o.cancelled "
+        "RETURN o.id AS id, o.total > 5 AS big, NOT (o.total < 5) AS not_small"
+    )
+    assert_diffs(g.node("o1", "Order", id="o1"), add(id="o1", big=False, not_small=True))
+    assert_diffs(
+        g.node("o1", "Order", id="o1", total=3),
+        update(
+            {"id": "o1", "big": False, "not_small": True},
+            {"id": "o1", "big": False, "not_small": False},
+        ),
+    )
+    assert_diffs(
+        g.node("o1", "Order", id="o1", total=3, cancelled=True),
+        delete(id="o1", big=False, not_small=False),
+    )
