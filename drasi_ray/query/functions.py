@@ -357,6 +357,13 @@ def size(value: Any) -> int | None:
     raise _bad_argument("size", "a String or a List", value)
 
 
+def char_length(value: Any) -> int | None:
+    """``char_length(s)`` (also ``character_length``): the number of characters of a String.
+    Drasi's counts UTF-8 bytes (Rust's ``str::len``), so ``'héllo'`` would be 6 there; a
+    function named for characters counting bytes is taken as unintended and not copied."""
+    return None if value is None else len(_string("char_length", value))
+
+
 def coalesce(*values: Any) -> Any:
     return next((value for value in values if value is not None), None)
 
@@ -732,6 +739,8 @@ def _scalar_functions() -> list[FunctionSpec]:
     """Scalar functions."""
     return [
         _spec("size", size, 1),
+        _spec("char_length", char_length, 1),
+        _spec("character_length", char_length, 1),
         _spec("coalesce", coalesce, 0, None),
         _spec("head", head, 1),
         _spec("last", last, 1),

@@ -218,3 +218,31 @@ def test_coll_functions_through_a_query() -> None:
 def test_coalesce_of_nothing_is_null() -> None:
     # Drasi's coalesce takes any number of arguments, none included.
     assert _returned("coalesce()", {}) is None
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # Drasi registers char_length and character_length (cypher_scalar/char_length.rs,
+        # expressions/tests/cypher_scalar.rs: evaluate_char_length_with_string).
+        ("char_length('drasi')", 5),
+        ("char_length('ReactiveGraph1')", 14),
+        ("character_length('drasi')", 5),
+        ("CHAR_LENGTH('')", 0),
+        ("char_length(null)", None),
+        # Characters, not UTF-8 bytes (Drasi counts bytes; see char_length in functions.py).
+        ("char_length('héllo')", 5),
+    ],
+)
+def test_char_length(text: str, expected: Any) -> None:
+    assert same_typed(evaluate(text), expected)
+
+
+@pytest.mark.parametrize("text", ["char_length(42)", "character_length(['a'])"])
+def test_char_length_of_a_non_string_is_an_error(text: str) -> None:
+    with pytest.raises(QueryEvaluationError, match="char"):
+        evaluate(text)
+
+
+def test_char_length_through_a_query() -> None:
+    assert _returned("char_length(n.name)", {"name": "abc"}) == 3
