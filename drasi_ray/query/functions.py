@@ -452,6 +452,21 @@ def to_boolean(value: Any) -> bool | None:
     raise _bad_argument("toBoolean", "a String, Integer or Boolean", value)
 
 
+def _or_null(conversion: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """``toIntegerOrNull`` and friends (Drasi registers them): the conversion, but a value of
+    a type it does not take gives null instead of an error. The conversions raise for nothing
+    else. Drasi's ``toBooleanOrNull`` reads only lower-case ``'true'``/``'false'`` where its
+    ``toBoolean`` takes any case; that slip is not copied: both take any case here."""
+
+    def call(value: Any) -> Any:
+        try:
+            return conversion(value)
+        except QueryEvaluationError:
+            return None
+
+    return call
+
+
 def null_if(value: Any, other: Any) -> Any:
     return None if equals(value, other) else value
 
@@ -747,6 +762,9 @@ def _scalar_functions() -> list[FunctionSpec]:
         _spec("tointeger", to_integer, 1),
         _spec("tofloat", to_float, 1),
         _spec("toboolean", to_boolean, 1),
+        _spec("tointegerornull", _or_null(to_integer), 1),
+        _spec("tofloatornull", _or_null(to_float), 1),
+        _spec("tobooleanornull", _or_null(to_boolean), 1),
         _spec("nullif", null_if, 2),
         _spec("isempty", is_empty, 1),
         _spec("timestamp", timestamp, 0),

@@ -246,3 +246,44 @@ def test_char_length_of_a_non_string_is_an_error(text: str) -> None:
 
 def test_char_length_through_a_query() -> None:
     assert _returned("char_length(n.name)", {"name": "abc"}) == 3
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # The ...OrNull conversions Drasi registers (cypher_scalar/to_integer.rs, to_float.rs,
+        # to_boolean.rs and their tests): as toInteger / toFloat / toBoolean, but a value of a
+        # type they do not convert gives null instead of an error.
+        ("toIntegerOrNull(1)", 1),
+        ("toIntegerOrNull(3.7)", 3),
+        ("toIntegerOrNull(-4.5)", -5),
+        ("toIntegerOrNull('3.14')", 3),
+        ("toIntegerOrNull('true')", None),
+        ("toIntegerOrNull(true)", 1),
+        ("toIntegerOrNull([])", None),
+        ("toIntegerOrNull({a: 1})", None),
+        ("toIntegerOrNull(date('2024-01-02'))", None),
+        ("toIntegerOrNull(null)", None),
+        ("toFloatOrNull('11.5')", 11.5),
+        ("toFloatOrNull('-11')", -11.0),
+        ("toFloatOrNull('abc')", None),
+        ("toFloatOrNull(2)", 2.0),
+        ("toFloatOrNull(true)", None),
+        ("toFloatOrNull([1])", None),
+        ("toBooleanOrNull(1.0)", None),
+        ("toBooleanOrNull(0)", False),
+        ("toBooleanOrNull(7)", True),
+        ("toBooleanOrNull('false')", False),
+        ("toBooleanOrNull('True')", True),
+        ("toBooleanOrNull('yes')", None),
+        ("toBooleanOrNull(true)", True),
+        ("toBooleanOrNull(['true'])", None),
+    ],
+)
+def test_conversions_or_null(text: str, expected: Any) -> None:
+    assert same_typed(evaluate(text), expected)
+
+
+def test_a_conversion_or_null_through_a_query() -> None:
+    assert _returned("toIntegerOrNull(n.x)", {"x": [1]}) is None
+    assert _returned("toFloatOrNull(n.x)", {"x": "2.5"}) == 2.5
