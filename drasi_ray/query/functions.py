@@ -349,10 +349,11 @@ def _float_function(name: str, impl: Callable[[float], float]) -> Callable[[Any]
 
 
 def size(value: Any) -> int | None:
-    """Length of a String or List (or the number of entries of a Map)."""
+    """Length of a String (in characters) or a List; anything else, a Map included, is an
+    error as in Drasi."""
     if value is None:
         return None
-    if isinstance(value, (str, Mapping)) or is_list(value):
+    if isinstance(value, str) or is_list(value):
         return len(value)
     raise _bad_argument("size", "a String or a List", value)
 

@@ -287,3 +287,11 @@ def test_conversions_or_null(text: str, expected: Any) -> None:
 def test_a_conversion_or_null_through_a_query() -> None:
     assert _returned("toIntegerOrNull(n.x)", {"x": [1]}) is None
     assert _returned("toFloatOrNull(n.x)", {"x": "2.5"}) == 2.5
+
+
+@pytest.mark.parametrize("text", ["size({a: 1})", "size(42)", "size(true)"])
+def test_size_of_anything_but_a_string_or_list_is_an_error(text: str) -> None:
+    # cypher_scalar/size.rs takes a List, a String or null; a Map is an invalid argument
+    # (isEmpty does take a Map).
+    with pytest.raises(QueryEvaluationError, match="size"):
+        evaluate(text)
