@@ -544,6 +544,19 @@ def coll_insert(value: Any, position: Any, item: Any) -> list[Any] | None:
     return [*items[:index], item, *items[index:]]
 
 
+def drasi_stdevp(value: Any) -> float | None:
+    """``drasi.stdevp(list)``: the population standard deviation of the numbers in a list,
+    other items (null included) left out, as Drasi's. Null for null, and for a list without
+    numbers, where Drasi's result is undefined (it would divide zero by zero)."""
+    if value is None:
+        return None
+    numbers = [float(item) for item in _sequence("drasi.stdevp", value) if is_number(item)]
+    if not numbers:
+        return None
+    mean = sum(numbers) / len(numbers)
+    return math.sqrt(sum((number - mean) ** 2 for number in numbers) / len(numbers))
+
+
 # --------------------------------------------------------------------------- graph
 
 
@@ -786,6 +799,7 @@ def _list_and_graph_functions() -> list[FunctionSpec]:
         _spec("type", relationship_type, 1),
         _spec("properties", properties, 1),
         _spec("drasi.changedatetime", change_date_time, 1),
+        _spec("drasi.stdevp", drasi_stdevp, 1),
     ]
 
 

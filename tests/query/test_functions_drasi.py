@@ -295,3 +295,43 @@ def test_size_of_anything_but_a_string_or_list_is_an_error(text: str) -> None:
     # (isEmpty does take a Map).
     with pytest.raises(QueryEvaluationError, match="size"):
         evaluate(text)
+
+
+# --------------------------------------------------------------------------- drasi/stdevp.rs
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "drasi.stdevp([0, 1, 3.1415, -12, 9.0])",
+        # null and anything but a number in the list are left out
+        "drasi.stdevp([0, 1, 3.1415, -12, 9.0, null])",
+        "drasi.stdevp([0, 'a', 1, true, 3.1415, [2], -12, 9.0])",
+    ],
+)
+def test_stdevp(text: str) -> None:
+    # drasi/tests/stdevp_tests.rs: the population standard deviation, 6.8645235493805.
+    assert evaluate(text) == pytest.approx(6.8645235493805, abs=1e-8)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("drasi.stdevp(null)", None),
+        ("drasi.stdevp([4])", 0.0),
+        ("drasi.stdevp([2, 4])", 1.0),
+        ("drasi.stdevp([])", None),
+        ("drasi.stdevp([null, 'a'])", None),
+    ],
+)
+def test_stdevp_edges(text: str, expected: Any) -> None:
+    assert same_typed(evaluate(text), expected)
+
+
+def test_stdevp_of_a_non_list_is_an_error() -> None:
+    with pytest.raises(QueryEvaluationError, match="stdevp"):
+        evaluate("drasi.stdevp(5)")
+
+
+def test_stdevp_through_a_query() -> None:
+    assert _returned("drasi.stdevp(n.xs)", {"xs": [1, 3]}) == 1.0
