@@ -162,7 +162,7 @@ def _checked_rows(
 
 
 _Id = Annotated[str, msgspec.Meta(min_length=1)]
-_Labels = Annotated[list[str], msgspec.Meta(min_length=1)]
+_Labels = Annotated[tuple[str, ...], msgspec.Meta(min_length=1)]  # a row's labels: a tuple
 _TimestampNs = Annotated[int, msgspec.Meta(ge=0)]  # (msgspec bounds must fit in i64)
 
 
@@ -242,10 +242,12 @@ def _typed_rows(entry_id: str, fields: Mapping[bytes, bytes]) -> list[ChangeRow]
     lower bound) and the rest is repeated here; a payload that is not valid UTF-8 (which msgspec
     does not check in fields it skips) is left to the checked path.
     """
-    found = _payload_field(fields)
-    if found is None:
-        return None
-    raw = found[1]
+    raw = fields.get(b"data")  # the usual field: spares the search of _payload_field
+    if raw is None:
+        found = _payload_field(fields)
+        if found is None:
+            return None
+        raw = found[1]
     if type(raw) is not bytes or (not raw.isascii() and not _is_utf8(raw)):
         return None
     try:
@@ -254,7 +256,7 @@ def _typed_rows(entry_id: str, fields: Mapping[bytes, bytes]) -> list[ChangeRow]
         return None
     if events:
         db = events[0].payload.source.db
-        if type(db) is str and db.lower() == "drasi":  # a control entry
+        if type(db) is str and len(db) == 5 and db.lower() == "drasi":  # a control entry
             return None
     ms, seq = _entry_position(entry_id)
     rows: list[ChangeRow] = []
@@ -278,7 +280,7 @@ def _typed_rows(entry_id: str, fields: Mapping[bytes, bytes]) -> list[ChangeRow]
             return None
         append(
             (
-                event.OP, kind, data.id, tuple(data.labels),
+                event.OP, kind, data.id, data.labels,
                 {} if properties is None else _properties(properties, False),
                 start_id, end_id, ts_ns // _NS_PER_MS, (ms, seq, index), ts_ns, start_ns, end_ns,
             )
@@ -447,6 +449,8 @@ def _properties(properties: Any, is_delete: bool) -> dict[str, Any]:
         raise DecodeError(_BAD_PROPERTIES)
     for value in properties.values():
         kind = type(value)
+        if kind is str or kind is float:  # the common values, settled with two identity tests
+            continue
         if kind is list or kind is dict or (kind is int and not _I64_MIN <= value <= _I64_MAX):
             return {key: _property_value(item) for key, item in properties.items()}
     return properties
