@@ -224,6 +224,17 @@ def _token_position(token: Token) -> ast.Position:
     return ast.Position(token.line or 1, token.column or 1)
 
 
+_DRASI_STATEFUL_FUNCTIONS = frozenset(
+    name.lower()
+    for name in (
+        "drasi.trueFor", "drasi.trueLater", "drasi.trueUntil", "drasi.trueNowOrLater",
+        "drasi.previousValue", "drasi.previousDistinctValue", "drasi.slidingWindow",
+        "drasi.getVersionByTimestamp", "drasi.getVersionsByTimeRange", "drasi.linearGradient",
+    )
+)  # fmt: skip
+"""Drasi functions that keep state per result row or need a timer: refused with that reason."""
+
+
 def _fail(message: str, position: ast.Position, *, unsupported: bool = False) -> NoReturn:
     error = UnsupportedQueryError if unsupported else QuerySyntaxError
     raise error(message, position.line, position.column)
@@ -651,6 +662,13 @@ class _AstBuilder(Transformer[Token, Any]):
         self, written: str, args: tuple[ast.Expr, ...], distinct: bool, position: ast.Position
     ) -> None:
         spec = functions.lookup(written)
+        if spec is None and written.lower() in _DRASI_STATEFUL_FUNCTIONS:
+            _fail(
+                f"{written}() is one of Drasi's stateful (future or past) functions, which "
+                f"drasi_ray does not support yet",
+                position,
+                unsupported=True,
+            )
         if spec is None:
             _fail(f"unknown function '{written}'", position)
         if distinct:
