@@ -16,6 +16,7 @@ Conventions:
 from __future__ import annotations
 
 import enum
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
@@ -299,3 +300,11 @@ class Query:
     @property
     def returns(self) -> Projection:
         return self.parts[-1].projection
+
+
+def conjunction(exprs: Sequence[Expr]) -> Expr | None:
+    """``e1 AND e2 AND ...`` (left-nested) or None when there is nothing to check."""
+    result: Expr | None = None
+    for expr in exprs:
+        result = expr if result is None else Binary(BinaryOp.AND, result, expr)
+    return result

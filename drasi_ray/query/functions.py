@@ -27,6 +27,8 @@ from drasi_ray.changes import Element
 from drasi_ray.errors import QueryEvaluationError
 from drasi_ray.query import ast, temporal
 from drasi_ray.query.values import (
+    I64_MAX,
+    I64_MIN,
     equals,
     hashable_key,
     is_list,
@@ -400,8 +402,6 @@ def to_integer(value: Any) -> int | None:
     raise _bad_argument("toInteger", "a String, number or Boolean", value)
 
 
-_I64_MIN, _I64_MAX = -(2**63), 2**63 - 1
-
 _RUST_INTEGER = re.compile(r"[+-]?[0-9]+")
 """What Rust's ``str::parse::<i64>`` reads (no spaces, no ``_``)."""
 
@@ -416,13 +416,13 @@ def _floor_to_i64(number: float) -> int:
     if math.isnan(number):
         return 0
     if math.isinf(number):
-        return _I64_MAX if number > 0 else _I64_MIN
-    return min(max(math.floor(number), _I64_MIN), _I64_MAX)
+        return I64_MAX if number > 0 else I64_MIN
+    return min(max(math.floor(number), I64_MIN), I64_MAX)
 
 
 def _parse_integer(text: str) -> int | None:
     """An i64 as Rust parses it, else a float's text floored, else null."""
-    if _RUST_INTEGER.fullmatch(text) and _I64_MIN <= (number := int(text)) <= _I64_MAX:
+    if _RUST_INTEGER.fullmatch(text) and I64_MIN <= (number := int(text)) <= I64_MAX:
         return number
     parsed = _parse_float(text)
     return None if parsed is None else _floor_to_i64(parsed)
@@ -839,6 +839,22 @@ FUNCTIONS: Mapping[str, FunctionSpec] = _build_registry()
 def lookup(name: str) -> FunctionSpec | None:
     """The scalar function called ``name`` (any case), or None."""
     return FUNCTIONS.get(name.lower())
+
+
+_DRASI_STATEFUL = frozenset(
+    name.lower()
+    for name in (
+        "drasi.trueFor", "drasi.trueLater", "drasi.trueUntil", "drasi.trueNowOrLater",
+        "drasi.previousValue", "drasi.previousDistinctValue", "drasi.slidingWindow",
+        "drasi.getVersionByTimestamp", "drasi.getVersionsByTimeRange", "drasi.linearGradient",
+    )
+)  # fmt: skip
+"""Drasi functions that keep state per result row or need a timer: not supported yet."""
+
+
+def is_drasi_stateful(name: str) -> bool:
+    """Whether ``name`` (any case) is one of Drasi's stateful future/past functions."""
+    return name.lower() in _DRASI_STATEFUL
 
 
 def is_aggregate(name: str) -> bool:

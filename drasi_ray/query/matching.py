@@ -57,14 +57,6 @@ def safe_predicate(predicate: Predicate) -> Predicate:
     return check
 
 
-def conjunction(exprs: Sequence[ast.Expr]) -> ast.Expr | None:
-    """``e1 AND e2 AND ...`` or None when there is nothing to check."""
-    result: ast.Expr | None = None
-    for expr in exprs:
-        result = expr if result is None else ast.Binary(ast.BinaryOp.AND, result, expr)
-    return result
-
-
 # --------------------------------------------------------------------------- compiled pattern
 
 
@@ -215,7 +207,7 @@ class PatternBuilder:
                 checks.append(ast.Binary(ast.BinaryOp.EQ, access, value))
         if where is not None:
             checks.append(where)
-        predicate = conjunction(checks)
+        predicate = ast.conjunction(checks)
         if predicate is not None:
             self._inline.append((predicate, variable.name))
 

@@ -29,8 +29,7 @@ from lark.tree import Meta
 from drasi_ray.errors import QueryError, QuerySyntaxError, UnsupportedQueryError
 from drasi_ray.query import ast, functions
 from drasi_ray.query.expressions import referenced_variables, walk
-
-_I64_MAX = 2**63 - 1
+from drasi_ray.query.values import I64_MAX
 
 # Clause keywords of full Cypher that continuous queries reject, with the message's subject.
 _UNSUPPORTED_WORDS: dict[str, str] = {
@@ -224,17 +223,6 @@ def _token_position(token: Token) -> ast.Position:
     return ast.Position(token.line or 1, token.column or 1)
 
 
-_DRASI_STATEFUL_FUNCTIONS = frozenset(
-    name.lower()
-    for name in (
-        "drasi.trueFor", "drasi.trueLater", "drasi.trueUntil", "drasi.trueNowOrLater",
-        "drasi.previousValue", "drasi.previousDistinctValue", "drasi.slidingWindow",
-        "drasi.getVersionByTimestamp", "drasi.getVersionsByTimeRange", "drasi.linearGradient",
-    )
-)  # fmt: skip
-"""Drasi functions that keep state per result row or need a timer: refused with that reason."""
-
-
 def _fail(message: str, position: ast.Position, *, unsupported: bool = False) -> NoReturn:
     error = UnsupportedQueryError if unsupported else QuerySyntaxError
     raise error(message, position.line, position.column)
@@ -345,11 +333,11 @@ class _AstBuilder(Transformer[Token, Any]):
         optional = any(token.type == "OPTIONAL" for token in _tokens(children))
         paths = tuple(child for child in children if isinstance(child, ast.PathPattern))
         wheres = children[children.index(paths[-1]) + 1 :]
-        return ast.MatchClause(paths, optional, _conjunction(wheres))
+        return ast.MatchClause(paths, optional, ast.conjunction(wheres))
 
     def with_clause(self, meta: Meta, children: list[Any]) -> _Clause:
         _with, projection, *wheres = children
-        return _Clause(ast.Projection(projection, _conjunction(wheres)), False, _position(meta))
+        return _Clause(ast.Projection(projection, ast.conjunction(wheres)), False, _position(meta))
 
     def return_clause(self, meta: Meta, children: list[Any]) -> _Clause:
         return _Clause(ast.Projection(children[1]), True, _position(meta))
@@ -488,7 +476,7 @@ class _AstBuilder(Transformer[Token, Any]):
         text: str = children[0].value
         value = int(text, 16) if text.lower().startswith("0x") else int(text)
         # 2^63 is allowed here only so that the folded `-9223372036854775808` parses.
-        if value > _I64_MAX + 1:
+        if value > I64_MAX + 1:
             _fail(f"integer literal {text} is too large", _position(meta))
         return ast.Literal(value)
 
@@ -662,7 +650,7 @@ class _AstBuilder(Transformer[Token, Any]):
         self, written: str, args: tuple[ast.Expr, ...], distinct: bool, position: ast.Position
     ) -> None:
         spec = functions.lookup(written)
-        if spec is None and written.lower() in _DRASI_STATEFUL_FUNCTIONS:
+        if spec is None and functions.is_drasi_stateful(written):
             _fail(
                 f"{written}() is one of Drasi's stateful (future or past) functions, which "
                 f"drasi_ray does not support yet",
@@ -695,16 +683,6 @@ class _AstBuilder(Transformer[Token, Any]):
                 _call, position, written = self._calls[id(node)]
                 return position, written
         return None
-
-
-def _conjunction(predicates: list[ast.Expr]) -> ast.Expr | None:
-    """``a AND b AND ...`` of several WHEREs; None for none."""
-    if not predicates:
-        return None
-    conjunction = predicates[0]
-    for predicate in predicates[1:]:
-        conjunction = ast.Binary(ast.BinaryOp.AND, conjunction, predicate)
-    return conjunction
 
 
 def _direction(left_arrow: Token | None, right_arrow: Token | None) -> ast.Direction:

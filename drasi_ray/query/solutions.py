@@ -41,7 +41,6 @@ from drasi_ray.query.matching import (
     Pattern,
     PatternBuilder,
     Row,
-    conjunction,
 )
 
 
@@ -104,7 +103,7 @@ class MatchSolutions:
             if not clause.optional:
                 builder.add_clause(clause.paths)
         self.required = builder.build()
-        self.where = conjunction([c.where for c in clauses if c.where])
+        self.where = ast.conjunction([c.where for c in clauses if c.where])
         self.optionals: list[_Optional] = []
         bound = list(self.required.names)
         for clause in clauses:

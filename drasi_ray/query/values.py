@@ -264,7 +264,8 @@ def modulo(left: Any, right: Any) -> Any:
     return math.fmod(left, right)
 
 
-_I64_MIN, _I64_MAX = -(2**63), 2**63 - 1
+I64_MIN, I64_MAX = -(2**63), 2**63 - 1
+"""The range of Drasi's Integer (Rust's i64)."""
 
 
 def power(left: Any, right: Any) -> Any:
@@ -281,7 +282,7 @@ def power(left: Any, right: Any) -> Any:
             return left ** (right % 2 if left == -1 else min(right, 1))
         if right < 64:
             result = left**right
-            if _I64_MIN <= result <= _I64_MAX:
+            if I64_MIN <= result <= I64_MAX:
                 return result
     try:
         result = float(left) ** float(right)
