@@ -17,6 +17,7 @@ from typing import Any
 import ray
 
 from drasi_ray.actors.consumer import ConsumerActor
+from drasi_ray.actors.line import LineAddress, LineServer
 from drasi_ray.actors.names import COORDINATOR, consumer_actor
 from drasi_ray.batch import EntryBatch
 from drasi_ray.config import PlatformSourceConfig
@@ -32,9 +33,13 @@ class CountingSink:
     """
 
     def __init__(self) -> None:
+        self._line_server = LineServer(self, ("apply_batch",))  # as the coordinator's
         self._entries = 0
         self._changes = 0
         self._batches = 0
+
+    async def line_address(self) -> LineAddress:
+        return await self._line_server.address()
 
     @ray.method(enable_task_events=False)  # as the coordinator's
     async def apply_batch(self, source_id: str, entries: EntryBatch) -> int:
@@ -45,7 +50,12 @@ class CountingSink:
         return len(entries)
 
     def counts(self) -> dict[str, int]:
-        return {"batches": self._batches, "entries": self._entries, "changes": self._changes}
+        return {
+            "batches": self._batches,
+            "entries": self._entries,
+            "changes": self._changes,
+            "line_calls": self._line_server.served,
+        }
 
     def pid(self) -> int:
         return os.getpid()

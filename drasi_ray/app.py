@@ -228,6 +228,7 @@ class DrasiRay:
             self._state_url(),
             self._failpoints,
             analytics_actor=analytics_actor,
+            direct_calls=self._ray.direct_calls,
         )
         if self._analytics is not None:
             self._analytics.attach(self._coordinator)
@@ -310,6 +311,7 @@ class DrasiRay:
             actor_name,
             self.app_id,
             self._state_url(),
+            direct_calls=self._ray.direct_calls,
         )
         self._query_actors[query.id] = actor
         ray.get(

@@ -182,6 +182,13 @@ class RayConfig(_Model):
     actor_num_cpus: float = Field(
         0.0, ge=0.0, description="CPU reserved per drasi_ray actor (0 packs any number per node)"
     )
+    direct_calls: bool = Field(
+        True,
+        description=(
+            "per-batch calls between actors over direct TCP lines (drasi_ray.actors.line), "
+            "with Ray calls as the fallback; false: every call through Ray"
+        ),
+    )
 
 
 class StateConfig(_Model):

@@ -20,6 +20,7 @@ from typing import Any
 
 import ray
 
+from drasi_ray.actors.line import SyncLine
 from drasi_ray.config import DispatchMode
 from drasi_ray.results import ControlResult, QueryResult
 
@@ -100,6 +101,7 @@ class Subscription:
     ) -> None:
         self.query_id = query_id
         self._actor = actor
+        self._line = SyncLine(actor)
         self._subscriber_id = subscriber_id
         self._include_control = include_control
         self._closed = False
@@ -111,12 +113,12 @@ class Subscription:
 
     def drain(self) -> list[QueryResult]:
         """Every result received since the last call, without blocking for new ones."""
-        items = ray.get(self._actor.take.remote(self._subscriber_id, None, 0.0))
+        items = self._line.call("take", self._subscriber_id, None, 0.0)
         return self._keep(items)
 
     def next(self, timeout: float = 1.0) -> list[QueryResult]:
         """Wait up to ``timeout`` seconds for results; returns what arrived (maybe nothing)."""
-        items = ray.get(self._actor.take.remote(self._subscriber_id, None, timeout))
+        items = self._line.call("take", self._subscriber_id, None, timeout, call_timeout_s=timeout)
         return self._keep(items)
 
     def __iter__(self) -> Iterator[QueryResult]:
@@ -131,6 +133,7 @@ class Subscription:
         if self._closed:
             return
         self._closed = True
+        self._line.close()
         with contextlib.suppress(ray.exceptions.RayActorError):
             ray.get(self._actor.unsubscribe.remote(self._subscriber_id))
 

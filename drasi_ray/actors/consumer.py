@@ -19,6 +19,7 @@ from typing import Any
 import psutil
 import ray
 
+from drasi_ray.actors.line import Line
 from drasi_ray.actors.names import COORDINATOR
 from drasi_ray.actors.runtime import tune_for_latency, tune_gc, was_restarted
 from drasi_ray.backoff import Backoff
@@ -44,6 +45,7 @@ class ConsumerActor:
         tune_for_latency()
         tune_gc()
         self._coordinator = ray.get_actor(COORDINATOR, namespace=namespace)
+        self._line = Line(self._coordinator)
         self._source_id = source_id
         self._backend = backend_for(settings)
         self._consumer = StreamConsumer(
@@ -60,14 +62,15 @@ class ConsumerActor:
         self._metrics_task = asyncio.get_event_loop().create_task(self._record_metrics())
 
     async def _dispatch(self, entries: EntryBatch) -> object:
-        """One Ray call per batch, never per event.
+        """One call per batch, never per event, on the line to the coordinator (a Ray call
+        when the line is down: :mod:`drasi_ray.actors.line`).
 
         If the coordinator is down, wait until it answers again before failing the batch: the
         retry then costs the entries one delivery each, so an outage alone never pushes an
         innocent entry towards ``max_deliveries``.
         """
         try:
-            report = await self._coordinator.apply_batch.remote(self._source_id, entries)
+            report = await self._line.call("apply_batch", self._source_id, entries)
         except ray.exceptions.RayActorError:
             await self._await_coordinator()
             raise
@@ -110,6 +113,7 @@ class ConsumerActor:
     async def stop(self) -> None:
         self._metrics_task.cancel()
         await self._consumer.stop()
+        self._line.close()
 
     def pid(self) -> int:
         """The actor's process id (chaos tests SIGKILL it)."""

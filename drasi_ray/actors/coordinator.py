@@ -38,6 +38,7 @@ import ray
 
 from drasi_ray._construct import change_from_row
 from drasi_ray.actors import names
+from drasi_ray.actors.line import Line, LineAddress, LineServer
 from drasi_ray.actors.runtime import tune_for_latency, tune_gc, was_restarted
 from drasi_ray.analytics.records import change_record
 from drasi_ray.backoff import outlasting
@@ -75,9 +76,9 @@ class BatchReport:
 
 @dataclass(slots=True)
 class _QueryLink:
-    """The coordinator's side of one query actor: its handle and delivery sequence."""
+    """The coordinator's side of one query actor: its line and delivery sequence."""
 
-    handle: Any
+    line: Line
     sources: tuple[str, ...]
     next_delivery: int = 0
     in_flight: set[asyncio.Future[Any]] = field(default_factory=set)
@@ -228,6 +229,7 @@ class CoordinatorActor:
         state_url: str | None,
         failpoints: Failpoints = NO_FAILPOINTS,
         analytics_actor: str | None = None,
+        direct_calls: bool = True,
     ) -> None:
         tune_for_latency()
         tune_gc()
@@ -242,6 +244,11 @@ class CoordinatorActor:
         self._persist_lock = asyncio.Lock()
         self._restarted = was_restarted()
         self._loaded = asyncio.get_event_loop().create_task(self._recover())
+        self._line_server = LineServer(self, ("apply_batch",)) if direct_calls else None
+
+    async def line_address(self) -> LineAddress | None:
+        """Where consumers reach :meth:`apply_batch` directly (None: lines disabled)."""
+        return None if self._line_server is None else await self._line_server.address()
 
     async def _recover(self) -> None:
         """Load the durable state (waiting out a Redis outage); after a restart, re-link."""
@@ -277,7 +284,10 @@ class CoordinatorActor:
         await self._bootstrap(query_id, handle, self._core.table.sources_of(query_id))
 
     async def _bootstrap(self, query_id: str, handle: Any, sources: Sequence[str]) -> int:
-        link = self._queries[query_id] = _QueryLink(handle, tuple(sources))
+        replaced = self._queries.get(query_id)
+        if replaced is not None:
+            replaced.line.close()
+        link = self._queries[query_id] = _QueryLink(Line(handle), tuple(sources))
         elements = self._core.snapshot(query_id, sources)
         await handle.bootstrap.remote(link.epoch, link.take_delivery(), ElementBatch(elements))
         link.ready = True
@@ -312,7 +322,9 @@ class CoordinatorActor:
     async def unregister_query(self, query_id: str) -> None:
         await self._loaded
         self._core.table.unregister_query(query_id)
-        self._queries.pop(query_id, None)
+        link = self._queries.pop(query_id, None)
+        if link is not None:
+            link.line.close()
         await self._save_table()
 
     @ray.method(enable_task_events=False)  # hot: see drasi_ray.actors.runtime
@@ -361,8 +373,11 @@ class CoordinatorActor:
             if link is not None:
                 link.track(
                     query_id,
-                    link.handle.deliver.remote(
-                        link.epoch, link.take_delivery(), DeltaBatch(deltas, self._core.json_values)
+                    link.line.call(
+                        "deliver",
+                        link.epoch,
+                        link.take_delivery(),
+                        DeltaBatch(deltas, self._core.json_values),
                     ),
                 )
                 links.append(link)
@@ -449,6 +464,7 @@ class CoordinatorActor:
             "controls": stats.controls,
             "tombstones_forgotten": stats.tombstones_forgotten,
             "restarted": self._restarted,
+            "line_calls": 0 if self._line_server is None else self._line_server.served,
             "durable": await self._durable_counters(),
             "elements": {source: len(store) for source, store in self._core.stores.items()},
             "tombstones": {source: store.tombstones for source, store in self._core.stores.items()},

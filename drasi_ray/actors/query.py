@@ -23,6 +23,7 @@ from typing import Any
 import orjson
 import ray
 
+from drasi_ray.actors.line import LineAddress, LineServer
 from drasi_ray.actors.names import COORDINATOR
 from drasi_ray.actors.runtime import tune_for_latency, tune_gc, was_restarted
 from drasi_ray.batch import ResultBatch
@@ -191,6 +192,7 @@ class QueryActor:
         name: str,
         app_id: str,
         state_url: str | None,
+        direct_calls: bool = True,
     ) -> None:
         tune_for_latency()
         tune_gc()
@@ -210,6 +212,12 @@ class QueryActor:
         self._loaded = loop.create_task(self._load_sequence())
         if was_restarted():
             self._rejoin = loop.create_task(self._reregister(namespace, name))
+        self._line_server = LineServer(self, ("deliver", "take")) if direct_calls else None
+
+    async def line_address(self) -> LineAddress | None:
+        """Where the coordinator reaches :meth:`deliver` and subscribers :meth:`take` directly
+        (None: lines disabled)."""
+        return None if self._line_server is None else await self._line_server.address()
 
     async def _load_sequence(self) -> None:
         """Start the reactions; number results above what the state or a reaction holds."""
@@ -314,6 +322,7 @@ class QueryActor:
         runner = self._runner
         return {
             "query_id": runner.config.id,
+            "line_calls": 0 if self._line_server is None else self._line_server.served,
             "sequence": runner.sequence,
             "diffs": runner.diffs_emitted,
             "rows": len(runner.engine.results()),

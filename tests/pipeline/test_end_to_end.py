@@ -21,6 +21,7 @@ from drasi_ray.actors import names
 from drasi_ray.actors.names import COORDINATOR
 from drasi_ray.actors.runtime import GC_YOUNG_THRESHOLD
 from drasi_ray.changes import Op, node
+from drasi_ray.config import RayConfig
 from drasi_ray.decode import change_event, encode_cloud_event
 from drasi_ray.redis_server import EmbeddedRedis, find_redis_server
 from drasi_ray.streams import keys
@@ -68,7 +69,13 @@ SEED_BATCH = """{
   }"""
 
 
-def _app(redis_url: str, stream: str, consumers: int = 1, **source: Any) -> DrasiRay:
+def _app(
+    redis_url: str,
+    stream: str,
+    consumers: int = 1,
+    ray_config: RayConfig | None = None,
+    **source: Any,
+) -> DrasiRay:
     builder = (
         PlatformSource.builder("sensors")
         .with_redis_url(redis_url)
@@ -78,7 +85,7 @@ def _app(redis_url: str, stream: str, consumers: int = 1, **source: Any) -> Dras
     )
     for key, value in source.items():
         builder = getattr(builder, f"with_{key}")(value)
-    app = DrasiRay(f"e2e-{uuid.uuid4().hex[:8]}")
+    app = DrasiRay(f"e2e-{uuid.uuid4().hex[:8]}", ray_config=ray_config)
     app.add_source(builder.build())
     app.add_query(Query.cypher("hot").query(SENSOR_QUERY).from_source("sensors").build())
     return app
@@ -289,3 +296,33 @@ def _wait_for(condition: Callable[[], bool], timeout_s: float = 30.0) -> None:
     while not condition():
         assert time.monotonic() < deadline, "condition not reached in time"
         time.sleep(0.1)
+
+
+@pytest.mark.parametrize("direct_calls", [True, False])
+def test_lines_or_ray_calls_carry_the_same_results(
+    ray_session: None, redis_url: str, direct_calls: bool
+) -> None:
+    """The per-batch calls go over direct lines by default (RayConfig.direct_calls) and through
+    Ray when disabled; the results are the same, and status() says which way they went."""
+    app = _app(redis_url, "sensor-lines", ray_config=RayConfig(direct_calls=direct_calls))
+    app.start()
+    try:
+        with app.subscribe("hot") as subscription, Publisher.from_url(redis_url) as publisher:
+            diffs = []
+            for step in range(20):  # in rounds: the first calls go through Ray as lines open
+                publisher.publish("sensor-lines", [_sensor(f"s{step % 4}", 60.0 + step)])
+                if step % 5 == 4:
+                    app.wait_until_idle(30)
+                    diffs += [d["type"] for result in subscription.drain() for d in result.results]
+            rows = sorted((row["id"], row["temperature"]) for row in app.results("hot"))
+        status = app.status()
+    finally:
+        app.stop()
+    # 71-79: s3 (63 -> 67 -> 71: ADD) then UPDATEs; s0, s1, s2 ADD at 72, 73, 74.
+    assert diffs == ["ADD"] * 4 + ["UPDATE"] * 5
+    assert rows == [("s0", 76.0), ("s1", 77.0), ("s2", 78.0), ("s3", 79.0)]
+    lines = (status["coordinator"]["line_calls"], status["queries"]["hot"]["line_calls"])
+    if direct_calls:
+        assert lines[0] >= 1 and lines[1] >= 1  # batches; deliveries and the subscriber's take
+    else:
+        assert lines == (0, 0)

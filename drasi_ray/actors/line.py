@@ -1,0 +1,393 @@
+"""Direct lines: the pipeline's per-batch calls between actors over one TCP connection.
+
+A Ray actor call costs about 2 ms of CPU summed over the two processes on the 2-core
+development machine and ~1.5-2 ms of latency even when both are idle (``python -m bench.hops``);
+the same call as a framed pickle over an asyncio TCP connection between the same two actors
+costs ~0.25 ms of CPU and ~0.25 ms of latency. Every batch makes three such calls (consumer ->
+coordinator, coordinator -> query, query -> subscriber), so at moderate load Ray's per-call
+cost, not our code, was most of an event's latency and of the machine's CPU.
+
+Ray keeps every job it does well: it places, names and restarts the actors, carries every
+control call, and is the fallback of every line. A line is an optimisation with no failure
+mode of its own:
+
+- The callee (an async actor) serves the methods it lists on a :class:`LineServer`, started
+  on first use; its Ray method ``line_address`` returns where to connect, with a random token
+  the caller must present first (the address travels over Ray's authenticated channel; a
+  connection without the token is closed before anything is unpickled).
+- The caller's :class:`Line` (async) or :class:`SyncLine` (a blocking client, for the
+  subscriber in the driver) sends each call as ``(id, method, args)`` and matches the replies
+  by id; calls on one connection overlap like Ray calls to an async actor do, and start in the
+  order they were sent.
+- When a line breaks (the callee died or restarted, a network error), every call waiting on it
+  is made again as a plain Ray call, which waits out a restart or raises ``RayActorError`` as
+  before, and the next call reconnects to the callee's new address. A call that had run when
+  its line broke runs twice: every method served on a line must be idempotent (the
+  pipeline's are: batches and deliveries are retried already, at-least-once).
+- A callee that answers ``line_address`` with None (lines disabled: ``RayConfig.direct_calls``
+  false) or that cannot be reached (a firewall between nodes) is called through Ray; reaching
+  it is tried again after a backoff (:class:`_Reconnect`).
+
+Exceptions raised by the method reach the caller as themselves (not wrapped as Ray would).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import itertools
+import logging
+import pickle
+import secrets
+import socket
+import struct
+import threading
+import time
+from collections.abc import Collection
+from dataclasses import dataclass
+from typing import Any
+
+import ray
+
+logger = logging.getLogger("drasi_ray.line")
+
+_FRAME = struct.Struct("!Q")
+"""Every frame: its length (8 bytes, network order), then a pickle of the call or reply."""
+TOKEN_BYTES = 16
+CONNECT_TIMEOUT_S = 3.0
+RETRY_FIRST_S = 1.0
+RETRY_MAX_S = 60.0
+"""After failed connects, calls go through Ray for 1, 2, 4 ... up to 60 s before a new try."""
+SYNC_REPLY_MARGIN_S = 60.0
+"""A blocking call waits for its reply this long beyond the call's own timeout, then breaks."""
+
+
+@dataclass(frozen=True, slots=True)
+class LineAddress:
+    """Where an actor's line server listens, and the token it expects first."""
+
+    host: str
+    port: int
+    token: bytes
+
+
+class LineBroken(ConnectionError):
+    """The connection under a call closed before its reply came (the call may have run)."""
+
+
+def _frame(payload: object) -> bytes:
+    body = pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL)
+    return _FRAME.pack(len(body)) + body
+
+
+def _reply_frame(call_id: int, ok: bool, value: object) -> bytes:
+    try:
+        return _frame((call_id, ok, value))
+    except Exception as exc:  # an unpicklable result or exception: say what it was
+        problem = RuntimeError(f"line reply not picklable: {value!r} ({exc})")
+        return _frame((call_id, False, problem))
+
+
+async def _read_frame(reader: asyncio.StreamReader) -> Any:
+    (length,) = _FRAME.unpack(await reader.readexactly(_FRAME.size))
+    return pickle.loads(await reader.readexactly(length))
+
+
+class LineServer:
+    """The callee's side: serves ``methods`` of ``target`` (coroutine methods) to lines."""
+
+    def __init__(self, target: object, methods: Collection[str]) -> None:
+        self._target = target
+        self._methods = frozenset(methods)
+        self._token = secrets.token_bytes(TOKEN_BYTES)
+        self._server: asyncio.Server | None = None
+        self._starting = asyncio.Lock()
+        self._tasks: set[asyncio.Task[None]] = set()
+        self.served = 0
+        """Calls answered on lines so far (the rest of the actor's calls came through Ray)."""
+
+    async def address(self) -> LineAddress:
+        """Start listening on this node's address (once); where to connect."""
+        async with self._starting:
+            if self._server is None:
+                host = ray.util.get_node_ip_address()  # type: ignore[no-untyped-call]
+                self._server = await asyncio.start_server(self._serve, host, 0)
+        host, port = self._server.sockets[0].getsockname()[:2]
+        return LineAddress(host, port, self._token)
+
+    async def close(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            self._server = None
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        sock = writer.get_extra_info("socket")
+        if sock is not None:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        try:
+            token = await reader.readexactly(TOKEN_BYTES)
+            if not hmac.compare_digest(token, self._token):
+                logger.warning("line: refused a connection with a wrong token")
+                return
+            while True:
+                call_id, method, args = await _read_frame(reader)
+                task = asyncio.ensure_future(self._run(writer, call_id, method, args))
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass  # the caller went away; its waiting calls fall back to Ray
+        except Exception as exc:  # a call that does not unpickle here: the caller falls back
+            logger.warning("line: closing a connection: %r", exc)
+        finally:
+            writer.close()
+
+    async def _run(
+        self, writer: asyncio.StreamWriter, call_id: int, method: str, args: tuple[Any, ...]
+    ) -> None:
+        try:
+            if method not in self._methods:
+                raise AttributeError(f"method {method!r} is not served on this line")
+            self.served += 1
+            value = await getattr(self._target, method)(*args)
+        except Exception as exc:
+            reply = _reply_frame(call_id, False, exc)
+        else:
+            reply = _reply_frame(call_id, True, value)
+        if not writer.is_closing():
+            writer.write(reply)
+
+
+class _Connection:
+    """One open line: calls in flight by id, and the task reading their replies."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self._writer = writer
+        self._ids = itertools.count()
+        self._waiting: dict[int, asyncio.Future[Any]] = {}
+        self.broken = False
+        self._reading = asyncio.ensure_future(self._read(reader))
+
+    async def call(self, method: str, args: tuple[Any, ...]) -> Any:
+        if self.broken:
+            raise LineBroken("line closed")
+        call_id = next(self._ids)
+        reply = asyncio.get_running_loop().create_future()
+        self._waiting[call_id] = reply
+        try:
+            self._writer.write(_frame((call_id, method, args)))
+            return await reply
+        finally:
+            self._waiting.pop(call_id, None)
+
+    async def _read(self, reader: asyncio.StreamReader) -> None:
+        try:
+            while True:
+                call_id, ok, value = await _read_frame(reader)
+                reply = self._waiting.pop(call_id, None)
+                if reply is None or reply.done():
+                    continue
+                if ok:
+                    reply.set_result(value)
+                else:
+                    reply.set_exception(value)
+        except asyncio.CancelledError:
+            self._break(LineBroken("line closed"))
+            raise
+        except Exception as exc:  # closed, reset, or a reply that does not unpickle here
+            self._break(LineBroken(f"line closed: {exc!r}"))
+
+    def _break(self, reason: LineBroken) -> None:
+        self.broken = True
+        for reply in self._waiting.values():
+            if not reply.done():
+                reply.set_exception(reason)
+        self._waiting.clear()
+        self._writer.close()
+
+    def close(self) -> None:
+        self._reading.cancel()
+
+
+class _Reconnect:
+    """When a line may try to connect again: at once at first, then after each failure
+    :data:`RETRY_FIRST_S` doubling up to :data:`RETRY_MAX_S` (a restarting callee refuses
+    for a second or two; a firewall between nodes refuses for ever)."""
+
+    __slots__ = ("_at", "_delay")
+
+    def __init__(self) -> None:
+        self._at = 0.0
+        self._delay = RETRY_FIRST_S
+
+    def due(self) -> bool:
+        return time.monotonic() >= self._at
+
+    def failed(self) -> None:
+        self._at = time.monotonic() + self._delay
+        self._delay = min(self._delay * 2, RETRY_MAX_S)
+
+    def succeeded(self) -> None:
+        self._at, self._delay = 0.0, RETRY_FIRST_S
+
+
+class Line:
+    """The caller's side of a line to one actor (use it from one event loop).
+
+    ``await line.call("deliver", *args)`` behaves as ``await handle.deliver.remote(*args)``,
+    only cheaper. Calls go through Ray until the line is open: the first call starts opening
+    it in the background, and never waits for a connect.
+    """
+
+    def __init__(self, handle: Any) -> None:
+        self.handle = handle
+        self._connection: _Connection | None = None
+        self._connecting: asyncio.Future[None] | None = None
+        self._reconnect = _Reconnect()
+
+    async def call(self, method: str, *args: Any) -> Any:
+        connection = self._open_connection()
+        if connection is not None:
+            try:
+                return await connection.call(method, args)
+            except LineBroken as exc:
+                logger.info("line to %s broke (%s); the call goes through Ray", method, exc)
+        return await getattr(self.handle, method).remote(*args)
+
+    def _open_connection(self) -> _Connection | None:
+        """The open connection, or None (then start opening one unless that is under way)."""
+        if self._connection is not None and not self._connection.broken:
+            return self._connection
+        if self._connecting is None and self._reconnect.due():
+            self._connecting = asyncio.ensure_future(self._open())
+        return None
+
+    async def _open(self) -> None:
+        try:
+            address: LineAddress | None = await _line_address(self.handle).remote()
+            if address is None:
+                self._reconnect.failed()
+                return
+            reader, writer = await asyncio.wait_for(
+                asyncio.open_connection(address.host, address.port), CONNECT_TIMEOUT_S
+            )
+        except (OSError, asyncio.TimeoutError, ray.exceptions.RayError) as exc:
+            logger.info("line: cannot connect (%s); calls go through Ray for now", exc)
+            self._reconnect.failed()
+            return
+        finally:
+            self._connecting = None
+        sock = writer.get_extra_info("socket")
+        if sock is not None:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        writer.write(address.token)
+        self._connection = _Connection(reader, writer)
+        self._reconnect.succeeded()
+
+    def close(self) -> None:
+        if self._connection is not None:
+            self._connection.close()
+            self._connection = None
+
+
+class SyncLine:
+    """A blocking line for code outside any event loop (the subscriber in the driver).
+
+    One call at a time (a lock); ``call_timeout_s`` is how long the method itself may take (a
+    long poll's timeout), after which the reply is awaited :data:`SYNC_REPLY_MARGIN_S` more.
+    """
+
+    def __init__(self, handle: Any) -> None:
+        self.handle = handle
+        self._socket: socket.socket | None = None
+        self._ids = itertools.count()
+        self._lock = threading.Lock()
+        self._reconnect = _Reconnect()
+
+    def call(self, method: str, *args: Any, call_timeout_s: float = 0.0) -> Any:
+        with self._lock:
+            sock = self._connect()
+            if sock is not None:
+                try:
+                    ok, value = self._exchange(sock, method, args, call_timeout_s)
+                except Exception as exc:  # closed, timed out, or a reply not unpicklable here
+                    logger.info("line to %s broke (%s); the call goes through Ray", method, exc)
+                    self._drop()
+                else:
+                    if ok:
+                        return value
+                    raise value
+        return ray.get(getattr(self.handle, method).remote(*args))
+
+    def _exchange(
+        self, sock: socket.socket, method: str, args: tuple[Any, ...], call_timeout_s: float
+    ) -> tuple[bool, Any]:
+        call_id = next(self._ids)
+        sock.settimeout(call_timeout_s + SYNC_REPLY_MARGIN_S)
+        sock.sendall(_frame((call_id, method, args)))
+        (length,) = _FRAME.unpack(_receive(sock, _FRAME.size))
+        reply_id, ok, value = pickle.loads(_receive(sock, length))
+        if reply_id != call_id:
+            raise EOFError(f"line reply {reply_id} for call {call_id}")
+        return ok, value
+
+    def _connect(self) -> socket.socket | None:
+        if self._socket is not None:
+            return self._socket
+        if not self._reconnect.due():
+            return None
+        try:
+            address: LineAddress | None = ray.get(_line_address(self.handle).remote())
+            if address is None:
+                self._reconnect.failed()
+                return None
+            sock = socket.create_connection((address.host, address.port), CONNECT_TIMEOUT_S)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            sock.sendall(address.token)
+        except (OSError, ray.exceptions.RayError) as exc:
+            logger.info("line: cannot connect (%s); calls go through Ray for now", exc)
+            self._reconnect.failed()
+            return None
+        self._reconnect.succeeded()
+        self._socket = sock
+        return sock
+
+    def _drop(self) -> None:
+        if self._socket is not None:
+            self._socket.close()
+            self._socket = None
+
+    def close(self) -> None:
+        with self._lock:
+            self._drop()
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"handle": self.handle}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["handle"])  # type: ignore[misc]
+
+
+class _NoLine:
+    """Stands in for the ``line_address`` method of an actor that has none."""
+
+    @staticmethod
+    def remote() -> Any:
+        return ray.put(None)
+
+
+def _line_address(handle: Any) -> Any:
+    try:
+        return handle.line_address
+    except AttributeError:  # an actor without a line server: every call through Ray
+        return _NoLine
+
+
+def _receive(sock: socket.socket, count: int) -> bytes:
+    chunks = []
+    while count:
+        chunk = sock.recv(min(count, 1 << 20))
+        if not chunk:
+            raise EOFError("line closed")
+        chunks.append(chunk)
+        count -= len(chunk)
+    return b"".join(chunks)
