@@ -2,8 +2,9 @@
 
 (a) **Ray hop floor** (the peer: what any design built on Ray actor calls pays): an async actor
     awaits another async actor's method carrying a 100-element list, 2,000 times (with Ray's
-    task events, and without: ``@ray.method(enable_task_events=False)``), with the CPU time
-    both processes spent per call; the same against a plain threaded actor, and against a
+    task events, and without: ``@ray.method(enable_task_events=False)``), and over a direct
+    line (:mod:`drasi_ray.actors.line`, what the pipeline's per-batch calls use), with the CPU
+    time both processes spent per call; the same against a plain threaded actor, and against a
     threaded actor that runs each call as a coroutine on its own event loop (what keeping async
     code in a threaded actor would cost); and the driver calls the first, which calls the
     second (driver -> actor -> actor), 300 times.
@@ -41,6 +42,7 @@ from bench.common import (
 from bench.ingest import fresh_stream
 from bench.latency import Collector, paced_publish, percentile
 from bench.pipeline import QUERY_ID, hot_app, hot_payloads
+from drasi_ray.actors.line import Line, LineAddress, LineServer
 
 SENSORS = 1000
 SPLIT_HEADERS = (
@@ -53,6 +55,12 @@ SPLIT_HEADERS = (
 
 @ray.remote
 class _Echo:
+    def __init__(self) -> None:
+        self._line_server = LineServer(self, ("size",))
+
+    async def line_address(self) -> LineAddress:
+        return await self._line_server.address()
+
     async def size(self, items: list[int]) -> int:
         return len(items)
 
@@ -119,6 +127,19 @@ class _Caller:
             times.append((time.perf_counter() - started) * 1e3)
         return times
 
+    async def timed_line(self, count: int, items: list[int]) -> list[float]:
+        """The same calls over a direct line (what the pipeline's hot calls use)."""
+        line = Line(self._echo)
+        if not await line.opened():
+            raise RuntimeError("the line to the echo actor did not open")
+        times = []
+        for _ in range(count):
+            started = time.perf_counter()
+            await line.call("size", items)
+            times.append((time.perf_counter() - started) * 1e3)
+        line.close()
+        return times
+
 
 def _cpu_s(process: psutil.Process) -> float:
     times = process.cpu_times()
@@ -131,19 +152,24 @@ HOP_HEADERS = ("(a) Ray hop floor", "p50 ms", "p99 ms", "caller CPU µs/call", "
 def hop_floor(calls: int = 2000) -> list[tuple[Any, ...]]:
     """Per kind of call: p50 and p99 ms, and the CPU time the caller and callee processes
     spent per call (all their threads: Ray's own included). The caller is always an async
-    actor; the callee an async actor (what the pipeline's actors are), a plain threaded actor,
-    and a threaded actor bridging each call into its own event loop."""
+    actor; the callee an async actor (what the pipeline's actors are: Ray calls, and calls over
+    a direct line), a plain threaded actor, and a threaded actor bridging each call into its
+    own event loop."""
     items = list(range(100))
     rows: list[tuple[Any, ...]] = []
-    callees: list[tuple[str, Any, bool]] = [
-        ("async actor -> async actor", _Echo.options(), False),  # type: ignore[attr-defined]
-        ("  same, task events off", None, True),
-        ("async -> threaded actor (no event loop)", _ThreadedEcho.options(max_concurrency=8), True),  # type: ignore[attr-defined]
-        ("async -> threaded actor + private loop", _BridgedEcho.options(max_concurrency=8), True),  # type: ignore[attr-defined]
+    threaded: Any = _ThreadedEcho
+    bridged: Any = _BridgedEcho
+    callees: list[tuple[str, Any, str]] = [
+        ("async actor -> async actor", _Echo.options(), "events"),  # type: ignore[attr-defined]
+        ("  same, task events off", None, "quiet"),
+        ("  same, over a direct line (drasi_ray.actors.line)", None, "line"),
+        ("async -> threaded actor (no event loop)", threaded.options(max_concurrency=8), "quiet"),
+        ("async -> threaded actor + private loop", bridged.options(max_concurrency=8), "quiet"),
     ]
     echo: Any = None
     caller: Any = None
-    for label, options, quiet in callees:
+    for label, options, mode in callees:
+        args: tuple[Any, ...] = (items,) if mode == "line" else (items, mode == "quiet")
         if options is not None:
             for actor in (caller, echo):
                 if actor is not None:
@@ -151,9 +177,10 @@ def hop_floor(calls: int = 2000) -> list[tuple[Any, ...]]:
             echo = options.remote()
             caller = _Caller.remote(echo)  # type: ignore[attr-defined]
             processes = [psutil.Process(ray.get(actor.pid.remote())) for actor in (caller, echo)]
-            ray.get(caller.timed.remote(200, items, quiet))  # warm both actors up
+            ray.get(caller.timed.remote(200, *args))  # warm both actors up
+        run = caller.timed_line if mode == "line" else caller.timed
         before = [_cpu_s(p) for p in processes]
-        hop = sorted(ray.get(caller.timed.remote(calls, items, quiet)))
+        hop = sorted(ray.get(run.remote(calls, *args)))
         spent = [(_cpu_s(p) - b) / calls * 1e6 for p, b in zip(processes, before, strict=True)]
         rows.append((label, *_ms(hop), f"{spent[0]:.0f}", f"{spent[1]:.0f}"))
     for actor in (caller, echo):

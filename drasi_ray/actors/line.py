@@ -253,6 +253,16 @@ class Line:
                 logger.info("line to %s broke (%s); the call goes through Ray", method, exc)
         return await getattr(self.handle, method).remote(*args)
 
+    async def opened(self, timeout_s: float = 5.0) -> bool:
+        """Wait up to ``timeout_s`` for the line to be open; whether it is. Calls never need
+        this (they go through Ray meanwhile): benchmarks and tests that measure lines do."""
+        deadline = time.monotonic() + timeout_s
+        while self._open_connection() is None:
+            if time.monotonic() >= deadline:
+                return False
+            await asyncio.sleep(0.01)
+        return True
+
     def _open_connection(self) -> _Connection | None:
         """The open connection, or None (then start opening one unless that is under way)."""
         if self._connection is not None and not self._connection.broken:
