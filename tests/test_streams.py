@@ -11,6 +11,7 @@ from typing import TypeVar
 import pytest
 import redis
 
+from drasi_ray.changes import parse_entry_id
 from drasi_ray.errors import (
     AckError,
     ConfigError,
@@ -326,6 +327,23 @@ def test_group_progress_pending_up_to_and_last_id(redis_url: str) -> None:
         with pytest.raises(GroupMissingError):
             await b.group_progress(STREAM, "no-such-group")
         assert await b.delete_consumer(STREAM, GROUP, "c-0") == 2
+
+    run(redis_url, body)
+
+
+def test_group_floor_survives_entries_acked_after_its_xinfo(redis_url: str) -> None:
+    """The retention trim reads XINFO GROUPS, then XPENDING: a consumer acking in between left
+    XPENDING without a lowest id (chaos runs logged "invalid literal for int(): 'None'")."""
+
+    async def body(b: RedisStreamBackend) -> None:
+        await b.ensure_group(STREAM, GROUP)
+        ids = publish(redis_url, 3)
+        await b.read_new(STREAM, GROUP, "c-0", 10)
+        stale = {"name": GROUP.encode(), "pending": 3, "last-delivered-id": ids[-1].encode()}
+        await b.ack(STREAM, GROUP, ids)  # acked after the (stale) XINFO record was read
+        ms, seq = parse_entry_id(ids[-1])
+        assert await b._group_floor(STREAM, stale) == (ms, seq + 1)
+        assert await b.trim_acked(STREAM) == 3
 
     run(redis_url, body)
 

@@ -488,7 +488,10 @@ class RedisStreamBackend:
         group = _text(info["name"])
         if int(info["pending"]) > 0:
             summary = await self._call(stream, group, "XPENDING", stream, group)
-            return parse_entry_id(_text(summary[1]))
+            # ``info`` may be stale: acked since, nothing pending is left (a nil lowest id).
+            # Every entry up to its last-delivered id was acked then, so the floor below holds.
+            if summary[1] is not None:
+                return parse_entry_id(_text(summary[1]))
         ms, seq = parse_entry_id(_text(info["last-delivered-id"]))
         return (ms, seq + 1)
 
