@@ -281,7 +281,21 @@ class CoordinatorActor:
         except ValueError:
             logger.warning("query actor of %s is gone; it re-registers when it starts", query_id)
             return
-        await self._bootstrap(query_id, handle, self._core.table.sources_of(query_id))
+        sources = self._core.table.sources_of(query_id)
+        try:
+            # A query actor restarting at the same time (both killed) is unavailable for a
+            # moment: wait it out. Were it left unlinked, nothing would deliver to it again
+            # unless it re-registers, and a failure here would fail the whole recovery.
+            await outlasting(
+                lambda: self._bootstrap(query_id, handle, sources),
+                (ray.exceptions.ActorUnavailableError,),
+                f"coordinator: re-linking query {query_id}",
+                logger,
+            )
+        except ray.exceptions.RayActorError as exc:  # dead: it re-registers if Ray restarts it
+            logger.warning(
+                "query actor of %s is gone (%s); it re-registers when it starts", query_id, exc
+            )
 
     async def _bootstrap(self, query_id: str, handle: Any, sources: Sequence[str]) -> int:
         replaced = self._queries.get(query_id)
