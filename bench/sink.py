@@ -19,6 +19,7 @@ import ray
 from drasi_ray.actors.consumer import ConsumerActor
 from drasi_ray.actors.line import LineAddress, LineServer
 from drasi_ray.actors.names import COORDINATOR, consumer_actor
+from drasi_ray.actors.runtime import tune_for_latency
 from drasi_ray.batch import EntryBatch
 from drasi_ray.config import PlatformSourceConfig
 
@@ -33,6 +34,7 @@ class CountingSink:
     """
 
     def __init__(self) -> None:
+        tune_for_latency()  # as the coordinator
         self._line_server = LineServer(self, ("apply_batch",))  # as the coordinator's
         self._entries = 0
         self._changes = 0

@@ -229,6 +229,7 @@ class DrasiRay:
             self._failpoints,
             analytics_actor=analytics_actor,
             direct_calls=self._ray.direct_calls,
+            niceness=self._ray.actor_niceness,
         )
         if self._analytics is not None:
             self._analytics.attach(self._coordinator)
@@ -312,6 +313,7 @@ class DrasiRay:
             self.app_id,
             self._state_url(),
             direct_calls=self._ray.direct_calls,
+            niceness=self._ray.actor_niceness,
         )
         self._query_actors[query.id] = actor
         ray.get(
@@ -336,7 +338,9 @@ class DrasiRay:
                 max_restarts=-1,
                 max_task_retries=-1,
                 num_cpus=self._ray.actor_num_cpus,
-            ).remote(source.id, config, consumer_name, self.namespace)
+            ).remote(
+                source.id, config, consumer_name, self.namespace, niceness=self._ray.actor_niceness
+            )
             for index, consumer_name in enumerate(source.consumer_names)
         ]
         self._consumers[source.id] = actors

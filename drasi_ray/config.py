@@ -182,6 +182,15 @@ class RayConfig(_Model):
     actor_num_cpus: float = Field(
         0.0, ge=0.0, description="CPU reserved per drasi_ray actor (0 packs any number per node)"
     )
+    actor_niceness: int | None = Field(
+        0,
+        ge=-20,
+        le=19,
+        description=(
+            "nice level of the consumer, coordinator and query actors (Ray starts workers at "
+            "15); null keeps Ray's. Lowering it needs CAP_SYS_NICE, else Ray's level stays"
+        ),
+    )
     direct_calls: bool = Field(
         True,
         description=(

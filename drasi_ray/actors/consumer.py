@@ -21,7 +21,7 @@ import ray
 
 from drasi_ray.actors.line import Line
 from drasi_ray.actors.names import COORDINATOR
-from drasi_ray.actors.runtime import tune_for_latency, tune_gc, was_restarted
+from drasi_ray.actors.runtime import PIPELINE_NICENESS, tune_for_latency, tune_gc, was_restarted
 from drasi_ray.backoff import Backoff
 from drasi_ray.batch import EntryBatch
 from drasi_ray.config import PlatformSourceConfig
@@ -41,8 +41,9 @@ class ConsumerActor:
         settings: PlatformSourceConfig,
         consumer_name: str,
         namespace: str,
+        niceness: int | None = PIPELINE_NICENESS,
     ) -> None:
-        tune_for_latency()
+        tune_for_latency(niceness)
         tune_gc()
         self._coordinator = ray.get_actor(COORDINATOR, namespace=namespace)
         self._line = Line(self._coordinator)

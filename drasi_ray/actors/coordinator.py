@@ -39,7 +39,7 @@ import ray
 from drasi_ray._construct import change_from_row
 from drasi_ray.actors import names
 from drasi_ray.actors.line import Line, LineAddress, LineServer
-from drasi_ray.actors.runtime import tune_for_latency, tune_gc, was_restarted
+from drasi_ray.actors.runtime import PIPELINE_NICENESS, tune_for_latency, tune_gc, was_restarted
 from drasi_ray.analytics.records import change_record
 from drasi_ray.backoff import outlasting
 from drasi_ray.batch import DeltaBatch, ElementBatch, EntryBatch
@@ -230,8 +230,9 @@ class CoordinatorActor:
         failpoints: Failpoints = NO_FAILPOINTS,
         analytics_actor: str | None = None,
         direct_calls: bool = True,
+        niceness: int | None = PIPELINE_NICENESS,
     ) -> None:
-        tune_for_latency()
+        tune_for_latency(niceness)
         tune_gc()
         self._namespace = namespace
         self._core = Coordinator(failpoints)

@@ -25,7 +25,7 @@ import ray
 
 from drasi_ray.actors.line import LineAddress, LineServer
 from drasi_ray.actors.names import COORDINATOR
-from drasi_ray.actors.runtime import tune_for_latency, tune_gc, was_restarted
+from drasi_ray.actors.runtime import PIPELINE_NICENESS, tune_for_latency, tune_gc, was_restarted
 from drasi_ray.batch import ResultBatch
 from drasi_ray.changes import Element, ElementDelta
 from drasi_ray.config import DispatchMode, QueryConfig
@@ -193,8 +193,9 @@ class QueryActor:
         app_id: str,
         state_url: str | None,
         direct_calls: bool = True,
+        niceness: int | None = PIPELINE_NICENESS,
     ) -> None:
-        tune_for_latency()
+        tune_for_latency(niceness)
         tune_gc()
         self._runner = QueryRunner(config)
         self._reactions = ReactionSet(config.id, grouping_keys(self._runner.engine))

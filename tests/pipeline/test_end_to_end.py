@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import os
 import shutil
 import subprocess
 import time
@@ -298,13 +299,29 @@ def _wait_for(condition: Callable[[], bool], timeout_s: float = 30.0) -> None:
         time.sleep(0.1)
 
 
-@pytest.mark.parametrize("direct_calls", [True, False])
-def test_lines_or_ray_calls_carry_the_same_results(
-    ray_session: None, redis_url: str, direct_calls: bool
+def _thread_nice_levels(actor: Any) -> tuple[int, set[int]]:
+    """The nice level of the actor's event-loop thread (the one running our code), and the
+    levels of all its process's threads."""
+    levels: tuple[int, set[int]] = ray.get(
+        actor.__ray_call__.remote(
+            lambda _self: (
+                os.getpriority(os.PRIO_PROCESS, 0),  # Linux: the calling thread
+                {os.getpriority(os.PRIO_PROCESS, int(t)) for t in os.listdir("/proc/self/task")},
+            )
+        )
+    )
+    return levels
+
+
+@pytest.mark.parametrize("tuned", [True, False])
+def test_lines_and_nice_levels_or_plain_ray_carry_the_same_results(
+    ray_session: None, redis_url: str, tuned: bool
 ) -> None:
-    """The per-batch calls go over direct lines by default (RayConfig.direct_calls) and through
-    Ray when disabled; the results are the same, and status() says which way they went."""
-    app = _app(redis_url, "sensor-lines", ray_config=RayConfig(direct_calls=direct_calls))
+    """By default the per-batch calls go over direct lines and the pipeline actors run at nice
+    0; with ``direct_calls: false, actor_niceness: null`` everything is as Ray does it. The
+    results are the same; status() says which way the calls went."""
+    ray_config = RayConfig() if tuned else RayConfig(direct_calls=False, actor_niceness=None)
+    app = _app(redis_url, "sensor-lines", ray_config=ray_config)
     app.start()
     try:
         with app.subscribe("hot") as subscription, Publisher.from_url(redis_url) as publisher:
@@ -316,13 +333,18 @@ def test_lines_or_ray_calls_carry_the_same_results(
                     diffs += [d["type"] for result in subscription.drain() for d in result.results]
             rows = sorted((row["id"], row["temperature"]) for row in app.results("hot"))
         status = app.status()
+        actors = [app.coordinator_actor(), app.query_actor("hot"), *app.consumer_actors("sensors")]
+        nice_levels = [_thread_nice_levels(actor) for actor in actors]
     finally:
         app.stop()
     # 71-79: s3 (63 -> 67 -> 71: ADD) then UPDATEs; s0, s1, s2 ADD at 72, 73, 74.
     assert diffs == ["ADD"] * 4 + ["UPDATE"] * 5
     assert rows == [("s0", 76.0), ("s1", 77.0), ("s2", 78.0), ("s3", 79.0)]
     lines = (status["coordinator"]["line_calls"], status["queries"]["hot"]["line_calls"])
-    if direct_calls:
+    if tuned:
         assert lines[0] >= 1 and lines[1] >= 1  # batches; deliveries and the subscriber's take
+        assert nice_levels == [(0, {0})] * 3
     else:
         assert lines == (0, 0)
+        # Ray's RAY_worker_niceness (some of Ray's threads start before it applies it)
+        assert [loop_level for loop_level, _ in nice_levels] == [15] * 3
