@@ -22,8 +22,11 @@ mode of its own:
 - When a line breaks (the callee died or restarted, a network error), every call waiting on it
   is made again as a plain Ray call, which waits out a restart or raises ``RayActorError`` as
   before, and the next call reconnects to the callee's new address. A call that had run when
-  its line broke runs twice: every method served on a line must be idempotent (the
-  pipeline's are: batches and deliveries are retried already, at-least-once).
+  its line broke runs twice: a method served on a line must be idempotent or tolerate that.
+  ``apply_batch`` and ``deliver`` are (batches and deliveries are retried already,
+  at-least-once); a subscriber's ``take`` whose reply was lost with a live callee loses the
+  results it had taken, as a lost Ray reply would (subscriber buffers are in memory: the
+  result streams are the durable output).
 - A callee that answers ``line_address`` with None (lines disabled: ``RayConfig.direct_calls``
   false) or that cannot be reached (a firewall between nodes) is called through Ray; reaching
   it is tried again after a backoff (:class:`_Reconnect`).

@@ -343,7 +343,8 @@ def test_lines_and_nice_levels_or_plain_ray_carry_the_same_results(
     lines = (status["coordinator"]["line_calls"], status["queries"]["hot"]["line_calls"])
     if tuned:
         assert lines[0] >= 1 and lines[1] >= 1  # batches; deliveries and the subscriber's take
-        assert nice_levels == [(0, {0})] * 3
+        if os.geteuid() == 0:  # lowering a nice value needs CAP_SYS_NICE
+            assert nice_levels == [(0, {0})] * 3
     else:
         assert lines == (0, 0)
         # Ray's RAY_worker_niceness (some of Ray's threads start before it applies it)
