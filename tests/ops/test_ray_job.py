@@ -42,26 +42,38 @@ def _kill_head(temp_dir: str) -> None:
         process.kill()
 
 
+def _free_ports_outside(excluded: range, count: int) -> list[int]:
+    """``count`` distinct free ports, none in ``excluded``."""
+    ports: list[int] = []
+    while len(ports) < count:
+        port = free_port()
+        if port not in excluded and port not in ports:
+            ports.append(port)
+    return ports
+
+
 @pytest.fixture
 def ray_head() -> Iterator[tuple[str, dict[str, str]]]:
     """(dashboard address, environment with the token) of a private head."""
     temp_dir = tempfile.mkdtemp(prefix="drj", dir="/tmp")  # short: Unix socket paths
     env = {**os.environ, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32)}
     env.pop("RAY_ADDRESS", None)
-    dashboard = free_port()
     worker_low = free_port()
+    workers = range(worker_low, worker_low + 51)
+    # `ray start` refuses a port inside the worker range (a CI run drew one there).
+    dashboard, *others = _free_ports_outside(workers, 9)
     ports = {
-        "--port": free_port(),
+        "--port": others[0],
         "--dashboard-port": dashboard,
-        "--ray-client-server-port": free_port(),
-        "--node-manager-port": free_port(),
-        "--object-manager-port": free_port(),
-        "--metrics-export-port": free_port(),
-        "--dashboard-agent-listen-port": free_port(),
-        "--dashboard-agent-grpc-port": free_port(),
-        "--runtime-env-agent-port": free_port(),
-        "--min-worker-port": worker_low,
-        "--max-worker-port": worker_low + 50,
+        "--ray-client-server-port": others[1],
+        "--node-manager-port": others[2],
+        "--object-manager-port": others[3],
+        "--metrics-export-port": others[4],
+        "--dashboard-agent-listen-port": others[5],
+        "--dashboard-agent-grpc-port": others[6],
+        "--runtime-env-agent-port": others[7],
+        "--min-worker-port": workers[0],
+        "--max-worker-port": workers[-1],
     }
     command = [RAY, "start", "--head", "--temp-dir", temp_dir, "--num-cpus", "1"]
     command += ["--dashboard-host", "127.0.0.1", "--include-dashboard", "true"]
