@@ -58,7 +58,7 @@ class _Echo:
     def __init__(self) -> None:
         self._line_server = LineServer(self, ("size",))
 
-    async def line_address(self) -> LineAddress:
+    async def line_address(self) -> LineAddress | None:
         return await self._line_server.address()
 
     async def size(self, items: list[int]) -> int:

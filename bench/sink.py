@@ -40,7 +40,7 @@ class CountingSink:
         self._changes = 0
         self._batches = 0
 
-    async def line_address(self) -> LineAddress:
+    async def line_address(self) -> LineAddress | None:
         return await self._line_server.address()
 
     @ray.method(enable_task_events=False)  # as the coordinator's

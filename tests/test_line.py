@@ -27,11 +27,11 @@ pytestmark = pytest.mark.usefixtures("ray_session")
 @ray.remote
 class _Callee:
     def __init__(self, lines: bool = True) -> None:
-        self._server = LineServer(self, ("echo", "slow", "fail", "pid")) if lines else None
+        self._server = LineServer(self, ("echo", "slow", "fail", "pid"), enabled=lines)
         self.calls = 0
 
     async def line_address(self) -> LineAddress | None:
-        return None if self._server is None else await self._server.address()
+        return await self._server.address()
 
     async def echo(self, value: Any) -> Any:
         self.calls += 1
@@ -50,7 +50,7 @@ class _Callee:
 
     async def counts(self) -> tuple[int, int]:
         """(calls made, calls that came over a line)."""
-        return self.calls, 0 if self._server is None else self._server.served
+        return self.calls, self._server.served
 
 
 @ray.remote

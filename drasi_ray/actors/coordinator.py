@@ -245,11 +245,11 @@ class CoordinatorActor:
         self._persist_lock = asyncio.Lock()
         self._restarted = was_restarted()
         self._loaded = asyncio.get_event_loop().create_task(self._recover())
-        self._line_server = LineServer(self, ("apply_batch",)) if direct_calls else None
+        self._line_server = LineServer(self, ("apply_batch",), enabled=direct_calls)
 
     async def line_address(self) -> LineAddress | None:
         """Where consumers reach :meth:`apply_batch` directly (None: lines disabled)."""
-        return None if self._line_server is None else await self._line_server.address()
+        return await self._line_server.address()
 
     async def _recover(self) -> None:
         """Load the durable state (waiting out a Redis outage); after a restart, re-link."""
@@ -479,7 +479,7 @@ class CoordinatorActor:
             "controls": stats.controls,
             "tombstones_forgotten": stats.tombstones_forgotten,
             "restarted": self._restarted,
-            "line_calls": 0 if self._line_server is None else self._line_server.served,
+            "line_calls": self._line_server.served,
             "durable": await self._durable_counters(),
             "elements": {source: len(store) for source, store in self._core.stores.items()},
             "tombstones": {source: store.tombstones for source, store in self._core.stores.items()},

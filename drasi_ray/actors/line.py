@@ -91,15 +91,26 @@ def _reply_frame(call_id: int, ok: bool, value: object) -> bytes:
         return _frame((call_id, False, problem))
 
 
+def _no_delay(sock: socket.socket | None) -> None:
+    """Send each frame at once (a call waits for its reply: Nagle would hold it back)."""
+    if sock is not None:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+
 async def _read_frame(reader: asyncio.StreamReader) -> Any:
     (length,) = _FRAME.unpack(await reader.readexactly(_FRAME.size))
     return pickle.loads(await reader.readexactly(length))
 
 
 class LineServer:
-    """The callee's side: serves ``methods`` of ``target`` (coroutine methods) to lines."""
+    """The callee's side: serves ``methods`` of ``target`` (coroutine methods) to lines.
 
-    def __init__(self, target: object, methods: Collection[str]) -> None:
+    Not ``enabled`` (``RayConfig.direct_calls`` false), it never listens and its address is
+    None, which sends every caller through Ray.
+    """
+
+    def __init__(self, target: object, methods: Collection[str], enabled: bool = True) -> None:
+        self._enabled = enabled
         self._target = target
         self._methods = frozenset(methods)
         self._token = secrets.token_bytes(TOKEN_BYTES)
@@ -109,8 +120,10 @@ class LineServer:
         self.served = 0
         """Calls answered on lines so far (the rest of the actor's calls came through Ray)."""
 
-    async def address(self) -> LineAddress:
-        """Start listening on this node's address (once); where to connect."""
+    async def address(self) -> LineAddress | None:
+        """Start listening on this node's address (once); where to connect (None: disabled)."""
+        if not self._enabled:
+            return None
         async with self._starting:
             if self._server is None:
                 host = ray.util.get_node_ip_address()  # type: ignore[no-untyped-call]
@@ -118,15 +131,8 @@ class LineServer:
         host, port = self._server.sockets[0].getsockname()[:2]
         return LineAddress(host, port, self._token)
 
-    async def close(self) -> None:
-        if self._server is not None:
-            self._server.close()
-            self._server = None
-
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        sock = writer.get_extra_info("socket")
-        if sock is not None:
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        _no_delay(writer.get_extra_info("socket"))
         try:
             token = await reader.readexactly(TOKEN_BYTES)
             if not hmac.compare_digest(token, self._token):
@@ -289,9 +295,7 @@ class Line:
             return
         finally:
             self._connecting = None
-        sock = writer.get_extra_info("socket")
-        if sock is not None:
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        _no_delay(writer.get_extra_info("socket"))
         writer.write(address.token)
         self._connection = _Connection(reader, writer)
         self._reconnect.succeeded()
@@ -354,7 +358,7 @@ class SyncLine:
                 self._reconnect.failed()
                 return None
             sock = socket.create_connection((address.host, address.port), CONNECT_TIMEOUT_S)
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            _no_delay(sock)
             sock.sendall(address.token)
         except (OSError, ray.exceptions.RayError) as exc:
             logger.info("line: cannot connect (%s); calls go through Ray for now", exc)

@@ -213,12 +213,12 @@ class QueryActor:
         self._loaded = loop.create_task(self._load_sequence())
         if was_restarted():
             self._rejoin = loop.create_task(self._reregister(namespace, name))
-        self._line_server = LineServer(self, ("deliver", "take")) if direct_calls else None
+        self._line_server = LineServer(self, ("deliver", "take"), enabled=direct_calls)
 
     async def line_address(self) -> LineAddress | None:
         """Where the coordinator reaches :meth:`deliver` and subscribers :meth:`take` directly
         (None: lines disabled)."""
-        return None if self._line_server is None else await self._line_server.address()
+        return await self._line_server.address()
 
     async def _load_sequence(self) -> None:
         """Start the reactions; number results above what the state or a reaction holds."""
@@ -323,7 +323,7 @@ class QueryActor:
         runner = self._runner
         return {
             "query_id": runner.config.id,
-            "line_calls": 0 if self._line_server is None else self._line_server.served,
+            "line_calls": self._line_server.served,
             "sequence": runner.sequence,
             "diffs": runner.diffs_emitted,
             "rows": len(runner.engine.results()),
