@@ -64,7 +64,7 @@ def _renice(niceness: int) -> None:
     threads started later inherit their creator's)."""
     try:
         threads = [int(tid) for tid in os.listdir("/proc/self/task")]
-    except OSError:  # no /proc (not Linux): the calling thread's process group at least
+    except OSError:  # no /proc (not Linux, where nice is per process): this process
         threads = [0]
     for thread in threads:
         try:
