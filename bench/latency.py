@@ -29,9 +29,10 @@ the harness keeps alive does not pause the publisher and the subscriber.
 from __future__ import annotations
 
 import argparse
+import math
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,7 +49,8 @@ from bench.common import (
     record,
     wait_until,
 )
-from bench.ingest import arm_backlog, release_backlog
+from bench.filter_loop import FilterLoop
+from bench.ingest import GROUP, arm_backlog, release_backlog
 from bench.pipeline import (
     CPU_HEADERS,
     CPU_NOTE,
@@ -80,6 +82,9 @@ SETTLE_S = 0.5
 """How long the subscriber must take nothing more, once the app is idle, to end a wait."""
 TARGET_RATE = 5000
 TARGET_P99_MS = 20.0
+DRASI_RAY = "drasi_ray"
+PEER = "peer"
+"""The ``system`` of the hand-written loop's rows (:mod:`bench.filter_loop`)."""
 
 # --------------------------------------------------------------------------------------------
 # subscriber side
@@ -98,8 +103,18 @@ class Received:
     results: tuple[Arrival, ...]  # a row per diff of the batch's results
 
 
+Poll = Callable[[float], Sequence[Arrival]]
+"""Waits up to the given seconds for the next batch of results; () if none came."""
+
+
+def subscription_poll(subscription: Subscription) -> Poll:
+    """Long-polls ``subscription`` (``next(timeout)``), each result reduced to its arrivals."""
+    return lambda timeout: _arrivals(subscription.next(timeout=timeout))
+
+
 class Collector:
-    """Long-polls a subscription in a thread; keeps every batch with its arrival time.
+    """Long-polls the results (a subscription, or the peer's pipe) in a thread; keeps every
+    batch with its arrival time.
 
     Each result is reduced on arrival to an :data:`Arrival` of strings and numbers, which the
     garbage collector stops tracking: the benchmark process (publisher, subscriber and this
@@ -109,11 +124,11 @@ class Collector:
     harness, not of the pipeline (see also :func:`bench.common.freeze_heap`).
     """
 
-    def __init__(self, subscription: Subscription) -> None:
-        self._subscription = subscription
+    def __init__(self, poll: Poll) -> None:
+        self._poll = poll
         self._stop = threading.Event()
         self.batches: list[Received] = []
-        self.count = 0
+        self.count = 0  # result rows received (one per event in this workload)
         self._thread = threading.Thread(target=self._run, name="collector", daemon=True)
 
     def start(self) -> Collector:
@@ -122,11 +137,11 @@ class Collector:
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            results = self._subscription.next(timeout=0.2)
-            if results:
+            arrivals = self._poll(0.2)
+            if arrivals:
                 at_ns = time.time_ns()
-                self.batches.append(Received(at_ns, _arrivals(results)))
-                self.count += len(results)
+                self.batches.append(Received(at_ns, tuple(arrivals)))
+                self.count += len(arrivals)
 
     def wait_for(self, total: int, timeout_s: float) -> bool:
         """True once ``total`` results arrived in all; False after ``timeout_s``."""
@@ -247,6 +262,7 @@ class LoadResult:
     cpu: CpuUsage
     loads: tuple[float, float]
     changes_per_batch: float = 0.0
+    system: str = DRASI_RAY
     sorted_ms: list[float] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -254,6 +270,10 @@ class LoadResult:
 
     def p(self, q: float) -> float:
         return percentile(self.sorted_ms, q)
+
+    @property
+    def label(self) -> str:
+        return "the hand-written loop" if self.system == PEER else f"{self.consumers} consumer(s)"
 
     def tenth_p50(self, last: bool) -> float:
         """p50 of the first (or last) tenth of the events in publish order."""
@@ -277,6 +297,7 @@ def load_figures(
     batches: Sequence[Received],
     cpu: CpuUsage,
     loads: tuple[float, float],
+    system: str = DRASI_RAY,
 ) -> LoadResult:
     """Match every received row to the event it names; latencies in publish order."""
     index = {key: i for i, key in enumerate(keys)}
@@ -308,6 +329,7 @@ def load_figures(
         len(keys) - len(got),
         cpu,
         loads,
+        system=system,
     )
 
 
@@ -327,6 +349,7 @@ class Options:
     block_ms: int
     sensors: int
     durable: bool
+    peer: bool
     record: bool
 
 
@@ -338,6 +361,7 @@ class Sustained:
     cpu: CpuUsage
     loads: tuple[float, float]
     changes_per_batch: float
+    system: str = DRASI_RAY
 
     @property
     def rate(self) -> float:
@@ -385,6 +409,19 @@ def run_sustained(
     return (last - started) / 1e9, cpu
 
 
+def load_events(
+    first_seq: int, per_second: int, options: Options
+) -> tuple[list[bytes], list[tuple[str, float]]]:
+    """One load's payloads (stamped at publish) and the result key each event yields."""
+    count = min(int(per_second * options.duration_s), options.max_events)
+    templates = hot_payloads(first_seq, count, options.sensors, live=True)
+    keys = [
+        (sensor_id(seq, options.sensors), hot_temperature(seq, options.sensors))
+        for seq in range(first_seq, first_seq + count)
+    ]
+    return templates, keys
+
+
 def run_load(
     app: DrasiRay,
     collector: Collector,
@@ -396,12 +433,8 @@ def run_load(
     options: Options,
 ) -> LoadResult:
     """Publish one offered load, wait for its results, and match them to their events."""
-    count = min(int(per_second * options.duration_s), options.max_events)
-    templates = hot_payloads(first_seq, count, options.sensors, live=True)
-    keys = [
-        (sensor_id(seq, options.sensors), hot_temperature(seq, options.sensors))
-        for seq in range(first_seq, first_seq + count)
-    ]
+    templates, keys = load_events(first_seq, per_second, options)
+    count = len(templates)
     mark, expected = collector.mark(), collector.count + count
     load_before = load_average()
     counters = coordinator_counters(app)
@@ -442,7 +475,7 @@ def run_app(
     )
     app.start()
     subscription = app.subscribe(QUERY_ID, capacity=100_000)
-    collector = Collector(subscription).start()
+    collector = Collector(subscription_poll(subscription)).start()
     try:
         meter = CpuMeter.for_app(app, redis_pid)
         load_before = load_average()
@@ -474,20 +507,84 @@ def run_app(
     return sustained, loads
 
 
+def run_peer(
+    url: str, redis_pid: int | None, options: Options
+) -> tuple[Sustained, list[LoadResult]]:
+    """The hand-written loop (:mod:`bench.filter_loop`) through the same backlog and loads,
+    measured the same way (its results arrive through a pipe instead of a subscription)."""
+    stream = fresh_stream("latency-peer")
+    backlog = hot_payloads(0, options.backlog_events, options.sensors, live=False)
+    wake = arm_backlog(url, stream, backlog)
+    loop = FilterLoop(url, stream, GROUP, options.batch_size, options.block_ms).start()
+    collector = Collector(loop.poll).start()
+    try:
+        meter = CpuMeter.for_roles({"consumers": [loop.pid]}, redis_pid)
+        load_before = load_average()
+        with redis.Redis.from_url(url) as client:
+            mark = collector.mark()
+            meter.start()
+            started = time.time_ns()
+            release_backlog(client, stream, wake)
+            collector.wait_for(len(backlog), DRAIN_TIMEOUT_S)
+            cpu = meter.stop()
+        last = max((b.at_ns for b in collector.batches[mark:]), default=time.time_ns())
+        sustained = Sustained(
+            1, len(backlog), (last - started) / 1e9, cpu, (load_before, load_average()),
+            float("nan"), system=PEER,
+        )  # fmt: skip
+        print(f"  peer: sustained {sustained.rate:,.0f} events/s", flush=True)
+        loads = []
+        first_seq = len(backlog)
+        for per_second in options.rates:
+            time.sleep(1.0)
+            templates, keys = load_events(first_seq, per_second, options)
+            first_seq += len(templates)
+            mark, expected = collector.mark(), collector.count + len(templates)
+            load_before = load_average()
+            freeze_heap()
+            meter.start()
+            with redis.Redis.from_url(url) as client:
+                published = paced_publish(client, stream, templates, per_second)
+            collector.wait_for(expected, DRAIN_TIMEOUT_S + len(templates) / 1000)
+            cpu = meter.stop()
+            result = load_figures(
+                1, published, keys, collector.batches[mark:], cpu,
+                (load_before, load_average()), system=PEER,
+            )  # fmt: skip
+            result.changes_per_batch = float("nan")  # the loop keeps no such counter
+            loads.append(result)
+            print(
+                f"  peer, {per_second:,}/s offered: delivered {result.delivered_rate:,.0f}/s, "
+                f"p50 {result.p(0.5):.1f} p95 {result.p(0.95):.1f} p99 {result.p(0.99):.1f} ms",
+                flush=True,
+            )
+    finally:
+        collector.stop()
+        loop.stop()
+        with redis.Redis.from_url(url) as client:
+            client.delete(stream)
+    return sustained, loads
+
+
 # --------------------------------------------------------------------------------------------
 # tables
 # --------------------------------------------------------------------------------------------
 
 
+def _per_batch(value: float, digits: int) -> str:
+    return "-" if math.isnan(value) else f"{value:.{digits}f}"
+
+
 def sustained_table(rows: Sequence[Sustained]) -> list[str]:
     headers = (
-        "consumers", "events", "seconds", "events/s", "changes/batch", *CPU_HEADERS, "load 1m"
+        "system", "consumers", "events", "seconds", "events/s", "changes/batch", *CPU_HEADERS,
+        "load 1m",
     )  # fmt: skip
     return format_table(
         headers,
         [
-            (s.consumers, s.events, f"{s.seconds:.2f}", s.rate, f"{s.changes_per_batch:.0f}",
-             *cpu_cells(s.cpu),
+            (s.system, s.consumers, s.events, f"{s.seconds:.2f}", s.rate,
+             _per_batch(s.changes_per_batch, 0), *cpu_cells(s.cpu),
              f"{s.loads[0]:.1f}->{s.loads[1]:.1f}")
             for s in rows
         ],
@@ -496,7 +593,7 @@ def sustained_table(rows: Sequence[Sustained]) -> list[str]:
 
 def latency_table(rows: Sequence[LoadResult]) -> list[str]:
     headers = (
-        "consumers", "offered/s", "events", "published/s", "delivered/s",
+        "system", "consumers", "offered/s", "events", "published/s", "delivered/s",
         "p50 ms", "p95 ms", "p99 ms", "max ms", "p99 vs schedule ms",
         "p50 first/last tenth ms", "p99 via source_time_ms", "kept up", "load 1m",
     )  # fmt: skip
@@ -506,7 +603,7 @@ def latency_table(rows: Sequence[LoadResult]) -> list[str]:
         source = sorted(r.source_time_ms)
         body.append(
             (
-                r.consumers, r.offered, r.events, r.published_rate, r.delivered_rate,
+                r.system, r.consumers, r.offered, r.events, r.published_rate, r.delivered_rate,
                 f"{r.p(0.5):.1f}", f"{r.p(0.95):.1f}", f"{r.p(0.99):.1f}", f"{r.p(1.0):.1f}",
                 f"{percentile(schedule, 0.99):.1f}",
                 f"{r.tenth_p50(False):.1f} / {r.tenth_p50(True):.1f}",
@@ -526,8 +623,11 @@ def _missing_note(row: LoadResult) -> str:
 
 
 def cpu_table(rows: Sequence[LoadResult]) -> list[str]:
-    headers = ("consumers", "offered/s", "changes/batch", *CPU_HEADERS)
-    body = [(r.consumers, r.offered, f"{r.changes_per_batch:.1f}", *cpu_cells(r.cpu)) for r in rows]
+    headers = ("system", "consumers", "offered/s", "changes/batch", *CPU_HEADERS)
+    body = [
+        (r.system, r.consumers, r.offered, _per_batch(r.changes_per_batch, 1), *cpu_cells(r.cpu))
+        for r in rows
+    ]
     return format_table(headers, body)
 
 
@@ -535,7 +635,7 @@ def verdict(rows: Sequence[LoadResult]) -> list[str]:
     """The issue's target, p99 <= 20 ms at 5,000 events/s offered, per consumer count."""
     lines = []
     for r in rows:
-        if r.offered != TARGET_RATE:
+        if r.offered != TARGET_RATE or r.system != DRASI_RAY:
             continue
         met = r.steady and r.p(0.99) <= TARGET_P99_MS
         lines.append(
@@ -546,11 +646,34 @@ def verdict(rows: Sequence[LoadResult]) -> list[str]:
     for r in rows:
         if not r.steady:
             lines.append(
-                f"{r.consumers} consumer(s) at {r.offered:,}/s offered: the pipeline delivered "
+                f"{r.label} at {r.offered:,}/s offered: the pipeline delivered "
                 f"{r.delivered_rate:,.0f}/s, so the backlog and the latency grew for the whole "
                 f"run (p50 {r.tenth_p50(False):.0f} ms in the first tenth of events, "
                 f"{r.tenth_p50(True):.0f} ms in the last): latency unbounded at this load."
             )
+    return lines
+
+
+def versus_peer(sustained: Sequence[Sustained], loads: Sequence[LoadResult]) -> list[str]:
+    """drasi_ray's figures against the hand-written loop's of the same run."""
+    peer = next((s for s in sustained if s.system == PEER), None)
+    if peer is None:
+        return []
+    lines = [
+        f"Sustained, {s.consumers} consumer(s): {s.rate:,.0f} events/s, "
+        f"{s.rate / peer.rate:.2f}x the hand-written loop's {peer.rate:,.0f}."
+        for s in sustained
+        if s.system == DRASI_RAY
+    ]
+    peer_loads = {r.offered: r for r in loads if r.system == PEER}
+    for r in loads:
+        other = peer_loads.get(r.offered)
+        if r.system != DRASI_RAY or other is None:
+            continue
+        lines.append(
+            f"At {r.offered:,} events/s, {r.label}: p50 / p99 {r.p(0.5):.1f} / {r.p(0.99):.1f} "
+            f"ms against the hand-written loop's {other.p(0.5):.1f} / {other.p(0.99):.1f} ms."
+        )
     return lines
 
 
@@ -582,6 +705,12 @@ def notes(options: Options) -> list[str]:
         "load the benchmark process collects and freezes its heap (gc.freeze) and keeps only "
         "(key, times) per result, so its own garbage collection does not pause the publisher "
         "and the subscriber (it did, 50-70 ms per full collection, before 2026-11-21 15:00).",
+        "Peer (`system` peer, --no-peer to skip): the same query hand-written as one redis-py "
+        "loop in its own process (bench/filter_loop.py: XREADGROUP with the same batch size and "
+        "block time, orjson, the rows in a dict, one XACK per batch, results to this process "
+        "through a pipe), through the same backlog and loads, measured the same way; no durable "
+        "state, no versioning, no dead letters, no scaling out. Its process is counted under "
+        "`consumers %`.",
         "`changes/batch`: changes per batch the coordinator received (its counters before and "
         "after), i.e. how many entries one consumer read + Ray call carried.",
         CPU_NOTE,
@@ -608,6 +737,9 @@ def parse_args(argv: Sequence[str] | None) -> Options:
         action="store_true",
         help="StateConfig(durable=False): no Redis write of the element store per batch",
     )
+    parser.add_argument(
+        "--no-peer", action="store_true", help="skip the hand-written loop (bench/filter_loop.py)"
+    )
     parser.add_argument("--no-record", action="store_true", help="do not append to RESULTS.md")
     args = parser.parse_args(argv)
     return Options(
@@ -620,6 +752,7 @@ def parse_args(argv: Sequence[str] | None) -> Options:
         args.block_ms,
         args.sensors,
         not args.memory_state,
+        not args.no_peer,
         not args.no_record,
     )
 
@@ -634,6 +767,11 @@ def main(argv: list[str] | None = None) -> int:
         for consumers in options.consumers:
             print(f"{consumers} consumer(s) ...", flush=True)
             one, rows = run_app(server.url, server.pid, consumers, options)
+            sustained.append(one)
+            loads += rows
+        if options.peer:
+            print("peer: the hand-written loop ...", flush=True)
+            one, rows = run_peer(server.url, server.pid, options)
             sustained.append(one)
             loads += rows
     lines = [
@@ -652,6 +790,8 @@ def main(argv: list[str] | None = None) -> int:
         *cpu_table(loads),
         "",
         *verdict(loads),
+        "",
+        *versus_peer(sustained, loads),
     ]
     print_lines(["", *lines])
     if options.record:

@@ -215,7 +215,12 @@ class CpuMeter:
 
     @classmethod
     def for_app(cls, app: DrasiRay, redis_pid: int | None) -> CpuMeter:
-        roles = actor_pids(app)
+        return cls.for_roles(actor_pids(app), redis_pid)
+
+    @classmethod
+    def for_roles(cls, roles: dict[str, list[int]], redis_pid: int | None) -> CpuMeter:
+        """``roles`` plus Redis, this process (``driver``) and its other descendants."""
+        roles = dict(roles)
         if redis_pid is not None:
             roles["redis"] = [redis_pid]
         roles["driver"] = [os.getpid()]

@@ -43,7 +43,9 @@ from bench.common import (
     rate,
     record,
 )
-from bench.ingest import arm_backlog, release_backlog
+from bench.filter_loop import FilterLoop
+from bench.ingest import GROUP, arm_backlog, release_backlog
+from bench.latency import Collector
 from bench.pipeline import (
     CPU_HEADERS,
     CPU_NOTE,
@@ -83,6 +85,7 @@ class Options:
     sensors: int
     profile_counts: tuple[int, ...]
     profile_dir: Path | None
+    peer: bool
     record: bool
 
 
@@ -167,6 +170,44 @@ def run_timed(
     return ScaleRow(consumers, len(payloads), seconds, cpu, status, (before, load_average()))
 
 
+@dataclass(frozen=True)
+class PeerRun:
+    events: int
+    seconds: float
+    cpu: CpuUsage
+
+    @property
+    def rate(self) -> float:
+        return rate(self.events, self.seconds)
+
+
+def run_peer(
+    url: str, redis_pid: int | None, payloads: Sequence[bytes], options: Options
+) -> PeerRun:
+    """The hand-written loop (:mod:`bench.filter_loop`, one process) through the same backlog:
+    seconds from the release until every result reached this process."""
+    stream = fresh_stream("scale-peer")
+    wake = arm_backlog(url, stream, payloads)
+    loop = FilterLoop(url, stream, GROUP, options.batch_size, options.block_ms).start()
+    collector = Collector(loop.poll).start()
+    try:
+        meter = CpuMeter.for_roles({"consumers": [loop.pid]}, redis_pid)
+        with redis.Redis.from_url(url) as client:
+            meter.start()
+            started = time.perf_counter()
+            release_backlog(client, stream, wake)
+            if not collector.wait_for(len(payloads), TIMEOUT_S):
+                raise RuntimeError(f"the peer delivered {collector.count} of {len(payloads)}")
+            seconds = time.perf_counter() - started
+            cpu = meter.stop()
+    finally:
+        collector.stop()
+        loop.stop()
+        with redis.Redis.from_url(url) as client:
+            client.delete(stream)
+    return PeerRun(len(payloads), seconds, cpu)
+
+
 def run_profiled(
     url: str, consumers: int, payloads: Sequence[bytes], options: Options, directory: Path
 ) -> Profiled:
@@ -222,6 +263,21 @@ def bottleneck(row: ScaleRow) -> str:
         + (" (consumers wait on downstream)" if waiting else ""),
     ]
     return "; ".join(parts) + "."
+
+
+def versus_peer(rows: Sequence[ScaleRow], peer: PeerRun | None, batch_size: int) -> list[str]:
+    if peer is None:
+        return []
+    ratios = " / ".join(f"{row.rate / peer.rate:.2f}x" for row in rows)
+    counts = " / ".join(str(row.consumers) for row in rows)
+    return [
+        f"Peer: the hand-written loop (bench/filter_loop.py: one process, XREADGROUP COUNT "
+        f"{batch_size}, orjson, rows in a dict, one XACK per batch, results piped to "
+        f"this process; no durable state) drained the same backlog at {peer.rate:,.0f} events/s "
+        f"(its process {peer.cpu.per_role.get('consumers', 0.0):.0f}% of a core, Redis "
+        f"{peer.cpu.per_role.get('redis', 0.0):.0f}%, machine {peer.cpu.machine_cores:.2f} cores "
+        f"busy); drasi_ray with {counts} consumers: {ratios} of it."
+    ]
 
 
 def verdict(rows: Sequence[ScaleRow]) -> list[str]:
@@ -296,6 +352,9 @@ def parse_args(argv: Sequence[str] | None) -> Options:
         "--profile-counts", default="1,4", help="consumer counts profiled ('' for none)"
     )
     parser.add_argument("--profile-dir", type=Path, help="keep py-spy's collapsed stacks here")
+    parser.add_argument(
+        "--no-peer", action="store_true", help="skip the hand-written loop (bench/filter_loop.py)"
+    )
     parser.add_argument("--no-record", action="store_true", help="do not append to RESULTS.md")
     args = parser.parse_args(argv)
     return Options(
@@ -307,6 +366,7 @@ def parse_args(argv: Sequence[str] | None) -> Options:
         args.sensors,
         int_list(args.profile_counts),
         args.profile_dir,
+        not args.no_peer,
         not args.no_record,
     )
 
@@ -337,6 +397,9 @@ def main(argv: list[str] | None = None) -> int:
             rows.append(row)
             print(f"  {consumers} consumer(s): {row.rate:,.0f} events/s", flush=True)
             print(f"  {bottleneck(row)}", flush=True)
+        peer = run_peer(server.url, server.pid, payloads, options) if options.peer else None
+        if peer is not None:
+            print(f"  peer: {peer.rate:,.0f} events/s", flush=True)
         profiles = run_profiles(server.url, payloads, options)
     lines = [
         *notes(options),
@@ -346,6 +409,7 @@ def main(argv: list[str] | None = None) -> int:
         *[bottleneck(row) for row in rows],
         "",
         *verdict(rows),
+        *versus_peer(rows, peer, options.batch_size),
         *profiles,
     ]
     print_lines(["", *lines])
