@@ -21,6 +21,10 @@ For each consumer count, one app (batch 100, block 50 ms: latency settings) runs
     If the pipeline cannot keep up, the backlog and the latency grow for the whole run: the
     table shows the delivered rate and the p50 latency of the first and last tenth of events.
 
+(c) **the peer**: the same backlog and loads through the filter query hand-written as one
+    redis-py loop in its own process (:mod:`bench.filter_loop`), its results piped to this
+    process and collected the same way (``--no-peer`` skips it).
+
 Between loads the app drains (every result received) and rests 1 s; before each load this
 process's heap is frozen (:func:`bench.common.freeze_heap`) so that garbage collection of what
 the harness keeps alive does not pause the publisher and the subscriber.

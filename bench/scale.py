@@ -7,6 +7,10 @@ then ``XGROUP SETID 0`` plus one XADD release it; the clock stops when ``wait_un
 returns (every entry applied, delivered and acked). No subscriber: the query actor computes
 and numbers every diff, nobody pulls them.
 
+The peer, in the same run: the filter query hand-written as one redis-py loop in its own
+process (:mod:`bench.filter_loop`), through the same backlog; its clock stops when every result
+has reached this process (``--no-peer`` skips it).
+
 Where the bottleneck is, three ways, on the unprofiled timed run:
 
 - CPU time of every process over the run (:class:`bench.pipeline.CpuMeter`): consumers,
