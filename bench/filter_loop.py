@@ -45,10 +45,16 @@ def _row(element: dict[str, Any] | None) -> tuple[str, float] | None:
     return properties.get("id"), temperature
 
 
-def apply_change(rows: dict[str, tuple[str, float]], change: dict[str, Any]) -> Any:
+def apply_change(
+    rows: dict[str, tuple[str, float]], change: dict[str, Any]
+) -> tuple[str, float] | None:
     """Apply one Drasi change event to ``rows``; the row it adds or updates, else None.
 
-    A delete yields None (the benchmark's workload has none; kept for the semantics).
+    Each change's ``after`` is taken as the whole element: Drasi's update merges into the
+    stored element, but every update of the benchmark's workload carries every property, so
+    a loop written for it needs no element store. A row that leaves the result (a delete, or
+    a value that fails the filter) is dropped from ``rows`` and yields None: the workload has
+    none, so the loop does not send DELETE results.
     """
     payload = change["payload"]
     after = payload.get("after") if change["op"] != "d" else None
