@@ -438,21 +438,39 @@ def run_load(
 ) -> LoadResult:
     """Publish one offered load, wait for its results, and match them to their events."""
     templates, keys = load_events(first_seq, per_second, options)
-    count = len(templates)
-    mark, expected = collector.mark(), collector.count + count
-    load_before = load_average()
+    timeout_s = DRAIN_TIMEOUT_S + len(templates) / 1000
     counters = coordinator_counters(app)
+    published, batches, cpu, loads = timed_load(
+        url, stream, collector, meter, templates, per_second,
+        lambda expected: settle(app, collector, expected, timeout_s),
+    )  # fmt: skip
+    consumers = len(app.consumer_actors(SOURCE_ID))
+    result = load_figures(consumers, published, keys, batches, cpu, loads)
+    result.changes_per_batch = changes_per_batch(counters, coordinator_counters(app))
+    return result
+
+
+def timed_load(
+    url: str,
+    stream: str,
+    collector: Collector,
+    meter: CpuMeter,
+    templates: Sequence[bytes],
+    per_second: int,
+    wait: Callable[[int], object],
+) -> tuple[Published, list[Received], CpuUsage, tuple[float, float]]:
+    """Publish ``templates`` at ``per_second`` and ``wait`` until the collector holds the
+    count it is given; what was published, the batches received meanwhile, the CPU over the
+    load and the load average before -> after."""
+    mark, expected = collector.mark(), collector.count + len(templates)
+    load_before = load_average()
     freeze_heap()
     meter.start()
     with redis.Redis.from_url(url) as client:
         published = paced_publish(client, stream, templates, per_second)
-    settle(app, collector, expected, DRAIN_TIMEOUT_S + count / 1000)
+    wait(expected)
     cpu = meter.stop()
-    consumers = len(app.consumer_actors(SOURCE_ID))
-    loads = (load_before, load_average())
-    result = load_figures(consumers, published, keys, collector.batches[mark:], cpu, loads)
-    result.changes_per_batch = changes_per_batch(counters, coordinator_counters(app))
-    return result
+    return published, collector.batches[mark:], cpu, (load_before, load_average())
 
 
 def coordinator_counters(app: DrasiRay) -> tuple[int, int]:
@@ -511,30 +529,59 @@ def run_app(
     return sustained, loads
 
 
+class PeerBacklog:
+    """The hand-written loop (:mod:`bench.filter_loop`) reading a fresh stream with an armed
+    backlog, its results collected as a subscription's; stopped and the stream dropped on
+    exit."""
+
+    def __init__(self, url: str, payloads: Sequence[bytes], batch_size: int, block_ms: int):
+        self.url = url
+        self.stream = fresh_stream("peer")
+        self.events = len(payloads)
+        self._wake = arm_backlog(url, self.stream, payloads)
+        self.loop = FilterLoop(url, self.stream, GROUP, batch_size, block_ms).start()
+        self.collector = Collector(self.loop.poll).start()
+
+    def meter(self, redis_pid: int | None) -> CpuMeter:
+        """CPU of the loop's process (as ``consumers``), Redis and the rest."""
+        return CpuMeter.for_roles({"consumers": [self.loop.pid]}, redis_pid)
+
+    def drain(self, meter: CpuMeter, timeout_s: float) -> tuple[float, CpuUsage]:
+        """Release the backlog; seconds until the last of its results arrived, and the CPU
+        meanwhile. Raises RuntimeError if they do not all arrive within ``timeout_s``."""
+        mark = self.collector.mark()
+        with redis.Redis.from_url(self.url) as client:
+            meter.start()
+            started = time.time_ns()
+            release_backlog(client, self.stream, self._wake)
+            if not self.collector.wait_for(self.events, timeout_s):
+                raise RuntimeError(f"the peer delivered {self.collector.count} of {self.events}")
+            cpu = meter.stop()
+        last = max(batch.at_ns for batch in self.collector.batches[mark:])
+        return (last - started) / 1e9, cpu
+
+    def __enter__(self) -> PeerBacklog:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.collector.stop()
+        self.loop.stop()
+        with redis.Redis.from_url(self.url) as client:
+            client.delete(self.stream)
+
+
 def run_peer(
     url: str, redis_pid: int | None, options: Options
 ) -> tuple[Sustained, list[LoadResult]]:
-    """The hand-written loop (:mod:`bench.filter_loop`) through the same backlog and loads,
-    measured the same way (its results arrive through a pipe instead of a subscription)."""
-    stream = fresh_stream("latency-peer")
+    """The hand-written loop through the same backlog and loads, measured the same way."""
     backlog = hot_payloads(0, options.backlog_events, options.sensors, live=False)
-    wake = arm_backlog(url, stream, backlog)
-    loop = FilterLoop(url, stream, GROUP, options.batch_size, options.block_ms).start()
-    collector = Collector(loop.poll).start()
-    try:
-        meter = CpuMeter.for_roles({"consumers": [loop.pid]}, redis_pid)
+    with PeerBacklog(url, backlog, options.batch_size, options.block_ms) as peer:
+        meter = peer.meter(redis_pid)
         load_before = load_average()
-        with redis.Redis.from_url(url) as client:
-            mark = collector.mark()
-            meter.start()
-            started = time.time_ns()
-            release_backlog(client, stream, wake)
-            collector.wait_for(len(backlog), DRAIN_TIMEOUT_S)
-            cpu = meter.stop()
-        last = max((b.at_ns for b in collector.batches[mark:]), default=time.time_ns())
+        seconds, cpu = peer.drain(meter, DRAIN_TIMEOUT_S)
         sustained = Sustained(
-            1, len(backlog), (last - started) / 1e9, cpu, (load_before, load_average()),
-            float("nan"), system=PEER,
+            1, len(backlog), seconds, cpu, (load_before, load_average()), float("nan"),
+            system=PEER,
         )  # fmt: skip
         print(f"  peer: sustained {sustained.rate:,.0f} events/s", flush=True)
         loads = []
@@ -543,18 +590,12 @@ def run_peer(
             time.sleep(1.0)
             templates, keys = load_events(first_seq, per_second, options)
             first_seq += len(templates)
-            mark, expected = collector.mark(), collector.count + len(templates)
-            load_before = load_average()
-            freeze_heap()
-            meter.start()
-            with redis.Redis.from_url(url) as client:
-                published = paced_publish(client, stream, templates, per_second)
-            collector.wait_for(expected, DRAIN_TIMEOUT_S + len(templates) / 1000)
-            cpu = meter.stop()
-            result = load_figures(
-                1, published, keys, collector.batches[mark:], cpu,
-                (load_before, load_average()), system=PEER,
+            timeout_s = DRAIN_TIMEOUT_S + len(templates) / 1000
+            published, batches, cpu, loads_1m = timed_load(
+                url, peer.stream, peer.collector, meter, templates, per_second,
+                lambda expected, limit=timeout_s: peer.collector.wait_for(expected, limit),
             )  # fmt: skip
+            result = load_figures(1, published, keys, batches, cpu, loads_1m, system=PEER)
             result.changes_per_batch = float("nan")  # the loop keeps no such counter
             loads.append(result)
             print(
@@ -562,11 +603,6 @@ def run_peer(
                 f"p50 {result.p(0.5):.1f} p95 {result.p(0.95):.1f} p99 {result.p(0.99):.1f} ms",
                 flush=True,
             )
-    finally:
-        collector.stop()
-        loop.stop()
-        with redis.Redis.from_url(url) as client:
-            client.delete(stream)
     return sustained, loads
 
 

@@ -47,9 +47,8 @@ from bench.common import (
     rate,
     record,
 )
-from bench.filter_loop import FilterLoop
-from bench.ingest import GROUP, arm_backlog, release_backlog
-from bench.latency import Collector
+from bench.ingest import arm_backlog, release_backlog
+from bench.latency import PeerBacklog
 from bench.pipeline import (
     CPU_HEADERS,
     CPU_NOTE,
@@ -190,25 +189,8 @@ def run_peer(
 ) -> PeerRun:
     """The hand-written loop (:mod:`bench.filter_loop`, one process) through the same backlog:
     seconds from the release until every result reached this process."""
-    stream = fresh_stream("scale-peer")
-    wake = arm_backlog(url, stream, payloads)
-    loop = FilterLoop(url, stream, GROUP, options.batch_size, options.block_ms).start()
-    collector = Collector(loop.poll).start()
-    try:
-        meter = CpuMeter.for_roles({"consumers": [loop.pid]}, redis_pid)
-        with redis.Redis.from_url(url) as client:
-            meter.start()
-            started = time.perf_counter()
-            release_backlog(client, stream, wake)
-            if not collector.wait_for(len(payloads), TIMEOUT_S):
-                raise RuntimeError(f"the peer delivered {collector.count} of {len(payloads)}")
-            seconds = time.perf_counter() - started
-            cpu = meter.stop()
-    finally:
-        collector.stop()
-        loop.stop()
-        with redis.Redis.from_url(url) as client:
-            client.delete(stream)
+    with PeerBacklog(url, payloads, options.batch_size, options.block_ms) as peer:
+        seconds, cpu = peer.drain(peer.meter(redis_pid), TIMEOUT_S)
     return PeerRun(len(payloads), seconds, cpu)
 
 
