@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import argparse
 import collections
-import json
 from typing import Any
 
 import orjson
 import redis
 
+from drasi_ray import encoding
 from drasi_ray.changes import parse_entry_id
 from drasi_ray.config import AppConfig, QueryConfig, SourceSpec
 from drasi_ray.ops import common
@@ -53,7 +53,7 @@ def add_parser(commands: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     config = common.load_app(args.config, args.redis_url)
     report = app_status(config)
-    print(json.dumps(report, indent=2) if args.json else render(report))
+    print(encoding.dumps(report, indent=True).decode() if args.json else render(report))
     return 0
 
 

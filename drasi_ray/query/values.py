@@ -447,10 +447,13 @@ def to_output(value: Any) -> Any:
     """Convert an evaluated value to its JSON-able result form.
 
     An element becomes a plain dict of its properties; temporal values and durations become
-    the text Drasi writes for them (:func:`~drasi_ray.query.temporal.to_result_text`); lists and
-    maps are converted recursively.
+    the text Drasi writes for them (:func:`~drasi_ray.query.temporal.to_result_text`); a NaN or
+    infinite float becomes Drasi's string for it (``"NaN"``, ``"inf"``, ``"-inf"``: JSON has no
+    such number); lists and maps are converted recursively.
     """
-    if value is None or isinstance(value, (bool, int, float, str)):
+    if isinstance(value, float):
+        return value if math.isfinite(value) else _float_text(value)
+    if value is None or isinstance(value, (bool, int, str)):
         return value
     if isinstance(value, Element):
         return {key: to_output(item) for key, item in value.properties.items()}

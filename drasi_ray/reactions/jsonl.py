@@ -12,8 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import orjson
-
+from drasi_ray import encoding
 from drasi_ray.reactions.base import Delivered, Reaction
 from drasi_ray.reactions.specs import JsonLinesReaction
 from drasi_ray.results import QueryResult
@@ -49,7 +48,7 @@ class JsonLinesFileReaction(Reaction[bytes]):
         self._start: int | None = None  # file size before the batch in hand
 
     def render(self, items: Sequence[Delivered]) -> bytes:
-        return b"".join(orjson.dumps(result_line(item)) + b"\n" for item in items)
+        return b"".join(encoding.dumps(result_line(item)) + b"\n" for item in items)
 
     async def write(self, rendered: bytes, retry: bool) -> None:
         await asyncio.to_thread(self._append, rendered, retry)

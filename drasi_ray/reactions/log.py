@@ -5,8 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-import orjson
-
+from drasi_ray import encoding
 from drasi_ray.reactions.base import Delivered, Reaction
 from drasi_ray.reactions.jsonl import result_line
 from drasi_ray.reactions.specs import LogReaction
@@ -24,7 +23,7 @@ class LoggingReaction(Reaction[list[str]]):
         self._level = _LEVELS[spec.level]
 
     def render(self, items: Sequence[Delivered]) -> list[str]:
-        return [orjson.dumps(result_line(item)).decode() for item in items]
+        return [encoding.dumps(result_line(item)).decode() for item in items]
 
     async def write(self, rendered: list[str], retry: bool) -> None:
         for line in rendered:

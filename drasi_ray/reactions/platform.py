@@ -22,6 +22,7 @@ import orjson
 import redis.asyncio as aioredis
 from redis import exceptions as rexc
 
+from drasi_ray import encoding
 from drasi_ray.errors import StreamError
 from drasi_ray.reactions.base import Delivered, Reaction
 from drasi_ray.reactions.specs import PlatformReaction
@@ -77,7 +78,7 @@ class PlatformStreamReaction(Reaction[list[_Event]]):
             else:
                 event = platform_control_event(item)
                 sequence = None
-            events.append(_Event(event["id"], sequence, orjson.dumps(event)))
+            events.append(_Event(event["id"], sequence, encoding.dumps(event)))
         return events
 
     async def write(self, rendered: list[_Event], retry: bool) -> None:
