@@ -23,8 +23,8 @@ import ray
 from bench.common import command_line, format_table, load_average, print_lines, record, timed
 from drasi_ray.analytics.actor import AnalyticsActor
 from drasi_ray.analytics.facade import Analytics
-from drasi_ray.analytics.records import ChangeRecord
-from drasi_ray.config import AnalyticsConfig
+from drasi_ray.coordinator.records import ChangeRecord
+from drasi_ray.model.config import AnalyticsConfig
 
 BASE_MS = 1_700_000_000_000
 

@@ -4,7 +4,7 @@
     python -m bench.chaos --changes 20000      # shorter
     python -m bench.chaos --no-record          # print only
 
-Runs :mod:`drasi_ray.chaos` (which starts its own Redis with AOF and uses the local Ray) and
+Runs :mod:`drasi_ray.testing.chaos` (which starts its own Redis with AOF and uses the local Ray) and
 appends its report to bench/RESULTS.md (unless ``--no-record``). Exit status 1 if anything
 was lost or mismatched.
 """
@@ -15,7 +15,7 @@ import sys
 from collections.abc import Sequence
 
 from bench.common import command_line, load_average, print_lines, record
-from drasi_ray.chaos import Chaos, ChaosSettings
+from drasi_ray.testing.chaos import Chaos, ChaosSettings
 
 
 def main(argv: Sequence[str] | None = None) -> int:

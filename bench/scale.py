@@ -65,7 +65,7 @@ from bench.pipeline import (
     int_list,
 )
 from drasi_ray import DrasiRay
-from drasi_ray.config import PlatformSourceConfig
+from drasi_ray.model.config import PlatformSourceConfig
 
 TIMEOUT_S = 600.0
 MAX_IN_FLIGHT: int = PlatformSourceConfig.model_fields["max_in_flight"].default

@@ -20,8 +20,8 @@ from drasi_ray.actors.consumer import ConsumerActor
 from drasi_ray.actors.line import LineAddress, LineServer
 from drasi_ray.actors.names import COORDINATOR, consumer_actor
 from drasi_ray.actors.runtime import tune_for_latency
-from drasi_ray.batch import EntryBatch
-from drasi_ray.config import PlatformSourceConfig
+from drasi_ray.model.batch import EntryBatch
+from drasi_ray.model.config import PlatformSourceConfig
 
 SOURCE_ID = "bench"
 
@@ -73,7 +73,8 @@ class ConsumerUnderTest:
     sink_pid: int
 
     def stats(self) -> dict[str, Any]:
-        """The consumer's :class:`~drasi_ray.consumer.ConsumerStats` plus the sink's counts."""
+        """The consumer's :class:`~drasi_ray.source.consumer.ConsumerStats` and the sink's
+        counts."""
         stats: dict[str, Any] = ray.get(self.consumer.stats.remote())
         stats["sink"] = ray.get(self.sink.counts.remote())
         return stats

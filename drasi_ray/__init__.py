@@ -7,8 +7,10 @@ The public API::
 Heavy optional parts (Spark analytics through RayDP) are imported lazily where used.
 """
 
+from drasi_ray.actors.subscription import Subscription
 from drasi_ray.app import DrasiRay
-from drasi_ray.config import (
+from drasi_ray.model.config import (
+    AnalyticsConfig,
     AppConfig,
     DispatchMode,
     PlatformSourceConfig,
@@ -16,7 +18,7 @@ from drasi_ray.config import (
     RayConfig,
     StateConfig,
 )
-from drasi_ray.errors import (
+from drasi_ray.model.errors import (
     ConfigError,
     DecodeError,
     DrasiRayError,
@@ -27,20 +29,20 @@ from drasi_ray.errors import (
     UnknownComponentError,
     UnsupportedQueryError,
 )
-from drasi_ray.query.definition import Query
-from drasi_ray.reactions import (
+from drasi_ray.model.reaction_specs import (
     CallbackReaction,
     JsonLinesReaction,
     LogReaction,
     PlatformReaction,
 )
-from drasi_ray.results import ControlResult, ControlSignal, QueryResult
-from drasi_ray.sources.platform import PlatformSource
-from drasi_ray.subscription import Subscription
+from drasi_ray.model.results import ControlResult, ControlSignal, QueryResult
+from drasi_ray.query.definition import Query
+from drasi_ray.source.platform import PlatformSource
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "AnalyticsConfig",
     "AppConfig",
     "CallbackReaction",
     "ConfigError",

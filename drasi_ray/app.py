@@ -27,12 +27,13 @@ from typing import TYPE_CHECKING, Any
 import ray
 import redis
 
-from drasi_ray import scaling
-from drasi_ray.actors import names
+from drasi_ray.actors import names, scaling
 from drasi_ray.actors.consumer import ConsumerActor
 from drasi_ray.actors.coordinator import CoordinatorActor
 from drasi_ray.actors.query import QueryActor
-from drasi_ray.config import (
+from drasi_ray.actors.subscription import Subscription
+from drasi_ray.coordinator.core import ApplyProbe
+from drasi_ray.model.config import (
     AnalyticsConfig,
     AppConfig,
     DispatchMode,
@@ -41,14 +42,12 @@ from drasi_ray.config import (
     RayConfig,
     StateConfig,
 )
-from drasi_ray.errors import ConfigError, NotRunningError, UnknownComponentError
-from drasi_ray.failpoints import NO_FAILPOINTS, Failpoints
+from drasi_ray.model.errors import ConfigError, NotRunningError, UnknownComponentError
+from drasi_ray.model.reaction_specs import AnyReaction
 from drasi_ray.query.engine import ContinuousQuery
 from drasi_ray.reactions.factory import resolve_specs
-from drasi_ray.reactions.specs import AnyReaction
-from drasi_ray.sources.platform import PlatformSource
+from drasi_ray.source.platform import PlatformSource
 from drasi_ray.streams import progress
-from drasi_ray.subscription import Subscription
 
 if TYPE_CHECKING:
     from drasi_ray.analytics.facade import Analytics
@@ -68,7 +67,7 @@ class DrasiRay:
         *,
         ray_config: RayConfig | None = None,
         state_config: StateConfig | None = None,
-        failpoints: Failpoints = NO_FAILPOINTS,
+        failpoints: ApplyProbe | None = None,
         analytics_config: AnalyticsConfig | None = None,
     ) -> None:
         AppConfig(id=app_id)  # validates the id
@@ -158,7 +157,7 @@ class DrasiRay:
 
         Works on this app's own actors, or (when this object did not start the app) on the
         named actors of a running app in the same Ray namespace, e.g. from ``drasi-ray scale``;
-        actors started that way are detached. See :mod:`drasi_ray.scaling` for how scaling
+        actors started that way are detached. See :mod:`drasi_ray.actors.scaling` for how scaling
         down hands pending entries over. Raises NotRunningError if no consumer runs.
         """
         source = self._sources.get(source_id)

@@ -19,11 +19,11 @@ import tempfile
 from collections.abc import Iterator
 
 from drasi_ray import DrasiRay, PlatformSource, Query
-from drasi_ray.changes import Op, node
-from drasi_ray.config import AnalyticsConfig
-from drasi_ray.decode import change_event, encode_cloud_event
-from drasi_ray.redis_server import EmbeddedRedis
+from drasi_ray.model.changes import Op, node
+from drasi_ray.model.config import AnalyticsConfig
+from drasi_ray.source.decode import change_event, encode_cloud_event
 from drasi_ray.streams.publisher import Publisher
+from drasi_ray.testing.embedded_redis import EmbeddedRedis
 
 QUERY = "MATCH (s:Sensor) WHERE s.temperature > 70 RETURN s.id AS id, s.temperature AS temperature"
 STREAM = "sensor-changes"

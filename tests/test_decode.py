@@ -1,4 +1,4 @@
-"""Tests of drasi_ray.decode: the platform change-event format of SEMANTICS.md §1."""
+"""Tests of drasi_ray.source.decode: the platform change-event format of SEMANTICS.md §1."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from drasi_ray import _construct, decode
-from drasi_ray.changes import (
+from drasi_ray.model import _construct
+from drasi_ray.model.changes import (
     DecodedEntry,
     Element,
     ElementChange,
@@ -28,14 +28,15 @@ from drasi_ray.changes import (
     node,
     relation,
 )
-from drasi_ray.decode import (
+from drasi_ray.model.errors import DecodeError
+from drasi_ray.source import decode
+from drasi_ray.source.decode import (
     change_event,
     decode_entry,
     decode_rows,
     encode_cloud_event,
     subscription_event,
 )
-from drasi_ray.errors import DecodeError
 
 Event = dict[str, Any]
 

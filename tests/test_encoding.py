@@ -2,8 +2,8 @@
 
 The cases Drasi's output was checked on are pinned in tests/query/test_output_values.py; here a
 second, independent derivation of the layout (from ``Decimal``) is compared with
-:func:`~drasi_ray.encoding.format_float` for any finite float, and :func:`~drasi_ray.encoding.dumps`
-is shown to use it wherever a float sits.
+:func:`~drasi_ray.model.encoding.format_float` for any finite float, and
+:func:`~drasi_ray.model.encoding.dumps` is shown to use it wherever a float sits.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import orjson
 from hypothesis import given
 from hypothesis import strategies as st
 
-from drasi_ray import encoding
+from drasi_ray.model import encoding
 
 finite_floats = st.floats(allow_nan=False, allow_infinity=False)
 

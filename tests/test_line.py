@@ -19,7 +19,7 @@ import pytest
 import ray
 
 from drasi_ray.actors.line import Line, LineAddress, LineServer, SyncLine
-from drasi_ray.errors import StaleDeliveryError
+from drasi_ray.model.errors import StaleDeliveryError
 
 pytestmark = pytest.mark.usefixtures("ray_session")
 

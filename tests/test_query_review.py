@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from drasi_ray.changes import ZERO_VERSION, ElementDelta, node, relation
+from drasi_ray.model.changes import ZERO_VERSION, ElementDelta, node, relation
 from drasi_ray.query.engine import ContinuousQuery
 from tests.query.test_engine import Graph, add, agg, assert_diffs, update
 

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import orjson
 
-from drasi_ray.changes import ZERO_VERSION, ElementDelta, node
+from drasi_ray.model.changes import ZERO_VERSION, ElementDelta, node
+from drasi_ray.model.reaction_specs import JsonLinesReaction
+from drasi_ray.model.results import QueryResult
 from drasi_ray.query.engine import ContinuousQuery
 from drasi_ray.reactions.base import ReactionWorker
 from drasi_ray.reactions.jsonl import JsonLinesFileReaction
-from drasi_ray.reactions.specs import JsonLinesReaction
-from drasi_ray.results import QueryResult
 
 
 def _results(values: list[int]) -> list[QueryResult]:

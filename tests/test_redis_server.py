@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import redis
 
-from drasi_ray.redis_server import EmbeddedRedis, EmbeddedRedisError, find_redis_server
+from drasi_ray.testing.embedded_redis import EmbeddedRedis, EmbeddedRedisError, find_redis_server
 
 
 def _alive(pid: int) -> bool:

@@ -8,7 +8,7 @@ import pickle
 import pytest
 from ray import cloudpickle
 
-from drasi_ray.results import QueryResult
+from drasi_ray.model.results import QueryResult
 
 
 def test_query_results_round_trip_through_ray_pickling() -> None:

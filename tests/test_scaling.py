@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import redis
 
-from drasi_ray import scaling
-from drasi_ray.config import PlatformSourceConfig
+from drasi_ray.actors import scaling
+from drasi_ray.model.config import PlatformSourceConfig
 
 
 def test_hand_over_moves_every_pending_entry_and_removes_the_consumer(redis_url: str) -> None:

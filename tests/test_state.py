@@ -7,9 +7,9 @@ import asyncio
 import redis
 import redis.asyncio as aioredis
 
-from drasi_ray.redis_server import EmbeddedRedis
-from drasi_ray.state import SequenceKeeper, StateStore
-from drasi_ray.streams import keys
+from drasi_ray.coordinator.state import SequenceKeeper, StateStore
+from drasi_ray.model import keys
+from drasi_ray.testing.embedded_redis import EmbeddedRedis
 
 
 def _keeper(url: str, lease: int) -> SequenceKeeper:

@@ -1,4 +1,4 @@
-"""Tests of drasi_ray.store: the versioned element store of SEMANTICS.md §2."""
+"""Tests of drasi_ray.coordinator.store: the versioned element store of SEMANTICS.md §2."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from drasi_ray.changes import (
+from drasi_ray.coordinator.store import ElementStore
+from drasi_ray.model.changes import (
     Element,
     ElementChange,
     ElementDelta,
@@ -20,8 +21,7 @@ from drasi_ray.changes import (
     node,
     relation,
 )
-from drasi_ray.errors import DrasiRayError
-from drasi_ray.store import ElementStore
+from drasi_ray.model.errors import DrasiRayError
 
 
 def change(op: Op | str, element: Element, version: Version | int) -> ElementChange:

@@ -11,8 +11,9 @@ from typing import TypeVar
 import pytest
 import redis
 
-from drasi_ray.changes import parse_entry_id
-from drasi_ray.errors import (
+from drasi_ray.model import keys
+from drasi_ray.model.changes import parse_entry_id
+from drasi_ray.model.errors import (
     AckError,
     ConfigError,
     GroupMissingError,
@@ -20,12 +21,11 @@ from drasi_ray.errors import (
     RedisUnavailableError,
     StreamError,
 )
-from drasi_ray.redis_server import EmbeddedRedis, free_port
-from drasi_ray.streams import keys
+from drasi_ray.model.urls import redact_url
 from drasi_ray.streams.backend import RedisStreamBackend
 from drasi_ray.streams.publisher import AsyncPublisher, Publisher
 from drasi_ray.streams.records import ClaimResult, DeadLetter, StreamEntry
-from drasi_ray.streams.redis_errors import redact_url
+from drasi_ray.testing.embedded_redis import EmbeddedRedis, free_port
 
 T = TypeVar("T")
 STREAM = "src"

@@ -20,13 +20,13 @@ import psutil
 import ray
 
 from drasi_ray.actors.line import Line
+from drasi_ray.actors.metrics import ConsumerMetrics, group_gauges
 from drasi_ray.actors.names import COORDINATOR
 from drasi_ray.actors.runtime import PIPELINE_NICENESS, tune_for_latency, tune_gc, was_restarted
-from drasi_ray.backoff import Backoff
-from drasi_ray.batch import EntryBatch
-from drasi_ray.config import PlatformSourceConfig
-from drasi_ray.consumer import StreamConsumer, backend_for
-from drasi_ray.metrics import ConsumerMetrics, group_gauges
+from drasi_ray.model.backoff import Backoff
+from drasi_ray.model.batch import EntryBatch
+from drasi_ray.model.config import PlatformSourceConfig
+from drasi_ray.source.consumer import StreamConsumer, backend_for
 
 METRICS_INTERVAL_S = 5.0
 

@@ -29,31 +29,23 @@ import gc
 import logging
 import os
 import time
-from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import ray
 
-from drasi_ray._construct import change_from_row
 from drasi_ray.actors import names
 from drasi_ray.actors.line import Line, LineAddress, LineServer
 from drasi_ray.actors.runtime import PIPELINE_NICENESS, tune_for_latency, tune_gc, was_restarted
-from drasi_ray.analytics.records import change_record
-from drasi_ray.backoff import outlasting
-from drasi_ray.batch import DeltaBatch, ElementBatch, EntryBatch
-from drasi_ray.changes import (
-    DecodedEntry,
-    Element,
-    ElementChange,
-    ElementDelta,
-    SubscriptionControl,
-)
-from drasi_ray.failpoints import NO_FAILPOINTS, Failpoints
-from drasi_ray.routing import LabelFilter, SubscriptionTable
-from drasi_ray.state import REDIS_TRANSIENT, StateStore
-from drasi_ray.store import ElementStore
+from drasi_ray.coordinator.core import ApplyProbe, BatchReport, Coordinator
+from drasi_ray.coordinator.records import change_record
+from drasi_ray.coordinator.routing import LabelFilter, SubscriptionTable
+from drasi_ray.coordinator.state import REDIS_TRANSIENT, StateStore
+from drasi_ray.coordinator.store import ElementStore
+from drasi_ray.model.backoff import outlasting
+from drasi_ray.model.batch import DeltaBatch, ElementBatch
+from drasi_ray.model.changes import DecodedEntry, Element
 
 logger = logging.getLogger("drasi_ray.coordinator")
 
@@ -61,17 +53,6 @@ DELIVERIES_IN_FLIGHT = 4
 """Batches sent to one query actor and not yet delivered, at most (then ``apply_batch`` waits)."""
 RELINK_POLL_S = 0.05
 """How often :meth:`CoordinatorActor.flush_deliveries` looks for a dead query's new link."""
-
-
-@dataclass(slots=True)
-class BatchReport:
-    """What a batch did: returned to the consumer that sent it."""
-
-    changes: int = 0
-    applied: int = 0
-    duplicates: int = 0
-    controls: int = 0
-    routed: int = 0
 
 
 @dataclass(slots=True)
@@ -123,94 +104,6 @@ class _QueryLink:
             await asyncio.wait(set(self.in_flight))
 
 
-@dataclass(slots=True)
-class CoordinatorStats:
-    batches: int = 0
-    changes: int = 0
-    applied: int = 0
-    duplicates: int = 0
-    controls: int = 0
-    tombstones_forgotten: int = 0
-    per_source: dict[str, int] = field(default_factory=dict)
-
-
-class Coordinator:
-    """The coordinator's state and logic, without Ray (tested directly)."""
-
-    def __init__(self, failpoints: Failpoints = NO_FAILPOINTS) -> None:
-        self.stores: dict[str, ElementStore] = {}
-        self.table = SubscriptionTable()
-        self.stats = CoordinatorStats()
-        self._failpoints = failpoints
-        # (entry id, change, delta) of each applied change, for the change log; None: not kept.
-        self.applied: list[tuple[str, ElementChange, ElementDelta]] | None = None
-        # Every property value in the stores is a JSON value (they come from decoded JSON and
-        # from the orjson state), so deltas may travel as MessagePack; False for good once a
-        # batch of built entries (any Python values) was applied.
-        self.json_values = True
-
-    def store(self, source_id: str) -> ElementStore:
-        store = self.stores.get(source_id)
-        if store is None:
-            store = self.stores[source_id] = ElementStore()
-        return store
-
-    def apply_entries(
-        self, source_id: str, entries: Sequence[DecodedEntry]
-    ) -> tuple[dict[str, list[ElementDelta]], BatchReport]:
-        """Apply a batch to the store; return the deltas each query must see, in order."""
-        store = self.store(source_id)
-        routed: dict[str, list[ElementDelta]] = defaultdict(list)
-        report = BatchReport()
-        batch = entries if isinstance(entries, EntryBatch) else EntryBatch(entries)
-        self.json_values = self.json_values and batch.json_values
-        for entry_id, controls, rows in batch.entry_rows():
-            for control in controls:
-                report.controls += 1
-                self._apply_control(source_id, control)
-            for row in rows:
-                report.changes += 1
-                if self._failpoints.crash_on_elements:
-                    self._failpoints.check_element(row[2])
-                delta = store.apply_row(row)
-                if delta is None:
-                    report.duplicates += 1
-                    continue
-                report.applied += 1
-                if self.applied is not None:
-                    self.applied.append((entry_id, change_from_row(row), delta))
-                for query_id in self.table.route(source_id, delta):
-                    routed[query_id].append(delta)
-                    report.routed += 1
-        self._count(source_id, report)
-        return routed, report
-
-    def _apply_control(self, source_id: str, control: Any) -> None:
-        if isinstance(control, SubscriptionControl):
-            self.table.apply_control(source_id, control)
-        else:
-            logger.info("skipping control event of unknown type %r", control.control_type)
-
-    def _count(self, source_id: str, report: BatchReport) -> None:
-        stats = self.stats
-        stats.batches += 1
-        stats.changes += report.changes
-        stats.applied += report.applied
-        stats.duplicates += report.duplicates
-        stats.controls += report.controls
-        stats.per_source[source_id] = stats.per_source.get(source_id, 0) + report.applied
-
-    def snapshot(self, query_id: str, sources: Sequence[str]) -> list[Element]:
-        """Elements of ``sources`` that ``query_id``'s subscriptions select (for bootstrap)."""
-        selected: list[Element] = []
-        for source_id in sources:
-            filters: list[LabelFilter] = self.table.filter_for(query_id, source_id)
-            for element in self.store(source_id).elements():
-                if any(labels.matches(element) for labels in filters):
-                    selected.append(element)
-        return selected
-
-
 @ray.remote
 class CoordinatorActor:
     """Ray wrapper of :class:`Coordinator`; one per app, named ``drasi/coordinator``.
@@ -227,7 +120,7 @@ class CoordinatorActor:
         namespace: str,
         app_id: str,
         state_url: str | None,
-        failpoints: Failpoints = NO_FAILPOINTS,
+        probe: ApplyProbe | None = None,
         analytics_actor: str | None = None,
         direct_calls: bool = True,
         niceness: int | None = PIPELINE_NICENESS,
@@ -235,7 +128,7 @@ class CoordinatorActor:
         tune_for_latency(niceness)
         tune_gc()
         self._namespace = namespace
-        self._core = Coordinator(failpoints)
+        self._core = Coordinator(probe)
         self._analytics: Any = None
         if analytics_actor is not None:  # the change log: applied changes are forwarded to it
             self._analytics = ray.get_actor(analytics_actor, namespace=namespace)

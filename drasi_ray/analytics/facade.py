@@ -25,8 +25,8 @@ from drasi_ray.analytics import jobs
 from drasi_ray.analytics.changelog import LogSnapshot
 from drasi_ray.analytics.jobs import ExportProgress, ExportResult
 from drasi_ray.analytics.spark import SparkRuntime
-from drasi_ray.config import AnalyticsConfig
-from drasi_ray.errors import ConfigError, NotRunningError
+from drasi_ray.model.config import AnalyticsConfig
+from drasi_ray.model.errors import ConfigError, NotRunningError
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

@@ -15,7 +15,7 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any, Final
 
-from drasi_ray.config import SparkConfig
+from drasi_ray.model.config import SparkConfig
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -1,6 +1,8 @@
-"""Operations behind the ``drasi-ray`` subcommands: status, publish, dlq, replay, scale, validate.
+"""Operations: the ``drasi-ray`` command line and what its subcommands do.
 
-Each module registers its subcommand (``add_parser``) and runs it (``run``); the logic is in
-plain functions that the tests call directly. They talk to Redis with synchronous redis-py
-clients (these are short-lived CLI processes); only ``scale`` and ``run`` need Ray.
+:mod:`.cli` is the entry point; each other module registers its subcommand (``add_parser``) and
+runs it (``run``), with the logic in plain functions the tests call directly: status, publish,
+dlq, replay, scale, validate, run, :mod:`.demo` and :mod:`.analytics` (Spark jobs over the
+streams). They talk to Redis with synchronous redis-py clients (short-lived CLI processes);
+``run``, ``scale``, ``demo`` and ``analytics`` need Ray.
 """

@@ -7,10 +7,10 @@ from typing import Any
 
 import redis
 
-from drasi_ray.config import AppConfig, QueryConfig, SourceSpec
-from drasi_ray.errors import ConfigError, UnknownComponentError
-from drasi_ray.reactions.specs import PlatformReaction
-from drasi_ray.streams import keys
+from drasi_ray.model import keys
+from drasi_ray.model.config import AppConfig, QueryConfig, SourceSpec
+from drasi_ray.model.errors import ConfigError, UnknownComponentError
+from drasi_ray.model.reaction_specs import PlatformReaction
 
 EPILOG_FORMATTER = argparse.RawDescriptionHelpFormatter
 

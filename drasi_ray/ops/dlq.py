@@ -13,7 +13,7 @@ from typing import Any
 
 import redis
 
-from drasi_ray.config import PlatformSourceConfig
+from drasi_ray.model.config import PlatformSourceConfig
 from drasi_ray.ops import common
 from drasi_ray.streams.records import DeadLetter
 

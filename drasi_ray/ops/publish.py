@@ -17,9 +17,9 @@ from typing import IO, Any
 
 import orjson
 
-from drasi_ray.decode import encode_cloud_event
-from drasi_ray.errors import ConfigError
+from drasi_ray.model.errors import ConfigError
 from drasi_ray.ops import common
+from drasi_ray.source.decode import encode_cloud_event
 from drasi_ray.streams.publisher import Publisher
 
 HELP = """\

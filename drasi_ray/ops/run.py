@@ -80,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _print_results(subscriptions: list[Any], quiet: bool) -> None:
-    from drasi_ray.demo import format_result
+    from drasi_ray.ops.demo import format_result
 
     wait = 0.2 / max(1, len(subscriptions))
     for subscription in subscriptions:

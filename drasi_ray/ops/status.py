@@ -16,12 +16,11 @@ from typing import Any
 import orjson
 import redis
 
-from drasi_ray import encoding
-from drasi_ray.changes import parse_entry_id
-from drasi_ray.config import AppConfig, QueryConfig, SourceSpec
+from drasi_ray.model import encoding, keys
+from drasi_ray.model.changes import parse_entry_id
+from drasi_ray.model.config import AppConfig, QueryConfig, SourceSpec
+from drasi_ray.model.results import diffs_from_platform_event
 from drasi_ray.ops import common
-from drasi_ray.results import diffs_from_platform_event
-from drasi_ray.streams import keys
 
 LAG_COUNT_CAP = 100_000
 PAGE = 1000

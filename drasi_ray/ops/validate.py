@@ -17,8 +17,8 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from drasi_ray.config import AppConfig, QueryConfig
-from drasi_ray.errors import QueryError, QuerySyntaxError
+from drasi_ray.model.config import AppConfig, QueryConfig
+from drasi_ray.model.errors import QueryError, QuerySyntaxError
 from drasi_ray.ops import common
 from drasi_ray.query.engine import ContinuousQuery
 

@@ -24,7 +24,7 @@ import math
 from collections.abc import Callable, Hashable
 from typing import Any, Protocol
 
-from drasi_ray.errors import QueryEvaluationError
+from drasi_ray.model.errors import QueryEvaluationError
 from drasi_ray.query import temporal
 from drasi_ray.query.values import hashable_key, is_number, type_name
 

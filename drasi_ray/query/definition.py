@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from drasi_ray.config import QueryConfig, validated
-from drasi_ray.reactions.specs import AnyReaction
+from drasi_ray.model.config import QueryConfig, validated
+from drasi_ray.model.reaction_specs import AnyReaction
 
 
 class Query:

@@ -39,9 +39,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from drasi_ray._construct import make_delta
-from drasi_ray.changes import ZERO_VERSION, Element, ElementDelta
-from drasi_ray.errors import UnsupportedQueryError
+from drasi_ray.model._construct import make_delta
+from drasi_ray.model.changes import ZERO_VERSION, Element, ElementDelta
+from drasi_ray.model.errors import UnsupportedQueryError
 from drasi_ray.query import ast
 from drasi_ray.query.expressions import contains_aggregate
 from drasi_ray.query.indexes import GraphIndex, LabelFilter

@@ -19,9 +19,10 @@ import operator
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, TypeAlias
 
-from drasi_ray.changes import Element
-from drasi_ray.errors import QueryError, QueryEvaluationError
+from drasi_ray.model.changes import Element
+from drasi_ray.model.errors import QueryError, QueryEvaluationError
 from drasi_ray.query import ast, functions, values
+from drasi_ray.query.failures import RowDropped
 
 Row: TypeAlias = Mapping[str, Any]
 Evaluator: TypeAlias = Callable[[Row], Any]
@@ -423,7 +424,7 @@ def _divide_numbers(left: int | float, right: int | float) -> Any:
     """``/`` of two plain numbers: Float, and a zero divisor drops the row (as
     :func:`values.divide`, without its type dispatch)."""
     if right == 0:
-        raise values.RowDropped("division by zero")
+        raise RowDropped("division by zero")
     return float(left) / float(right)
 
 

@@ -23,8 +23,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from drasi_ray.changes import Element
-from drasi_ray.errors import QueryEvaluationError
+from drasi_ray.model.changes import Element
+from drasi_ray.model.errors import QueryEvaluationError
 from drasi_ray.query import ast, temporal
 from drasi_ray.query.values import (
     I64_MAX,

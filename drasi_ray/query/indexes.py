@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable
 
-from drasi_ray.changes import Element, ElementKind
+from drasi_ray.model.changes import Element, ElementKind
 
 _EMPTY: frozenset[str] = frozenset()
 _NODE = ElementKind.NODE

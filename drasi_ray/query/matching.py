@@ -22,12 +22,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
-from drasi_ray.changes import Element, ElementKind
-from drasi_ray.errors import UnsupportedQueryError
+from drasi_ray.model.changes import Element, ElementKind
+from drasi_ray.model.errors import UnsupportedQueryError
 from drasi_ray.query import ast
 from drasi_ray.query.expressions import compile_predicate, referenced_variables
+from drasi_ray.query.failures import RowDropped
 from drasi_ray.query.indexes import GraphIndex
-from drasi_ray.query.values import EVALUATION_FAILURES, RowDropped
+from drasi_ray.query.values import EVALUATION_FAILURES
 
 Key: TypeAlias = tuple[Any, ...]
 """Identity of a row: for MATCH solutions, the element id bound to each variable (None = an

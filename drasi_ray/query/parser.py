@@ -26,7 +26,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedTok
 from lark.lexer import PatternStr
 from lark.tree import Meta
 
-from drasi_ray.errors import QueryError, QuerySyntaxError, UnsupportedQueryError
+from drasi_ray.model.errors import QueryError, QuerySyntaxError, UnsupportedQueryError
 from drasi_ray.query import ast, functions
 from drasi_ray.query.expressions import referenced_variables, walk
 from drasi_ray.query.values import I64_MAX

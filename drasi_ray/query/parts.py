@@ -24,14 +24,15 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
-from drasi_ray.changes import Element
-from drasi_ray.errors import QueryEvaluationError
+from drasi_ray.model.changes import Element
+from drasi_ray.model.errors import QueryEvaluationError
 from drasi_ray.query import ast, temporal
 from drasi_ray.query.aggregates import Accumulator, accumulator_factory, check_argument
 from drasi_ray.query.expressions import compile_expression, compile_predicate, contains_aggregate
+from drasi_ray.query.failures import RowDropped
 from drasi_ray.query.matching import Key, Predicate, Row, safe_predicate
 from drasi_ray.query.solutions import RowChange
-from drasi_ray.query.values import EVALUATION_FAILURES, RowDropped, hashable_key, to_output
+from drasi_ray.query.values import EVALUATION_FAILURES, hashable_key, to_output
 
 Diff: TypeAlias = dict[str, Any]
 Evaluator: TypeAlias = Callable[[Row], Any]

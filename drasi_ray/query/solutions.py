@@ -31,8 +31,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, NamedTuple
 
-from drasi_ray.changes import Element
-from drasi_ray.errors import UnsupportedQueryError
+from drasi_ray.model.changes import Element
+from drasi_ray.model.errors import UnsupportedQueryError
 from drasi_ray.query import ast
 from drasi_ray.query.expressions import referenced_variables
 from drasi_ray.query.indexes import GraphIndex

@@ -24,7 +24,8 @@ from decimal import Decimal
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from drasi_ray.errors import QueryEvaluationError
+from drasi_ray.model.errors import QueryEvaluationError
+from drasi_ray.query.failures import RowDropped
 
 _NANOS_PER_SECOND = 1_000_000_000
 _SECONDS_PER_DAY = 86_400
@@ -690,8 +691,6 @@ def divide(left: Any, right: Any) -> Any:
     """``duration / number``; a zero divisor is left to the caller (it drops the row)."""
     if isinstance(left, Duration) and _is_number(right):
         if right == 0:
-            from drasi_ray.query.values import RowDropped  # values imports this module
-
             raise RowDropped("division by zero")
         return _scale(left, 1 / Decimal(str(right)))
     return NotImplemented

@@ -23,18 +23,10 @@ from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
-from drasi_ray.changes import Element
-from drasi_ray.errors import QueryEvaluationError
+from drasi_ray.model.changes import Element
+from drasi_ray.model.errors import QueryEvaluationError
 from drasi_ray.query import temporal
-
-
-class RowDropped(Exception):
-    """Raised while evaluating a row that must be dropped (e.g. a division by zero).
-
-    Deliberately not a :class:`~drasi_ray.errors.DrasiRayError`: it never escapes the engine,
-    which catches it around each row's evaluation.
-    """
-
+from drasi_ray.query.failures import RowDropped
 
 EVALUATION_FAILURES = (QueryEvaluationError, ArithmeticError, ValueError, TypeError)
 """What evaluating a row may raise: the engine's own type errors, and Python's arithmetic, value

@@ -26,12 +26,11 @@ import random
 from collections.abc import Sequence
 from typing import Any, Generic, TypeVar
 
-from drasi_ray.reactions.specs import AnyReaction
-from drasi_ray.results import ControlResult, QueryResult
+from drasi_ray.model.reaction_specs import AnyReaction
+from drasi_ray.model.results import ControlResult, Delivered
 
 logger = logging.getLogger("drasi_ray.reaction")
 
-Delivered = QueryResult | ControlResult
 R = TypeVar("R")
 
 

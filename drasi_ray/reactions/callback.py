@@ -10,8 +10,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from drasi_ray.reactions.base import Delivered, Reaction
-from drasi_ray.reactions.specs import CallbackReaction
+from drasi_ray.model.reaction_specs import CallbackReaction
+from drasi_ray.model.results import Delivered
+from drasi_ray.reactions.base import Reaction
 
 
 @dataclass(slots=True)

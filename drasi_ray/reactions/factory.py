@@ -6,27 +6,19 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
-from drasi_ray.query.engine import ContinuousQuery
-from drasi_ray.query.expressions import contains_aggregate
-from drasi_ray.reactions.base import Delivered, Reaction, ReactionWorker
-from drasi_ray.reactions.callback import FunctionReaction
-from drasi_ray.reactions.jsonl import JsonLinesFileReaction
-from drasi_ray.reactions.log import LoggingReaction
-from drasi_ray.reactions.platform import PlatformStreamReaction
-from drasi_ray.reactions.specs import (
+from drasi_ray.model.reaction_specs import (
     AnyReaction,
     CallbackReaction,
     JsonLinesReaction,
     LogReaction,
     PlatformReaction,
 )
-
-
-def grouping_keys(query: ContinuousQuery) -> list[str]:
-    """The RETURN columns that are not aggregates: Drasi's ``groupingKeys``."""
-    return [
-        item.name for item in query.query.returns.items if not contains_aggregate(item.expression)
-    ]
+from drasi_ray.model.results import Delivered
+from drasi_ray.reactions.base import Reaction, ReactionWorker
+from drasi_ray.reactions.callback import FunctionReaction
+from drasi_ray.reactions.jsonl import JsonLinesFileReaction
+from drasi_ray.reactions.log import LoggingReaction
+from drasi_ray.reactions.platform import PlatformStreamReaction
 
 
 def build_reaction(

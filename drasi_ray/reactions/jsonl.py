@@ -12,10 +12,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from drasi_ray import encoding
-from drasi_ray.reactions.base import Delivered, Reaction
-from drasi_ray.reactions.specs import JsonLinesReaction
-from drasi_ray.results import QueryResult
+from drasi_ray.model import encoding
+from drasi_ray.model.reaction_specs import JsonLinesReaction
+from drasi_ray.model.results import Delivered, QueryResult
+from drasi_ray.reactions.base import Reaction
 
 
 def result_line(item: Delivered) -> dict[str, Any]:

@@ -5,10 +5,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-from drasi_ray import encoding
-from drasi_ray.reactions.base import Delivered, Reaction
+from drasi_ray.model import encoding
+from drasi_ray.model.reaction_specs import LogReaction
+from drasi_ray.model.results import Delivered
+from drasi_ray.reactions.base import Reaction
 from drasi_ray.reactions.jsonl import result_line
-from drasi_ray.reactions.specs import LogReaction
 
 _LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING}
 

@@ -1,8 +1,8 @@
 """The Drasi platform reaction: CloudEvents on the Redis stream ``<queryId>-results``.
 
 Every entry has one field, ``data``, holding a CloudEvent exactly as Drasi's platform reaction
-writes it (:func:`~drasi_ray.results.platform_change_event` for results,
-:func:`~drasi_ray.results.platform_control_event` for control signals), so existing Drasi
+writes it (:func:`~drasi_ray.model.results.platform_change_event` for results,
+:func:`~drasi_ray.model.results.platform_control_event` for control signals), so existing Drasi
 reactions can read the stream unchanged.
 
 One batch = one ``MULTI``/``EXEC`` pipeline (one round trip, all or nothing). A retry after an
@@ -22,12 +22,17 @@ import orjson
 import redis.asyncio as aioredis
 from redis import exceptions as rexc
 
-from drasi_ray import encoding
-from drasi_ray.errors import StreamError
-from drasi_ray.reactions.base import Delivered, Reaction
-from drasi_ray.reactions.specs import PlatformReaction
-from drasi_ray.results import QueryResult, platform_change_event, platform_control_event
-from drasi_ray.streams import keys, redis_errors
+from drasi_ray.model import encoding, keys, urls
+from drasi_ray.model.errors import StreamError
+from drasi_ray.model.reaction_specs import PlatformReaction
+from drasi_ray.model.results import (
+    Delivered,
+    QueryResult,
+    platform_change_event,
+    platform_control_event,
+)
+from drasi_ray.reactions.base import Reaction
+from drasi_ray.streams import redis_errors
 
 FIELD = "data"
 
@@ -147,8 +152,8 @@ class PlatformStreamReaction(Reaction[list[_Event]]):
         return redis_errors.translate(
             exc,
             f"XADD to {self.stream!r}",
-            redis_errors.redact_url(self._url),
-            redis_errors.url_secrets(self._url),
+            urls.redact_url(self._url),
+            urls.url_secrets(self._url),
         )
 
     async def close(self) -> None:

@@ -30,10 +30,11 @@ from typing import Any
 import redis.asyncio as aioredis
 from redis import exceptions as rexc
 
-from drasi_ray._construct import slot_setters
-from drasi_ray.changes import parse_entry_id
-from drasi_ray.errors import AckError, GroupMissingError, StreamError
-from drasi_ray.streams import keys, redis_errors, resp
+from drasi_ray.model import keys, urls
+from drasi_ray.model._construct import slot_setters
+from drasi_ray.model.changes import parse_entry_id
+from drasi_ray.model.errors import AckError, GroupMissingError, StreamError
+from drasi_ray.streams import redis_errors, resp
 from drasi_ray.streams.records import (
     ClaimResult,
     ConsumerInfo,
@@ -68,7 +69,7 @@ def _pairs(flat: list[bytes]) -> dict[bytes, bytes]:
     return dict(zip(it, it, strict=False))
 
 
-# Entries are built through their slots (per-entry hot path, see drasi_ray._construct).
+# Entries are built through their slots (per-entry hot path, see drasi_ray.model._construct).
 _ENTRY_ID, _ENTRY_FIELDS = slot_setters(StreamEntry, ("id", "fields"))
 
 
@@ -151,8 +152,8 @@ class RedisStreamBackend:
         client = aioredis.Redis.from_url(url, **options)
         return cls(
             client,
-            target=redis_errors.redact_url(url),
-            secrets=redis_errors.url_secrets(url),
+            target=urls.redact_url(url),
+            secrets=urls.url_secrets(url),
         )
 
     @property
@@ -288,7 +289,7 @@ class RedisStreamBackend:
         failed: dict[str, str] = {}
         for entry_id, result in zip(ids, results, strict=True):
             if isinstance(result, Exception):
-                failed[entry_id] = redis_errors.scrub(str(result), self._secrets)
+                failed[entry_id] = urls.scrub(str(result), self._secrets)
             else:
                 acked += int(result)
         if failed:

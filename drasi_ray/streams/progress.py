@@ -10,8 +10,8 @@ from typing import Any
 
 import redis
 
-from drasi_ray.changes import parse_entry_id
-from drasi_ray.config import PlatformSourceConfig
+from drasi_ray.model.changes import parse_entry_id
+from drasi_ray.model.config import PlatformSourceConfig
 
 
 def ensure_group(client: redis.Redis, config: PlatformSourceConfig) -> bool:

@@ -25,7 +25,8 @@ import redis
 import redis.asyncio as aioredis
 from redis import exceptions as rexc
 
-from drasi_ray.errors import StreamError
+from drasi_ray.model import urls
+from drasi_ray.model.errors import StreamError
 from drasi_ray.streams import redis_errors, resp
 
 DEFAULT_FIELD = b"data"
@@ -76,9 +77,7 @@ class Publisher:
         """Connect lazily to ``url``; ``options`` go to ``redis.Redis.from_url``."""
         options["decode_responses"] = False
         client = redis.Redis.from_url(url, **options)
-        return cls(
-            client, target=redis_errors.redact_url(url), secrets=redis_errors.url_secrets(url)
-        )
+        return cls(client, target=urls.redact_url(url), secrets=urls.url_secrets(url))
 
     def publish(
         self,
@@ -142,9 +141,7 @@ class AsyncPublisher:
         """Connect lazily to ``url``; ``options`` go to ``redis.asyncio.Redis.from_url``."""
         options["decode_responses"] = False
         client = aioredis.Redis.from_url(url, **options)
-        return cls(
-            client, target=redis_errors.redact_url(url), secrets=redis_errors.url_secrets(url)
-        )
+        return cls(client, target=urls.redact_url(url), secrets=urls.url_secrets(url))
 
     async def publish(
         self,

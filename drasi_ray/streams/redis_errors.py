@@ -3,29 +3,28 @@
 The one place that knows which Redis failure is which kind of drasi_ray error:
 
 - cannot reach the server (refused, reset, timed out, still loading) ->
-  :class:`~drasi_ray.errors.RedisUnavailableError`: retry with backoff;
+  :class:`~drasi_ray.model.errors.RedisUnavailableError`: retry with backoff;
 - the server refuses (``OOM``, ``READONLY``, ``NOAUTH``, ``WRONGPASS``, ``NOPERM``,
-  ``MISCONF``) -> :class:`~drasi_ray.errors.RedisRejectedError`;
-- ``NOGROUP`` -> :class:`~drasi_ray.errors.GroupMissingError`: recreate the group;
-- any other error reply or client error -> :class:`~drasi_ray.errors.StreamError`.
+  ``MISCONF``) -> :class:`~drasi_ray.model.errors.RedisRejectedError`;
+- ``NOGROUP`` -> :class:`~drasi_ray.model.errors.GroupMissingError`: recreate the group;
+- any other error reply or client error -> :class:`~drasi_ray.model.errors.StreamError`.
 
-Messages name the operation and the server as :func:`redact_url` shows it; the password (and
-the URL query string, which may carry one) never appears. The original exception is chained as
-``__cause__`` by the caller (``raise translate(...) from exc``).
+Messages name the operation and the server as :func:`~drasi_ray.model.urls.redact_url` shows it; the
+password (and the URL query string, which may carry one) never appears. The original exception is
+chained as ``__cause__`` by the caller (``raise translate(...) from exc``).
 """
 
 from __future__ import annotations
 
-from urllib.parse import unquote, urlsplit
-
 from redis import exceptions as rexc
 
-from drasi_ray.errors import (
+from drasi_ray.model.errors import (
     GroupMissingError,
     RedisRejectedError,
     RedisUnavailableError,
     StreamError,
 )
+from drasi_ray.model.urls import scrub
 
 REJECTION_CODES = ("OOM", "READONLY", "NOAUTH", "WRONGPASS", "NOPERM", "MISCONF")
 """Error-reply prefixes that mean "the server will not do this" rather than "unreachable"."""
@@ -38,46 +37,6 @@ _REJECTION_TYPES: tuple[type[Exception], ...] = (
     rexc.OutOfMemoryError,
 )
 _UNAVAILABLE_TYPES: tuple[type[Exception], ...] = (rexc.ConnectionError, rexc.TimeoutError, OSError)
-
-
-def redact_url(url: str) -> str:
-    """``redis://user:pw@host:6379/0?password=x`` -> ``redis://user:***@host:6379/0``.
-
-    Keeps what helps an operator find the server (scheme, user, host, port, db), replaces the
-    password and drops the query string. Unparseable input yields ``"<redis url>"``.
-    """
-    try:
-        parts = urlsplit(url)
-        host = parts.hostname or ""
-        port = f":{parts.port}" if parts.port is not None else ""
-    except ValueError:
-        return "<redis url>"
-    user = parts.username or ""
-    userinfo = f"{user}@" if user else ""
-    if parts.password is not None:
-        userinfo = f"{user}:***@"
-    if ":" in host:  # IPv6 literal
-        host = f"[{host}]"
-    return f"{parts.scheme}://{userinfo}{host}{port}{parts.path}"
-
-
-def url_secrets(url: str) -> tuple[str, ...]:
-    """Strings that must never appear in a message: the URL's password, raw and unquoted."""
-    try:
-        password = urlsplit(url).password
-    except ValueError:
-        return ()
-    if not password:
-        return ()
-    return tuple({password, unquote(password)})
-
-
-def scrub(text: str, secrets: tuple[str, ...]) -> str:
-    """Replace every occurrence of each secret in ``text`` with ``***``."""
-    for secret in secrets:
-        if secret:
-            text = text.replace(secret, "***")
-    return text
 
 
 def is_rejection(exc: BaseException) -> bool:
@@ -98,8 +57,8 @@ def translate(
 ) -> StreamError:
     """The drasi_ray error for ``exc``, raised by ``operation`` against ``target``.
 
-    ``target`` should already be redacted (:func:`redact_url`); ``secrets`` are scrubbed from
-    the server's text as a second line of defence. ``stream``/``group`` fill
+    ``target`` should already be redacted (:func:`~drasi_ray.model.urls.redact_url`); ``secrets``
+    are scrubbed from the server's text as a second line of defence. ``stream``/``group`` fill
     :class:`GroupMissingError`.
     """
     # redis-py strips the error code from replies it maps to a class (OOM -> OutOfMemoryError):

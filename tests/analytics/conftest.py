@@ -12,7 +12,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from drasi_ray.analytics.spark import SparkRuntime
-from drasi_ray.config import SparkConfig
+from drasi_ray.model.config import SparkConfig
 
 
 @pytest.fixture(scope="session")

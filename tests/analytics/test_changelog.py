@@ -10,12 +10,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from drasi_ray.actors.coordinator import Coordinator
 from drasi_ray.analytics.changelog import BASE_SCHEMA, ChangeLog, conform
-from drasi_ray.analytics.records import ChangeRecord, change_record
-from drasi_ray.changes import DecodedEntry, ElementChange, Op, Timing, node, relation
-from drasi_ray.config import AnalyticsConfig, AppConfig
-from drasi_ray.errors import ConfigError
+from drasi_ray.coordinator.core import Coordinator
+from drasi_ray.coordinator.records import ChangeRecord, change_record
+from drasi_ray.model.changes import DecodedEntry, ElementChange, Op, Timing, node, relation
+from drasi_ray.model.config import AnalyticsConfig, AppConfig
+from drasi_ray.model.errors import ConfigError
 
 
 class ListStore:
@@ -234,7 +234,7 @@ def test_importing_drasi_ray_does_not_import_spark() -> None:
     import sys
 
     code = (
-        "import sys, drasi_ray, drasi_ray.cli; "
+        "import sys, drasi_ray, drasi_ray.ops.cli; "
         "print(any(m.startswith(('pyspark', 'raydp')) for m in sys.modules))"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

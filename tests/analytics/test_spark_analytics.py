@@ -17,9 +17,9 @@ from pyspark.sql import SparkSession
 
 from drasi_ray import DrasiRay, PlatformSource
 from drasi_ray.analytics.jobs import ExportProgress
-from drasi_ray.changes import Element, Op, node, relation
-from drasi_ray.config import AnalyticsConfig
-from drasi_ray.decode import change_event, encode_cloud_event
+from drasi_ray.model.changes import Element, Op, node, relation
+from drasi_ray.model.config import AnalyticsConfig
+from drasi_ray.source.decode import change_event, encode_cloud_event
 from drasi_ray.streams.publisher import Publisher
 
 pytestmark = pytest.mark.slow

@@ -9,7 +9,7 @@ import orjson
 import pytest
 import redis
 
-from drasi_ray import cli
+from drasi_ray.ops import cli
 from drasi_ray.streams.records import DeadLetter
 
 EXAMPLES = Path(__file__).parent.parent.parent / "examples"

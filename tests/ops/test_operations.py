@@ -13,9 +13,10 @@ from pathlib import Path
 import pytest
 import redis
 
-from drasi_ray import DrasiRay, PlatformSource, Query, cli
-from drasi_ray.changes import Op, node
-from drasi_ray.decode import change_event, encode_cloud_event
+from drasi_ray import DrasiRay, PlatformSource, Query
+from drasi_ray.model.changes import Op, node
+from drasi_ray.ops import cli
+from drasi_ray.source.decode import change_event, encode_cloud_event
 from drasi_ray.streams.publisher import Publisher
 
 SENSOR_QUERY = "MATCH (s:Sensor) RETURN s.id AS id, s.temperature AS temperature"
@@ -80,7 +81,7 @@ def test_publish_run_status_shows_lag_falling_to_zero(
     before = _status(app_yaml, capsys)["sources"]["sensors"]  # type: ignore[index]
     assert before["lag"] == 200 and not before["group_exists"]
     done = subprocess.run(
-        [sys.executable, "-m", "drasi_ray.cli", "run", app_yaml, "--quiet", "--exit-when-idle"],
+        [sys.executable, "-m", "drasi_ray.ops.cli", "run", app_yaml, "--quiet", "--exit-when-idle"],
         capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]

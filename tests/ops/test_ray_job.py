@@ -24,7 +24,7 @@ import psutil
 import pytest
 import redis
 
-from drasi_ray.redis_server import free_port
+from drasi_ray.testing.embedded_redis import free_port
 
 ROOT = Path(__file__).parent.parent.parent
 RAY = str(Path(sys.executable).parent / "ray")
@@ -94,7 +94,7 @@ def test_ray_job_submit_runs_the_example_app(
 ) -> None:
     address, env = ray_head
     published = subprocess.run(
-        [sys.executable, "-m", "drasi_ray.cli", "publish", "sensor-changes",
+        [sys.executable, "-m", "drasi_ray.ops.cli", "publish", "sensor-changes",
          str(ROOT / "examples" / "sensor-events.jsonl"), "--redis-url", redis_url],
         env=env, capture_output=True, text=True, timeout=60,
     )  # fmt: skip

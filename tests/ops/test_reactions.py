@@ -20,11 +20,11 @@ from drasi_ray import (
     PlatformSource,
     Query,
 )
-from drasi_ray.changes import Op, node
-from drasi_ray.conformance import diffs_match, load_scenario
-from drasi_ray.decode import change_event, encode_cloud_event
-from drasi_ray.results import diffs_from_platform_event
+from drasi_ray.model.changes import Op, node
+from drasi_ray.model.results import diffs_from_platform_event
+from drasi_ray.source.decode import change_event, encode_cloud_event
 from drasi_ray.streams.publisher import Publisher
+from drasi_ray.testing.conformance import diffs_match, load_scenario
 
 SCENARIOS = Path(__file__).parent.parent / "scenarios"
 CLOUD_EVENT_KEYS = {

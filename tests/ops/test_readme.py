@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from drasi_ray.redis_server import EmbeddedRedis, find_redis_server
+from drasi_ray.testing.embedded_redis import EmbeddedRedis, find_redis_server
 
 ROOT = Path(__file__).parent.parent.parent
 

@@ -15,8 +15,8 @@ import uuid
 import redis
 
 from drasi_ray import DispatchMode, DrasiRay, PlatformSource, Query
-from drasi_ray.changes import Op, node
-from drasi_ray.decode import change_event, encode_cloud_event
+from drasi_ray.model.changes import Op, node
+from drasi_ray.source.decode import change_event, encode_cloud_event
 from drasi_ray.streams.publisher import Publisher
 
 CHANGES = 50_000

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from drasi_ray.chaos import Chaos, ChaosSettings
+from drasi_ray.testing.chaos import Chaos, ChaosSettings
 
 
 @pytest.mark.slow

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from drasi_ray.conformance import load_scenario, run_case
+from drasi_ray.testing.conformance import load_scenario, run_case
 
 SCENARIOS = Path(__file__).parent.parent / "scenarios"
 

@@ -15,8 +15,8 @@ import pytest
 import ray
 
 from drasi_ray import DrasiRay, PlatformSource, Query
-from drasi_ray.changes import Op, node
-from drasi_ray.decode import change_event, encode_cloud_event
+from drasi_ray.model.changes import Op, node
+from drasi_ray.source.decode import change_event, encode_cloud_event
 from drasi_ray.streams.publisher import Publisher
 
 ITEMS = 1_000

@@ -21,12 +21,12 @@ from drasi_ray import DrasiRay, PlatformSource, Query
 from drasi_ray.actors import names
 from drasi_ray.actors.names import COORDINATOR
 from drasi_ray.actors.runtime import GC_YOUNG_THRESHOLD
-from drasi_ray.changes import Op, node
-from drasi_ray.config import RayConfig
-from drasi_ray.decode import change_event, encode_cloud_event
-from drasi_ray.redis_server import EmbeddedRedis, find_redis_server
-from drasi_ray.streams import keys
+from drasi_ray.model import keys
+from drasi_ray.model.changes import Op, node
+from drasi_ray.model.config import RayConfig
+from drasi_ray.source.decode import change_event, encode_cloud_event
 from drasi_ray.streams.publisher import Publisher
+from drasi_ray.testing.embedded_redis import EmbeddedRedis, find_redis_server
 
 SENSOR_QUERY = (
     "MATCH (s:Sensor) WHERE s.temperature > 70 RETURN s.id AS id, s.temperature AS temperature"

@@ -18,13 +18,13 @@ import ray
 import redis
 
 from drasi_ray import DrasiRay, PlatformSource, Query
-from drasi_ray.changes import Op, node
-from drasi_ray.decode import change_event, encode_cloud_event
-from drasi_ray.failpoints import Failpoints
-from drasi_ray.redis_server import EmbeddedRedis
-from drasi_ray.streams import keys
+from drasi_ray.actors.subscription import Subscription
+from drasi_ray.model import keys
+from drasi_ray.model.changes import Op, node
+from drasi_ray.source.decode import change_event, encode_cloud_event
 from drasi_ray.streams.publisher import Publisher
-from drasi_ray.subscription import Subscription
+from drasi_ray.testing.embedded_redis import EmbeddedRedis
+from drasi_ray.testing.failpoints import Failpoints
 
 ITEMS = 200
 VERSIONS = 5

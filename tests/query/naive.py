@@ -12,11 +12,12 @@ import itertools
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from drasi_ray.changes import Element
+from drasi_ray.model.changes import Element
 from drasi_ray.query import ast
 from drasi_ray.query.expressions import compile_expression, compile_predicate, contains_aggregate
+from drasi_ray.query.failures import RowDropped
 from drasi_ray.query.parser import parse_query
-from drasi_ray.query.values import RowDropped, equals, hashable_key, is_number, to_output
+from drasi_ray.query.values import equals, hashable_key, is_number, to_output
 
 Row = dict[str, Any]
 

@@ -11,7 +11,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from drasi_ray.changes import ZERO_VERSION, Element, ElementDelta, ElementKind, FrozenMap
+from drasi_ray.model.changes import ZERO_VERSION, Element, ElementDelta, ElementKind, FrozenMap
 
 
 class TinyStore:

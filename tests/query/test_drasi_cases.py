@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from drasi_ray.changes import node, relation
+from drasi_ray.model.changes import node, relation
 from drasi_ray.query.engine import ContinuousQuery
 from tests.query.support import TinyStore, apply_diffs, same_multiset
 

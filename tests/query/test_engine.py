@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from drasi_ray.changes import ZERO_VERSION, Element, ElementDelta, node, relation
-from drasi_ray.errors import QuerySyntaxError, UnsupportedQueryError
+from drasi_ray.model.changes import ZERO_VERSION, Element, ElementDelta, node, relation
+from drasi_ray.model.errors import QuerySyntaxError, UnsupportedQueryError
 from drasi_ray.query.engine import ContinuousQuery
 from tests.query.support import same_multiset
 

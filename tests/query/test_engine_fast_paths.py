@@ -11,7 +11,7 @@ import random
 
 import pytest
 
-from drasi_ray.changes import ZERO_VERSION, Element, ElementDelta, node, relation
+from drasi_ray.model.changes import ZERO_VERSION, Element, ElementDelta, node, relation
 from drasi_ray.query.engine import ContinuousQuery
 
 QUERIES = {

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from drasi_ray.changes import node, relation
+from drasi_ray.model.changes import node, relation
 from drasi_ray.query.engine import ContinuousQuery
 from drasi_ray.query.expressions import contains_aggregate
 from drasi_ray.query.parser import parse_query

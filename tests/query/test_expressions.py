@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from drasi_ray._construct import make_delta
-from drasi_ray.changes import ZERO_VERSION, node, relation
-from drasi_ray.errors import QueryError, QueryEvaluationError
+from drasi_ray.model._construct import make_delta
+from drasi_ray.model.changes import ZERO_VERSION, node, relation
+from drasi_ray.model.errors import QueryError, QueryEvaluationError
 from drasi_ray.query import ast
 from drasi_ray.query.engine import ContinuousQuery
 from drasi_ray.query.expressions import (
@@ -20,8 +20,9 @@ from drasi_ray.query.expressions import (
     contains_aggregate,
     referenced_variables,
 )
+from drasi_ray.query.failures import RowDropped
 from drasi_ray.query.temporal import Duration
-from drasi_ray.query.values import RowDropped, equals, hashable_key, to_output
+from drasi_ray.query.values import equals, hashable_key, to_output
 from tests.query._helpers import evaluate, expression, same_typed
 
 ROOM = node("room-1", ["Room"], {"temp": 72, "name": "Lab", "tags": ["a", "b"], "meta": {"x": 1}})

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from drasi_ray.changes import node, relation
-from drasi_ray.errors import QueryEvaluationError
+from drasi_ray.model.changes import node, relation
+from drasi_ray.model.errors import QueryEvaluationError
 from drasi_ray.query import ast, functions
 from drasi_ray.query.parser import parse_query
 from tests.query._helpers import evaluate, same_typed

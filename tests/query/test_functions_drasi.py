@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from drasi_ray._construct import make_delta
-from drasi_ray.changes import ZERO_VERSION, node
-from drasi_ray.errors import QueryEvaluationError
+from drasi_ray.model._construct import make_delta
+from drasi_ray.model.changes import ZERO_VERSION, node
+from drasi_ray.model.errors import QueryEvaluationError
 from drasi_ray.query.engine import ContinuousQuery
 from tests.query._helpers import evaluate, same_typed
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from drasi_ray.changes import ZERO_VERSION, ElementDelta, node, relation
+from drasi_ray.model.changes import ZERO_VERSION, ElementDelta, node, relation
 from drasi_ray.query import ast
 from drasi_ray.query.engine import ContinuousQuery
 from drasi_ray.query.parser import parse_query

@@ -18,11 +18,11 @@ from typing import Any
 
 import pytest
 
-from drasi_ray.changes import ZERO_VERSION, ElementDelta, node
+from drasi_ray.model.changes import ZERO_VERSION, ElementDelta, node
+from drasi_ray.model.reaction_specs import PlatformReaction
+from drasi_ray.model.results import QueryResult
 from drasi_ray.query.engine import ContinuousQuery
 from drasi_ray.reactions.platform import PlatformStreamReaction
-from drasi_ray.reactions.specs import PlatformReaction
-from drasi_ray.results import QueryResult
 
 
 def written(expression: str, **properties: Any) -> bytes:

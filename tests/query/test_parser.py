@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from drasi_ray.errors import QuerySyntaxError, UnsupportedQueryError
+from drasi_ray.model.errors import QuerySyntaxError, UnsupportedQueryError
 from drasi_ray.query import ast
 from drasi_ray.query.parser import parse_query
 from tests.query._helpers import expression

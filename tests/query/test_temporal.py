@@ -7,11 +7,12 @@ from typing import Any
 
 import pytest
 
-from drasi_ray.changes import node
-from drasi_ray.errors import QueryEvaluationError
+from drasi_ray.model.changes import node
+from drasi_ray.model.errors import QueryEvaluationError
 from drasi_ray.query import temporal
+from drasi_ray.query.failures import RowDropped
 from drasi_ray.query.temporal import Duration
-from drasi_ray.query.values import RowDropped, hashable_key
+from drasi_ray.query.values import hashable_key
 from tests.query._helpers import as_text, evaluate
 
 UTC = dt.timezone.utc

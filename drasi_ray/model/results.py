@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from drasi_ray._construct import slot_setters
+from drasi_ray.model._construct import slot_setters
 
 
 class ControlSignal(str, enum.Enum):
@@ -92,6 +92,10 @@ class ControlResult:
     sequence: int
     timestamp_ms: int
     signal: ControlSignal
+
+
+Delivered = QueryResult | ControlResult
+"""What a query hands to its subscribers and reactions: results and control signals."""
 
 
 def now_ms() -> int:

@@ -1,6 +1,6 @@
 """Fast constructors of the change model's values, for the per-event hot paths.
 
-The classes of :mod:`drasi_ray.changes` are frozen, slotted dataclasses. Their generated
+The classes of :mod:`drasi_ray.model.changes` are frozen, slotted dataclasses. Their generated
 ``__init__`` sets each field through ``object.__setattr__`` by name, which made construction
 more than half of the decode time (about 1.4 µs for an :class:`Element` alone, against
 0.6 µs here). The decoder and the element store build only values they have already validated,
@@ -18,7 +18,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
-from drasi_ray.changes import (
+from drasi_ray.model.changes import (
     DecodedEntry,
     Element,
     ElementChange,
@@ -63,7 +63,8 @@ def slot_setters(cls: type, names: tuple[str, ...]) -> tuple[_Setter, ...]:
     actual = tuple(f.name for f in dataclasses.fields(cls))
     if actual != names or hasattr(cls, "__post_init__"):
         raise RuntimeError(
-            f"drasi_ray._construct builds {cls.__name__} from fields {names}, but it has {actual}"
+            f"drasi_ray.model._construct builds {cls.__name__} from fields {names}, "
+            f"but it has {actual}"
         )
     setters: tuple[_Setter, ...] = tuple(getattr(cls, name).__set__ for name in names)
     return setters

@@ -33,8 +33,8 @@ from typing import Any
 
 from ray.util import metrics
 
-from drasi_ray.changes import parse_entry_id
-from drasi_ray.results import QueryResult, now_ms
+from drasi_ray.model.changes import parse_entry_id
+from drasi_ray.model.results import QueryResult, now_ms
 from drasi_ray.streams.backend import RedisStreamBackend
 
 BATCH_BOUNDARIES: list[float] = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 5000]

@@ -13,14 +13,14 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from drasi_ray.app import DrasiRay
-from drasi_ray.changes import Op, node
-from drasi_ray.config import RayConfig
-from drasi_ray.decode import change_event, encode_cloud_event
+from drasi_ray.model.changes import Op, node
+from drasi_ray.model.config import RayConfig
+from drasi_ray.model.results import QueryResult
 from drasi_ray.query.definition import Query
-from drasi_ray.redis_server import EmbeddedRedis
-from drasi_ray.results import QueryResult
-from drasi_ray.sources.platform import PlatformSource
+from drasi_ray.source.decode import change_event, encode_cloud_event
+from drasi_ray.source.platform import PlatformSource
 from drasi_ray.streams.publisher import Publisher
+from drasi_ray.testing.embedded_redis import EmbeddedRedis
 
 DEMO_QUERY = (
     "MATCH (s:Sensor) WHERE s.temperature > 70 "

@@ -6,7 +6,7 @@ snapshot) and :class:`ResultBatch` (query -> subscriber: results). Pickled objec
 frozen dataclasses cost more than decoding them (``dataclasses.fields()`` per object, on both
 sides); these classes pickle as a few flat columns of strings, numbers and property dicts,
 which pickle at C speed, and rebuild the objects on the other side with the fast constructors
-of :mod:`drasi_ray._construct` (an :class:`EntryBatch` only when read: the coordinator applies
+of :mod:`drasi_ray.model._construct` (an :class:`EntryBatch` only when read: the coordinator applies
 its rows as they are). Measured on 500 sensor updates: 9.8 -> 1.8 µs per entry to pickle,
 17 -> 4.7 µs to unpickle with the objects rebuilt (``bench.ingest`` section (m) has the current
 figures).
@@ -30,7 +30,7 @@ from typing import Any
 import lz4.block
 import msgspec
 
-from drasi_ray._construct import (
+from drasi_ray.model._construct import (
     KIND_BY_VALUE,
     ChangeRow,
     change_from_row,
@@ -38,14 +38,14 @@ from drasi_ray._construct import (
     make_element,
     make_entry,
 )
-from drasi_ray.changes import (
+from drasi_ray.model.changes import (
     ControlEvent,
     DecodedEntry,
     Element,
     ElementDelta,
     FrozenMap,
 )
-from drasi_ray.results import ControlResult, ControlSignal, QueryResult, make_query_result
+from drasi_ray.model.results import ControlResult, ControlSignal, QueryResult, make_query_result
 
 
 class _Batch(Sequence[Any]):
@@ -74,7 +74,7 @@ class EntryBatch(Sequence[DecodedEntry]):
     """An immutable sequence of decoded entries with a compact pickled form.
 
     Built from decoded entries, or (by the consumer, through :class:`EntryBatchBuilder`) from
-    validated :data:`~drasi_ray._construct.ChangeRow` columns. It pickles as those columns and
+    validated :data:`~drasi_ray.model._construct.ChangeRow` columns. It pickles as those columns and
     unpickles lazily: the entries are built only if the receiver iterates them
     (:meth:`entry_rows` reads the rows as they are).
     """
@@ -147,9 +147,9 @@ class EntryBatch(Sequence[DecodedEntry]):
 
 
 class EntryBatchBuilder:
-    """Collects decoded entries as columns (see :func:`drasi_ray.decode.decode_rows`).
+    """Collects decoded entries as columns (see :func:`drasi_ray.source.decode.decode_rows`).
 
-    Contract: the rows are :func:`~drasi_ray.decode.decode_rows`' (property values decoded
+    Contract: the rows are :func:`~drasi_ray.source.decode.decode_rows`' (property values decoded
     from JSON), which lets the batch travel as MessagePack (see :meth:`EntryBatch.of_columns`).
     """
 

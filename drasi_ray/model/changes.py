@@ -7,7 +7,7 @@ apart: redelivery and reclaim change the delivery, never the change.
 Every change carries a :data:`Version` = (entry-id milliseconds, entry-id sequence, position in
 the entry's ``data`` array). Versions order changes exactly as in-order application of the
 stream would, which is what lets several consumers apply changes out of order and still converge
-(see :mod:`drasi_ray.store`).
+(see :mod:`drasi_ray.coordinator.store`).
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from drasi_ray.changes import Element, ElementDelta, ElementKind, Op, SubscriptionControl
+from drasi_ray.model.changes import Element, ElementDelta, ElementKind, Op, SubscriptionControl
 
 logger = logging.getLogger("drasi_ray.routing")
 
@@ -182,7 +182,7 @@ class SubscriptionTable:
     # -- persistence --------------------------------------------------------------------
 
     def to_records(self) -> dict[str, Any]:
-        """The table as JSON-able data (see :mod:`drasi_ray.state`)."""
+        """The table as JSON-able data (see :mod:`drasi_ray.coordinator.state`)."""
         return {
             "registered": {qid: list(sources) for qid, sources in self._registered.items()},
             "subscriptions": [

@@ -1,6 +1,7 @@
 """Failpoints: deterministic fault injection for crash tests and chaos runs.
 
-Off unless an app is built with ``DrasiRay(..., failpoints=Failpoints(...))``. They make a
+Off unless an app is built with ``DrasiRay(..., failpoints=Failpoints(...))`` (a
+:class:`~drasi_ray.coordinator.core.ApplyProbe`). They make a
 component fail for real (the process exits) at a precise point, so tests can assert exact
 accounting without sleeping and hoping.
 """
@@ -25,6 +26,3 @@ class Failpoints:
         if element_id in self.crash_on_elements:
             logger.error("failpoint: crashing on element %s", element_id)
             os._exit(17)
-
-
-NO_FAILPOINTS = Failpoints()

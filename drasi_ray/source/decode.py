@@ -1,8 +1,8 @@
 """Decode Redis stream entries of the Drasi platform format into typed changes (SEMANTICS.md §1).
 
-This is the boundary: raw entry fields go in, a :class:`~drasi_ray.changes.DecodedEntry` of
-immutable changes comes out, or a :class:`~drasi_ray.errors.DecodeError` whose ``reason`` names
-the offending field. The consumer dead-letters a rejected entry with that reason and its raw
+This is the boundary: raw entry fields go in, a :class:`~drasi_ray.model.changes.DecodedEntry` of
+immutable changes comes out, or a :class:`~drasi_ray.model.errors.DecodeError` whose ``reason``
+names the offending field. The consumer dead-letters a rejected entry with that reason and its raw
 fields, then acks it.
 
 Contract of :func:`decode_entry`:
@@ -25,9 +25,9 @@ Contract of :func:`decode_entry`:
   not a non-negative integer is ignored rather than rejecting the change it describes.
 - **Control entries:** when the first event's ``payload.source.db`` is ``drasi`` (any case),
   every event of the entry is a control event whose type is ``payload.source.table``.
-  ``SourceSubscription`` gives a :class:`~drasi_ray.changes.SubscriptionControl`; one missing
+  ``SourceSubscription`` gives a :class:`~drasi_ray.model.changes.SubscriptionControl`; one missing
   ``queryId`` or ``queryNodeId`` is skipped with a warning (Drasi's behaviour), not an error.
-  Other types give :class:`~drasi_ray.changes.UnknownControl` (only their type is read, so a
+  Other types give :class:`~drasi_ray.model.changes.UnknownControl` (only their type is read, so a
   future type is never dead-lettered for its unknown fields); the caller logs them at info.
 
 Speed: decoding is the per-event hot path. A well-formed change entry takes the typed path:
@@ -57,8 +57,8 @@ from typing import Annotated, Any, ClassVar, Final, Literal
 import msgspec
 import orjson
 
-from drasi_ray._construct import OP_BY_CODE, ChangeRow, change_from_row, make_entry
-from drasi_ray.changes import (
+from drasi_ray.model._construct import OP_BY_CODE, ChangeRow, change_from_row, make_entry
+from drasi_ray.model.changes import (
     ControlEvent,
     DecodedEntry,
     Element,
@@ -68,7 +68,7 @@ from drasi_ray.changes import (
     UnknownControl,
     Version,
 )
-from drasi_ray.errors import DecodeError
+from drasi_ray.model.errors import DecodeError
 
 __all__ = [
     "change_event",

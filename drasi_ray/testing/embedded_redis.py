@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 from typing import Literal
 
-from drasi_ray.errors import DrasiRayError
+from drasi_ray.model.errors import DrasiRayError
 
 AppendFsync = Literal["always", "everysec", "no"]
 

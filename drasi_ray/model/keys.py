@@ -37,7 +37,7 @@ All functions are pure; the module holds no state.
 
 from __future__ import annotations
 
-from drasi_ray.errors import ConfigError
+from drasi_ray.model.errors import ConfigError
 
 NAMESPACE = "drasi"
 """First component of every key drasi_ray owns (user-named streams excepted)."""

@@ -17,8 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from drasi_ray.config import DispatchMode, PlatformSourceConfig, SourceSpec, validated
-from drasi_ray.errors import ConfigError
+from drasi_ray.model.config import DispatchMode, PlatformSourceConfig, SourceSpec, validated
+from drasi_ray.model.errors import ConfigError
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,8 +26,8 @@ Malformed entries never reach the dispatch: they are written to the dead-letter 
 decode error and their raw fields, and only then acked.
 
 Failures never hot-loop: Redis outages and dispatch failures back off exponentially with jitter
-(:class:`~drasi_ray.backoff.Backoff`, capped at 5 s); a missing group (NOGROUP after a flush or
-restart) is recreated with the configured ``start_id`` and reported.
+(:class:`~drasi_ray.model.backoff.Backoff`, capped at 5 s); a missing group (NOGROUP after a
+flush or restart) is recreated with the configured ``start_id`` and reported.
 """
 
 from __future__ import annotations
@@ -39,11 +39,11 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Seque
 from dataclasses import dataclass, field
 from typing import Any
 
-from drasi_ray.backoff import Backoff
-from drasi_ray.batch import EntryBatch, EntryBatchBuilder
-from drasi_ray.config import PlatformSourceConfig
-from drasi_ray.decode import decode_rows
-from drasi_ray.errors import DecodeError, GroupMissingError, StreamError
+from drasi_ray.model.backoff import Backoff
+from drasi_ray.model.batch import EntryBatch, EntryBatchBuilder
+from drasi_ray.model.config import PlatformSourceConfig
+from drasi_ray.model.errors import DecodeError, GroupMissingError, StreamError
+from drasi_ray.source.decode import decode_rows
 from drasi_ray.streams.backend import RedisStreamBackend
 from drasi_ray.streams.records import DeadLetter, StreamEntry
 

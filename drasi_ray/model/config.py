@@ -18,8 +18,9 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from drasi_ray.errors import ConfigError
-from drasi_ray.reactions.specs import ReactionSpec
+from drasi_ray.model import keys, urls
+from drasi_ray.model.errors import ConfigError
+from drasi_ray.model.reaction_specs import ReactionSpec
 
 _ENTRY_ID = re.compile(r"^\d+(-\d+)?$")
 
@@ -126,23 +127,17 @@ class PlatformSourceConfig(_Model):
 
     def __repr_args__(self) -> Any:
         """Never show the password in a repr (logs, Ray error messages, tracebacks)."""
-        from drasi_ray.streams.redis_errors import redact_url
-
         for name, value in super().__repr_args__():
-            yield name, redact_url(value) if name == "redis_url" else value
+            yield name, urls.redact_url(value) if name == "redis_url" else value
 
     @property
     def dead_letter_key(self) -> str:
-        from drasi_ray.streams.keys import dead_letter_stream
-
-        return self.dead_letter_stream or dead_letter_stream(self.stream_key)
+        return self.dead_letter_stream or keys.dead_letter_stream(self.stream_key)
 
     def consumer_names(self, source_id: str) -> list[str]:
         """Stable Redis consumer names, the same after any restart."""
-        from drasi_ray.streams.keys import consumer_name
-
         base = self.consumer_name or source_id
-        return [consumer_name(base, index) for index in range(self.consumers)]
+        return [keys.consumer_name(base, index) for index in range(self.consumers)]
 
 
 class SourceSpec(_Model):
@@ -201,7 +196,7 @@ class RayConfig(_Model):
 
 
 class StateConfig(_Model):
-    """Where the state that must survive restarts lives (see :mod:`drasi_ray.state`)."""
+    """Where the state that must survive restarts lives (see :mod:`drasi_ray.coordinator.state`)."""
 
     durable: bool = Field(
         True, description="keep the element store, subscriptions and sequences in Redis"

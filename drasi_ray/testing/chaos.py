@@ -1,7 +1,7 @@
 """The chaos run: nothing lost, nothing applied twice, while processes die and Redis restarts.
 
-    python -m drasi_ray.chaos --changes 100000          # the full run (bench/chaos.py too)
-    python -m drasi_ray.chaos --changes 5000 --redis-restarts 1   # the short CI version
+    python -m drasi_ray.testing.chaos --changes 100000          # the full run (bench/chaos.py too)
+    python -m drasi_ray.testing.chaos --changes 5000 --redis-restarts 1   # the short CI version
 
 It publishes a sensor workload (1% malformed entries, ~1% producer retries duplicating earlier
 entries) into 3 consumers feeding several queries, SIGKILLs a random actor process (consumer,
@@ -31,17 +31,17 @@ import ray
 import redis
 
 from drasi_ray.app import DrasiRay
-from drasi_ray.changes import Op, node, parse_entry_id, relation
-from drasi_ray.config import RayConfig
-from drasi_ray.conformance import diffs_match, values_equal
-from drasi_ray.decode import change_event, decode_entry, encode_cloud_event
-from drasi_ray.errors import DecodeError, DrasiRayError
+from drasi_ray.coordinator.store import ElementStore
+from drasi_ray.model.changes import Op, node, parse_entry_id, relation
+from drasi_ray.model.config import RayConfig
+from drasi_ray.model.errors import DecodeError, DrasiRayError
 from drasi_ray.query.definition import Query
 from drasi_ray.query.engine import ContinuousQuery
-from drasi_ray.redis_server import EmbeddedRedis
-from drasi_ray.sources.platform import PlatformSource
-from drasi_ray.store import ElementStore
+from drasi_ray.source.decode import change_event, decode_entry, encode_cloud_event
+from drasi_ray.source.platform import PlatformSource
 from drasi_ray.streams.publisher import Publisher
+from drasi_ray.testing.conformance import diffs_match, values_equal
+from drasi_ray.testing.embedded_redis import EmbeddedRedis
 
 QUERIES = {
     "hot": "MATCH (s:Sensor) WHERE s.temperature > 30 "

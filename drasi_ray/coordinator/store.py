@@ -5,8 +5,8 @@ that merges, keeping properties absent from the update; a **delete** of an unkno
 nothing.
 
 Versions make those semantics independent of arrival order. Every change carries its
-:data:`~drasi_ray.changes.Version` (stream entry id, then position in the entry), and the store
-keeps, per element:
+:data:`~drasi_ray.model.changes.Version` (stream entry id, then position in the entry), and the
+store keeps, per element:
 
 - ``reset``: the version of the latest insert or delete (the latest change that replaced or
   removed everything before it). A change not newer than ``reset`` can alter nothing, so it is
@@ -29,7 +29,7 @@ the in-order result; a late older change can only fill in what in-order applicat
 had. Applied in order, every change is newer than everything stored and the store performs
 Drasi's plain upsert semantics step for step.
 
-:meth:`ElementStore.apply` returns an :class:`~drasi_ray.changes.ElementDelta` only when the
+:meth:`ElementStore.apply` returns an :class:`~drasi_ray.model.changes.ElementDelta` only when the
 visible element changed. "Changed" is strict: ``1``, ``1.0`` and ``true`` are different values
 here even though Python's ``==`` says otherwise, so a type change is never lost.
 
@@ -70,8 +70,14 @@ from typing import Any, Final
 
 import orjson
 
-from drasi_ray._construct import KIND_BY_VALUE, OP_BY_CODE, ChangeRow, make_delta, make_element
-from drasi_ray.changes import (
+from drasi_ray.model._construct import (
+    KIND_BY_VALUE,
+    OP_BY_CODE,
+    ChangeRow,
+    make_delta,
+    make_element,
+)
+from drasi_ray.model.changes import (
     Element,
     ElementChange,
     ElementDelta,
@@ -80,7 +86,7 @@ from drasi_ray.changes import (
     Op,
     Version,
 )
-from drasi_ray.errors import DrasiRayError
+from drasi_ray.model.errors import DrasiRayError
 
 __all__ = ["ElementStore"]
 
@@ -225,7 +231,7 @@ class ElementStore:
         return self._apply(change.op, element.id, element.properties, head, change.version)
 
     def apply_row(self, row: ChangeRow) -> ElementDelta | None:
-        """:meth:`apply` of the change a :data:`~drasi_ray._construct.ChangeRow` stands for,
+        """:meth:`apply` of the change a :data:`~drasi_ray.model._construct.ChangeRow` stands for,
         without building it (the coordinator's hot path)."""
         op, kind, element_id, labels, properties, start, end, effective, version = row[:9]
         head = (KIND_BY_VALUE[kind], labels, start, end, effective)

@@ -1,6 +1,6 @@
 """Durable state in Redis: what must survive a coordinator or query actor restart.
 
-What lives where (key names from :mod:`drasi_ray.streams.keys`):
+What lives where (key names from :mod:`drasi_ray.model.keys`):
 
 - ``drasi:<app>:store:<source_id>`` (hash): element id -> the element's versioned record
   (:meth:`ElementStore.snapshot_element`, orjson). Written in one ``HSET`` per batch,
@@ -26,9 +26,10 @@ import orjson
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
-from drasi_ray.backoff import outlasting
-from drasi_ray.store import ElementStore
-from drasi_ray.streams import keys, resp
+from drasi_ray.coordinator.store import ElementStore
+from drasi_ray.model import keys
+from drasi_ray.model.backoff import outlasting
+from drasi_ray.streams import resp
 
 SCAN_COUNT = 1000
 FORGET_CHUNK = 5000

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any, Final, TypeAlias
 
-from drasi_ray.changes import ElementChange, ElementDelta, Op
+from drasi_ray.model.changes import ElementChange, ElementDelta, Op
 
 ChangeRecord: TypeAlias = tuple[
     str,

@@ -23,8 +23,8 @@ import redis
 
 from drasi_ray.actors import names
 from drasi_ray.actors.consumer import ConsumerActor
-from drasi_ray.config import PlatformSourceConfig
-from drasi_ray.errors import ConfigError
+from drasi_ray.model.config import PlatformSourceConfig
+from drasi_ray.model.errors import ConfigError
 
 logger = logging.getLogger("drasi_ray.scaling")
 

@@ -12,7 +12,7 @@
                                             stats LABEL, export PATH); see --help
 
 Environment variables are read here and nowhere else (``RAY_ADDRESS`` is Ray's own). The
-subcommands live in :mod:`drasi_ray.ops` (and :mod:`drasi_ray.analytics.command`).
+subcommands live in :mod:`drasi_ray.ops` (and :mod:`drasi_ray.ops.analytics`).
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ import logging
 import sys
 from collections.abc import Callable, Sequence
 
-from drasi_ray.analytics import command as analytics_command
-from drasi_ray.errors import DrasiRayError
+from drasi_ray.model.errors import DrasiRayError
+from drasi_ray.ops import analytics as analytics_command
 from drasi_ray.ops import dlq, publish, replay, run, scale, status, validate
 
 EPILOG = """\
@@ -76,7 +76,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    from drasi_ray.demo import run_demo
+    from drasi_ray.ops.demo import run_demo
 
     run_demo(sensors=args.sensors, updates=args.updates, consumers=args.consumers)
     return 0

@@ -20,8 +20,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from drasi_ray.config import AppConfig, SourceSpec
-from drasi_ray.errors import ConfigError
+from drasi_ray.model.config import AppConfig, SourceSpec
+from drasi_ray.model.errors import ConfigError
 from drasi_ray.ops import common
 
 if TYPE_CHECKING:

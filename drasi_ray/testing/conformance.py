@@ -19,13 +19,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from drasi_ray.actors.subscription import Subscription
 from drasi_ray.app import DrasiRay
-from drasi_ray.config import RayConfig
-from drasi_ray.decode import encode_cloud_event
+from drasi_ray.model.config import RayConfig
 from drasi_ray.query.definition import Query
-from drasi_ray.sources.platform import PlatformSource
+from drasi_ray.source.decode import encode_cloud_event
+from drasi_ray.source.platform import PlatformSource
 from drasi_ray.streams.publisher import Publisher
-from drasi_ray.subscription import Subscription
 
 REL_TOLERANCE = 1e-9
 

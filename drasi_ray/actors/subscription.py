@@ -1,0 +1,74 @@
+"""Subscriptions to a query's results: the user's handle on a query actor's buffer.
+
+The buffer lives in the query actor (:class:`~drasi_ray.query.subscribers.SubscriberBuffer`);
+the user holds a :class:`Subscription`, a handle that pulls from it over a line (Ray calls when
+the line is down). Once ``wait_until_idle()`` returns, ``drain()`` sees every result of every
+change published before it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import ray
+
+from drasi_ray.actors.line import SyncLine
+from drasi_ray.model.results import Delivered, QueryResult
+
+
+class Subscription:
+    """The user's handle on a query's result feed.
+
+    ``drain()`` returns what has arrived so far without waiting; iterating blocks for the next
+    result and ends when the subscription or the query is closed. Control signals (bootstrap
+    started/completed) are delivered only if asked for with ``include_control=True``.
+    """
+
+    def __init__(
+        self, query_id: str, actor: Any, subscriber_id: str, include_control: bool = False
+    ) -> None:
+        self.query_id = query_id
+        self._actor = actor
+        self._line = SyncLine(actor)
+        self._subscriber_id = subscriber_id
+        self._include_control = include_control
+        self._closed = False
+
+    def _keep(self, items: Iterable[Delivered]) -> list[Any]:
+        if self._include_control:
+            return list(items)
+        return [item for item in items if isinstance(item, QueryResult)]
+
+    def drain(self) -> list[QueryResult]:
+        """Every result received since the last call, without blocking for new ones."""
+        items = self._line.call("take", self._subscriber_id, None, 0.0)
+        return self._keep(items)
+
+    def next(self, timeout: float = 1.0) -> list[QueryResult]:
+        """Wait up to ``timeout`` seconds for results; returns what arrived (maybe nothing)."""
+        items = self._line.call("take", self._subscriber_id, None, timeout, call_timeout_s=timeout)
+        return self._keep(items)
+
+    def __iter__(self) -> Iterator[QueryResult]:
+        while not self._closed:
+            try:
+                batch = self.next(timeout=1.0)
+            except ray.exceptions.RayActorError:
+                return
+            yield from batch
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._line.close()
+        with contextlib.suppress(ray.exceptions.RayActorError):
+            ray.get(self._actor.unsubscribe.remote(self._subscriber_id))
+
+    def __enter__(self) -> Subscription:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()

@@ -1,0 +1,141 @@
+"""The coordinator's state and logic without Ray: apply a batch, route its deltas.
+
+:class:`Coordinator` owns one versioned element store per source
+(:mod:`drasi_ray.coordinator.store`) and the subscription table
+(:mod:`drasi_ray.coordinator.routing`). :meth:`Coordinator.apply_entries` applies a consumer's
+batch to the store and returns, per query, the deltas it must see, in store order. The Ray
+shell (:mod:`drasi_ray.actors.coordinator`) persists, delivers and recovers around it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from drasi_ray.coordinator.routing import LabelFilter, SubscriptionTable
+from drasi_ray.coordinator.store import ElementStore
+from drasi_ray.model._construct import change_from_row
+from drasi_ray.model.batch import EntryBatch
+from drasi_ray.model.changes import (
+    DecodedEntry,
+    Element,
+    ElementChange,
+    ElementDelta,
+    SubscriptionControl,
+)
+
+logger = logging.getLogger("drasi_ray.coordinator")
+
+
+class ApplyProbe(Protocol):
+    """Sees each change before the coordinator applies it: how crash tests inject faults
+    (:class:`drasi_ray.testing.failpoints.Failpoints`). It must pickle: it travels to the
+    coordinator actor."""
+
+    def check_element(self, element_id: str) -> None:
+        """Called with the changed element's id; may end the process."""
+
+
+@dataclass(slots=True)
+class BatchReport:
+    """What a batch did: returned to the consumer that sent it."""
+
+    changes: int = 0
+    applied: int = 0
+    duplicates: int = 0
+    controls: int = 0
+    routed: int = 0
+
+
+@dataclass(slots=True)
+class CoordinatorStats:
+    """Counters of the coordinator since it started (``status()``)."""
+
+    batches: int = 0
+    changes: int = 0
+    applied: int = 0
+    duplicates: int = 0
+    controls: int = 0
+    tombstones_forgotten: int = 0
+    per_source: dict[str, int] = field(default_factory=dict)
+
+
+class Coordinator:
+    """The coordinator's state and logic, without Ray (tested directly)."""
+
+    def __init__(self, probe: ApplyProbe | None = None) -> None:
+        """``probe`` (tests only) sees each change's element id before it is applied."""
+        self.stores: dict[str, ElementStore] = {}
+        self.table = SubscriptionTable()
+        self.stats = CoordinatorStats()
+        self._probe = probe
+        # (entry id, change, delta) of each applied change, for the change log; None: not kept.
+        self.applied: list[tuple[str, ElementChange, ElementDelta]] | None = None
+        # Every property value in the stores is a JSON value (they come from decoded JSON and
+        # from the orjson state), so deltas may travel as MessagePack; False for good once a
+        # batch of built entries (any Python values) was applied.
+        self.json_values = True
+
+    def store(self, source_id: str) -> ElementStore:
+        store = self.stores.get(source_id)
+        if store is None:
+            store = self.stores[source_id] = ElementStore()
+        return store
+
+    def apply_entries(
+        self, source_id: str, entries: Sequence[DecodedEntry]
+    ) -> tuple[dict[str, list[ElementDelta]], BatchReport]:
+        """Apply a batch to the store; return the deltas each query must see, in order."""
+        store = self.store(source_id)
+        routed: dict[str, list[ElementDelta]] = defaultdict(list)
+        report = BatchReport()
+        batch = entries if isinstance(entries, EntryBatch) else EntryBatch(entries)
+        self.json_values = self.json_values and batch.json_values
+        for entry_id, controls, rows in batch.entry_rows():
+            for control in controls:
+                report.controls += 1
+                self._apply_control(source_id, control)
+            for row in rows:
+                report.changes += 1
+                if self._probe is not None:
+                    self._probe.check_element(row[2])
+                delta = store.apply_row(row)
+                if delta is None:
+                    report.duplicates += 1
+                    continue
+                report.applied += 1
+                if self.applied is not None:
+                    self.applied.append((entry_id, change_from_row(row), delta))
+                for query_id in self.table.route(source_id, delta):
+                    routed[query_id].append(delta)
+                    report.routed += 1
+        self._count(source_id, report)
+        return routed, report
+
+    def _apply_control(self, source_id: str, control: Any) -> None:
+        if isinstance(control, SubscriptionControl):
+            self.table.apply_control(source_id, control)
+        else:
+            logger.info("skipping control event of unknown type %r", control.control_type)
+
+    def _count(self, source_id: str, report: BatchReport) -> None:
+        stats = self.stats
+        stats.batches += 1
+        stats.changes += report.changes
+        stats.applied += report.applied
+        stats.duplicates += report.duplicates
+        stats.controls += report.controls
+        stats.per_source[source_id] = stats.per_source.get(source_id, 0) + report.applied
+
+    def snapshot(self, query_id: str, sources: Sequence[str]) -> list[Element]:
+        """Elements of ``sources`` that ``query_id``'s subscriptions select (for bootstrap)."""
+        selected: list[Element] = []
+        for source_id in sources:
+            filters: list[LabelFilter] = self.table.filter_for(query_id, source_id)
+            for element in self.store(source_id).elements():
+                if any(labels.matches(element) for labels in filters):
+                    selected.append(element)
+        return selected

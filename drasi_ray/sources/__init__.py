@@ -1,1 +1,0 @@
-"""Sources: where change events come from."""
