@@ -1,0 +1,121 @@
+"""The differential test at length: drasi_ray against Drasi's own engine (drasi-lib).
+
+``python -m bench.differential`` generates ``--cases`` random cases (seeds ``--first-seed`` on)
+of ``--changes`` changes each (tests/differential/generator.py), runs every catalogue query
+(tests/differential/catalogue.py) over each through drasi-lib and through drasi_ray's engine
+path (tests/differential/subject.py), compares per change and per query the diffs as
+multisets and the final result sets, and prints queries x cases x changes, the divergences
+per query, and the queries Drasi could not run (skipped). ``--show N`` prints the first N
+divergences in full; ``--shrink`` shrinks the first divergence of each query to a minimal
+case (tests/differential/minimize.py) and prints it. Exit status 1 if anything diverged.
+
+The CI part (tests/differential/test_differential.py) is this with a few fixed seeds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from collections import Counter
+from collections.abc import Sequence
+
+from bench.common import command_line, format_table, print_lines, record
+from tests.differential.catalogue import CATALOGUE
+from tests.differential.compare import Comparison, Divergence, compare_runs
+from tests.differential.generator import generate_case
+from tests.differential.minimize import shrink
+from tests.differential.model import Case, QuerySpec
+from tests.differential.oracle import run_oracle
+from tests.differential.subject import run_drasi_ray
+
+
+def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m bench.differential", description=__doc__)
+    parser.add_argument("--cases", type=int, default=20)
+    parser.add_argument("--changes", type=int, default=60)
+    parser.add_argument("--first-seed", type=int, default=1000)
+    parser.add_argument("--queries", default="", help="comma-separated catalogue ids (all)")
+    parser.add_argument("--show", type=int, default=0, help="print the first N divergences")
+    parser.add_argument("--shrink", action="store_true", help="shrink one case per query")
+    parser.add_argument("--no-record", action="store_true", help="do not append to RESULTS.md")
+    return parser.parse_args(argv)
+
+
+def _selected(names: str) -> tuple[QuerySpec, ...]:
+    if not names:
+        return CATALOGUE
+    wanted = set(names.split(","))
+    return tuple(query for query in CATALOGUE if query.id in wanted)
+
+
+def _summary(
+    queries: Sequence[QuerySpec], cases: Sequence[Case], outcome: Comparison, seconds: float
+) -> list[str]:
+    changes = sum(len(case.changes) for case in cases)
+    diverging = outcome.diverging_queries()
+    by_query = Counter(d.query_id for d in outcome.divergences)
+    steps = Counter((d.query_id, d.case, d.step) for d in outcome.divergences)
+    lines = [
+        f"{len(queries)} queries x {len(cases)} cases x {changes // max(1, len(cases))} changes "
+        f"= {outcome.compared_steps} query-steps compared in {seconds:.1f} s; "
+        f"{len(diverging)} queries diverged ({len(steps)} diverging steps or final results), "
+        f"{len(outcome.skipped)} query runs skipped (Drasi could not run them).",
+    ]
+    if by_query:
+        kinds = {
+            q: Counter(d.kind for d in outcome.divergences if d.query_id == q) for q in by_query
+        }
+        rows = [
+            (q, n, ", ".join(f"{k} {c}" for k, c in kinds[q].items()))
+            for q, n in sorted(by_query.items())
+        ]
+        lines += ["", *format_table(("query", "divergences", "kinds"), rows)]
+    if outcome.skipped:
+        skipped = Counter((s.query_id, s.reason[:90]) for s in outcome.skipped)
+        rows = [(q, n, reason) for (q, reason), n in sorted(skipped.items())]
+        lines += ["", *format_table(("skipped query", "case runs", "Drasi's failure"), rows)]
+    return lines
+
+
+def _shrunk(divergences: Sequence[Divergence], cases: Sequence[Case]) -> list[str]:
+    by_name = {case.name: case for case in cases}
+    texts = {query.id: query for query in CATALOGUE}
+    lines: list[str] = []
+    seen: set[str] = set()
+    for divergence in divergences:
+        if divergence.query_id in seen:
+            continue
+        seen.add(divergence.query_id)
+        result = shrink(by_name[divergence.case], texts[divergence.query_id])
+        lines.append(f"{divergence.query_id}: {texts[divergence.query_id].text}")
+        lines += [f"  {json.dumps(change.to_json())}" for change in result.case.changes]
+    return lines
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _arguments(argv)
+    queries = _selected(args.queries)
+    cases = [
+        generate_case(seed, args.changes)
+        for seed in range(args.first_seed, args.first_seed + args.cases)
+    ]
+    started = time.perf_counter()
+    drasi = run_oracle(cases, queries)
+    ours = {case.name: run_drasi_ray(case, queries) for case in cases}
+    outcome = compare_runs(drasi, ours)
+    lines = _summary(queries, cases, outcome, time.perf_counter() - started)
+    print_lines(lines)
+    if args.show:
+        print_lines([d.describe() for d in outcome.divergences[: args.show]])
+    if args.shrink:
+        print_lines(_shrunk(outcome.divergences, cases))
+    if not args.no_record:
+        record(
+            "Differential test against drasi-lib", lines, command_line("bench.differential", argv)
+        )
+    return 1 if outcome.divergences else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

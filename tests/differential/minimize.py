@@ -1,0 +1,74 @@
+"""Shrink a case that shows a divergence to a few changes that still show it.
+
+Greedy delta debugging: try removing chunks of changes (halves, then quarters, ... then
+single changes) and keep any removal after which the divergence remains. The candidates of
+one round run in one oracle child (one Drasi instance each), so a round costs one start-up.
+A shrunk case replays only the changes kept; ids and times are unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from tests.differential.compare import compare_query
+from tests.differential.model import Case, GraphChange, QueryRun, QuerySpec
+from tests.differential.oracle import run_oracle
+from tests.differential.subject import run_drasi_ray
+
+Verdict = Callable[[QueryRun, QueryRun], bool]
+"""Whether (Drasi's run, drasi_ray's run) still shows what is being shrunk."""
+
+
+def diverges(case_name: str, query_id: str) -> Verdict:
+    """The default verdict: the runs diverge, or Drasi stopped running the query."""
+
+    def verdict(drasi: QueryRun, drasi_ray: QueryRun) -> bool:
+        if drasi.failure is not None:
+            return True
+        return bool(compare_query(case_name, query_id, drasi, drasi_ray))
+
+    return verdict
+
+
+@dataclass(frozen=True, slots=True)
+class Shrunk:
+    case: Case
+    rounds: int
+
+
+def shrink(case: Case, query: QuerySpec, verdict: Verdict | None = None) -> Shrunk:
+    """The smallest sub-case of ``case`` found for which ``verdict`` still holds."""
+    check = verdict or diverges(case.name, query.id)
+    changes = list(case.changes)
+    chunk = max(1, len(changes) // 2)
+    rounds = 0
+    while True:
+        rounds += 1
+        candidates = _without_chunks(case.name, changes, chunk)
+        kept = _first_holding(candidates, query, check)
+        if kept is not None:
+            changes = list(kept.changes)
+            chunk = min(chunk, max(1, len(changes) // 2))
+            continue
+        if chunk == 1:
+            return Shrunk(Case(case.name, tuple(changes)), rounds)
+        chunk = max(1, chunk // 2)
+
+
+def _without_chunks(name: str, changes: Sequence[GraphChange], chunk: int) -> list[Case]:
+    return [
+        Case(f"{name}-{start}-{chunk}", tuple(changes[:start]) + tuple(changes[start + chunk :]))
+        for start in range(0, len(changes), chunk)
+    ]
+
+
+def _first_holding(candidates: list[Case], query: QuerySpec, check: Verdict) -> Case | None:
+    if not candidates:
+        return None
+    drasi = run_oracle(candidates, [query])
+    for candidate in candidates:
+        ours = run_drasi_ray(candidate, [query]).queries[query.id]
+        if check(drasi[candidate.name].queries[query.id], ours):
+            return candidate
+    return None

@@ -1,0 +1,293 @@
+"""Drasi's own engine (``drasi-lib``, import ``drasi``) as the oracle: what Drasi emits.
+
+:func:`run_oracle` runs cases in a child process (``python -m tests.differential.oracle``):
+drasi-lib sometimes crashes the interpreter as it exits, which must not take the test run with
+it. The child writes one JSON line per finished case, so a crash costs at most the case it
+happened in; that case is retried once in a fresh child, then reported as failed.
+
+Per case the child starts one Drasi instance with every query (start-up is paid once per
+case, not per query), pushes the case's changes in order and attributes each result event to
+the change that caused it: an event's ``profiling.source_send_ns`` is the time the source sent
+that change, and a ``time.time_ns()`` stamp taken before each push brackets it.
+
+Drasi runs each query in its own task, so the child waits for a condition before it reads:
+after the last change it pushes a sentinel (a relation whose endpoints never exist: it joins
+no pattern) and waits until every query has dequeued ``len(changes) + 1`` events, counted
+from the query's debug log ("processing event from source"); a query dequeues its next event
+only after it has dispatched the results of the previous one. Then it waits until the
+collector has received as many results as each query reports having sent
+(``result_seq_advances``). A query whose status leaves "Running" (a panic or an error) is
+reported with ``failure`` set, and so is one that does not finish within the timeout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import bisect
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tests.differential.model import (
+    SOURCE_ID,
+    Case,
+    CaseRun,
+    GraphChange,
+    QueryRun,
+    QuerySpec,
+    empty_steps,
+)
+
+LOG_FILTER = "error,drasi_lib::queries::manager=debug"
+"""RUST_LOG for the child: errors, plus the query manager's per-event debug line the child
+counts (its stdout, where Drasi logs, goes nowhere)."""
+
+PROCESSING = "processing event from source"
+SENTINEL_LABEL = "DifferentialSentinel"
+RUNNING = "Running"
+STATUS_EVERY_S = 0.25
+STALL_S = 3.0
+
+
+@dataclass(frozen=True, slots=True)
+class OracleRequest:
+    """What the child runs: every case with every query."""
+
+    cases: tuple[Case, ...]
+    queries: tuple[QuerySpec, ...]
+    timeout_s: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "cases": [c.to_json() for c in self.cases],
+            "queries": [{"id": q.id, "text": q.text} for q in self.queries],
+            "timeout_s": self.timeout_s,
+        }
+
+    @staticmethod
+    def from_json(doc: Mapping[str, Any]) -> OracleRequest:
+        return OracleRequest(
+            tuple(Case.from_json(c) for c in doc["cases"]),
+            tuple(QuerySpec(q["id"], q["text"]) for q in doc["queries"]),
+            doc["timeout_s"],
+        )
+
+
+# --------------------------------------------------------------------------- parent side
+
+
+def run_oracle(
+    cases: Sequence[Case], queries: Sequence[QuerySpec], timeout_s: float = 60.0
+) -> dict[str, CaseRun]:
+    """Drasi's run of every case, by case name (see the module docstring)."""
+    done: dict[str, CaseRun] = {}
+    pending = list(cases)
+    for _attempt in range(2):
+        if not pending:
+            break
+        request = OracleRequest(tuple(pending), tuple(queries), timeout_s)
+        done.update(_run_child(request))
+        pending = [case for case in pending if case.name not in done]
+    for case in pending:
+        failure = "drasi-lib crashed while running this case"
+        runs = {q.id: QueryRun(empty_steps(case.changes), [], failure) for q in queries}
+        done[case.name] = CaseRun(case.name, runs)
+    return done
+
+
+def _run_child(request: OracleRequest) -> dict[str, CaseRun]:
+    with tempfile.TemporaryDirectory(prefix="drasi-oracle-") as directory:
+        source = Path(directory, "request.json")
+        target = Path(directory, "runs.jsonl")
+        source.write_text(json.dumps(request.to_json()), encoding="utf-8")
+        environment = {**os.environ, "RUST_LOG": LOG_FILTER}
+        command = [sys.executable, "-m", "tests.differential.oracle", str(source), str(target)]
+        subprocess.run(
+            command,
+            env=environment,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            check=False,
+            cwd=Path(__file__).resolve().parents[2],
+        )
+        if not target.exists():
+            return {}
+        runs = [json.loads(line) for line in target.read_text(encoding="utf-8").splitlines()]
+    return {doc["case"]: CaseRun.from_json(doc) for doc in runs}
+
+
+# --------------------------------------------------------------------------- child side
+
+
+@dataclass(slots=True)
+class _Collector:
+    """Result events and per-query processed-event counts, filled by drasi-lib callbacks."""
+
+    events: list[Mapping[str, Any]] = field(default_factory=list)
+    received: Counter[str] = field(default_factory=Counter)
+    processed: Counter[str] = field(default_factory=Counter)
+    errors: dict[str, str] = field(default_factory=dict)
+
+    def on_result(self, event: Mapping[str, Any]) -> None:
+        self.events.append(event)
+        self.received[event["query_id"]] += 1
+
+    def on_log(self, message: Mapping[str, Any]) -> None:
+        if PROCESSING in message["message"]:
+            self.processed[message["component_id"]] += 1
+        elif message["level"] == "Error":
+            self.errors.setdefault(message["component_id"], message["message"])
+
+
+async def _until(condition: Callable[[], Awaitable[bool]], deadline: float) -> bool:
+    """Poll ``condition`` until it holds (True) or ``deadline`` (monotonic) passes (False)."""
+    while not await condition():
+        if time.monotonic() > deadline:
+            return False
+        await asyncio.sleep(0.005)
+    return True
+
+
+class _CaseRunner:
+    """One Drasi instance running every query over one case."""
+
+    def __init__(self, drasi: Any, case: Case, queries: Sequence[QuerySpec]) -> None:
+        self.drasi = drasi
+        self.case = case
+        self.queries = queries
+        self.collector = _Collector()
+        self.failures: dict[str, str] = {}
+        self.stamps: list[int] = []
+
+    async def run(self, timeout_s: float) -> CaseRun:
+        await self.drasi.start()
+        accepted = await self._add_queries()
+        if accepted:
+            await self.drasi.add_python_reaction("collector", accepted, self.collector.on_result)
+            for query_id in accepted:
+                await self.drasi.on_query_logs(query_id, self.collector.on_log)
+        await self._push_all()
+        await self._settle(accepted, time.monotonic() + timeout_s)
+        return await self._collect(accepted)
+
+    async def _add_queries(self) -> list[str]:
+        accepted: list[str] = []
+        for query in self.queries:
+            await self.drasi.add_query(query.id, query.text, [SOURCE_ID], auto_start=False)
+            try:
+                await self.drasi.start_query(query.id)  # where Drasi parses the query
+            except Exception as error:  # drasi.DrasiError and friends: Drasi refuses it
+                self.failures[query.id] = f"refused: {error}"
+            else:
+                accepted.append(query.id)
+        return accepted
+
+    async def _push_all(self) -> None:
+        for change in self.case.changes:
+            self.stamps.append(time.time_ns())
+            await self.drasi.push_change(SOURCE_ID, change.drasi_change())
+        self.stamps.append(time.time_ns())
+        await self.drasi.push_change(SOURCE_ID, _sentinel(self.case).drasi_change())
+
+    async def _settle(self, accepted: list[str], deadline: float) -> None:
+        """Wait until each query has processed the sentinel and its results have arrived.
+
+        A query still short of the sentinel when no query made progress for ``STALL_S``
+        (or at ``deadline``) is reported as not finished.
+        """
+        expected = len(self.case.changes) + 1
+        waiting = set(accepted)
+        progress = (-1, time.monotonic())
+        last_status = 0.0
+
+        async def processed() -> bool:
+            nonlocal last_status, progress
+            for query_id in list(waiting):
+                if self.collector.processed[query_id] >= expected:
+                    waiting.discard(query_id)
+            now = time.monotonic()
+            if waiting and now - last_status > STATUS_EVERY_S:
+                last_status = now
+                await self._drop_stopped(waiting)
+            total = sum(self.collector.processed.values())
+            if total != progress[0]:
+                progress = (total, now)
+            return not waiting or now - progress[1] > STALL_S
+
+        await _until(processed, deadline)
+        for query_id in waiting:
+            error = self.collector.errors.get(query_id, "no error logged")
+            self.failures[query_id] = f"drasi-lib did not finish the case: {error}"
+        live = [q for q in accepted if q not in self.failures]
+        sent = {q: (await self.drasi.get_query_metrics(q))["result_seq_advances"] for q in live}
+
+        async def delivered() -> bool:
+            return all(self.collector.received[q] >= count for q, count in sent.items())
+
+        if not await _until(delivered, deadline):
+            for query_id in live:
+                self.failures[query_id] = "drasi-lib's results did not all arrive in time"
+
+    async def _drop_stopped(self, waiting: set[str]) -> None:
+        for query_id in list(waiting):
+            status = await self.drasi.get_query_status(query_id)
+            if status != RUNNING:
+                error = self.collector.errors.get(query_id, "no error logged")
+                self.failures[query_id] = f"stopped running (status {status}): {error}"
+                waiting.discard(query_id)
+
+    async def _collect(self, accepted: list[str]) -> CaseRun:
+        runs = {q.id: QueryRun(empty_steps(self.case.changes)) for q in self.queries}
+        for event in self.collector.events:
+            step = bisect.bisect_right(self.stamps, event["profiling"]["source_send_ns"]) - 1
+            run = runs[event["query_id"]]
+            if 0 <= step < len(self.case.changes):
+                run.steps[step].extend(event["results"])
+            else:
+                self.failures[event["query_id"]] = f"result from outside the case (step {step})"
+        for query_id in accepted:
+            if query_id not in self.failures:
+                runs[query_id].results = list(await self.drasi.get_query_results(query_id))
+        for query_id, failure in self.failures.items():
+            runs[query_id].failure = failure
+        return CaseRun(self.case.name, runs)
+
+
+def _sentinel(case: Case) -> GraphChange:
+    last = case.changes[-1].effective_from if case.changes else 0
+    return GraphChange(
+        "insert", "differential-sentinel", (SENTINEL_LABEL,), {}, last + 1, "nowhere", "nowhere"
+    )
+
+
+async def _run_request(request: OracleRequest, target: Path) -> None:
+    import drasi  # only here: the parent process never loads drasi-lib
+
+    with target.open("a", encoding="utf-8") as output:
+        for number, case in enumerate(request.cases):
+            instance = await drasi.Drasi.create(f"differential-{os.getpid()}-{number}")
+            await instance.add_python_source(SOURCE_ID)
+            run = await _CaseRunner(instance, case, request.queries).run(request.timeout_s)
+            await instance.stop()
+            output.write(json.dumps(run.to_json()) + "\n")
+            output.flush()
+
+
+def main(argv: Sequence[str]) -> int:
+    source, target = Path(argv[0]), Path(argv[1])
+    request = OracleRequest.from_json(json.loads(source.read_text(encoding="utf-8")))
+    asyncio.run(_run_request(request, target))
+    sys.stdout.flush()
+    os._exit(0)  # skip interpreter teardown, where drasi-lib may crash
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

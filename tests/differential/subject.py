@@ -1,0 +1,87 @@
+"""drasi_ray's run of a case, in process, along the path a change takes in the app.
+
+Each change is written as a platform CloudEvent and decoded by the consumer's decoder
+(:func:`drasi_ray.source.decode.decode_rows`, into an :class:`~drasi_ray.model.batch.EntryBatch`
+as the consumer builds it), applied by the coordinator's core (:class:`Coordinator`: the
+versioned element store, then routing by label), carried to each query as a pickled
+:class:`~drasi_ray.model.batch.DeltaBatch` (what a Ray call carries) and applied by the query's
+:class:`~drasi_ray.query.engine.ContinuousQuery`. The diffs are then written as JSON by
+:func:`drasi_ray.model.encoding.dumps` and read back, so they hold exactly what a user reads:
+the same JSON values drasi-lib hands its Python callbacks.
+
+Only Ray itself, Redis and the subscriber buffers are left out; the end-to-end variant
+(``tests/differential/test_end_to_end.py``) runs those too.
+"""
+
+from __future__ import annotations
+
+import pickle
+from collections.abc import Sequence
+from typing import Any
+
+import orjson
+
+from drasi_ray.coordinator.core import Coordinator
+from drasi_ray.coordinator.routing import LabelFilter
+from drasi_ray.model.batch import DeltaBatch, EntryBatchBuilder
+from drasi_ray.model.encoding import dumps
+from drasi_ray.model.errors import QuerySyntaxError
+from drasi_ray.query.engine import ContinuousQuery
+from drasi_ray.source.decode import decode_rows, encode_cloud_event
+from tests.differential.model import SOURCE_ID, Case, CaseRun, QueryRun, QuerySpec, empty_steps
+
+
+def as_users_read(value: Any) -> Any:
+    """``value`` as drasi_ray writes it in JSON, read back."""
+    return orjson.loads(dumps(value))
+
+
+class DrasiRaySubject:
+    """The coordinator's core plus one engine per query, fed one entry per change."""
+
+    def __init__(self, queries: Sequence[QuerySpec]) -> None:
+        self.coordinator = Coordinator()
+        self.engines: dict[str, ContinuousQuery] = {}
+        self.refused: dict[str, str] = {}
+        for query in queries:
+            try:
+                engine = ContinuousQuery(query.id, query.text)
+            except QuerySyntaxError as error:
+                self.refused[query.id] = f"refused: {error}"
+                continue
+            self.engines[query.id] = engine
+            labels = LabelFilter.of(engine.node_labels, engine.relation_labels)
+            self.coordinator.table.register_query(query.id, [SOURCE_ID], labels)
+
+    def apply(self, position: int, event: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+        """The diffs of each query for the platform ``event`` at stream ``position``."""
+        entry_id = f"{position + 1}-0"
+        controls, rows = decode_rows(entry_id, {b"data": encode_cloud_event([event])})
+        builder = EntryBatchBuilder()
+        builder.add(entry_id, controls, rows)
+        routed, _report = self.coordinator.apply_entries(SOURCE_ID, builder.build())
+        diffs: dict[str, list[dict[str, Any]]] = {}
+        for query_id, deltas in routed.items():
+            carried = pickle.loads(pickle.dumps(DeltaBatch(deltas, self.coordinator.json_values)))
+            produced = self.engines[query_id].apply_batch(carried)
+            diffs[query_id] = [diff for step in produced for diff in as_users_read(step)]
+        return diffs
+
+    def results(self, query_id: str) -> list[dict[str, Any]]:
+        rows: list[dict[str, Any]] = as_users_read(self.engines[query_id].results())
+        return rows
+
+
+def run_drasi_ray(case: Case, queries: Sequence[QuerySpec]) -> CaseRun:
+    """drasi_ray's run of every query over ``case``."""
+    subject = DrasiRaySubject(queries)
+    runs = {q.id: QueryRun(empty_steps(case.changes)) for q in queries}
+    for position, change in enumerate(case.changes):
+        for query_id, diffs in subject.apply(position, change.platform_event()).items():
+            runs[query_id].steps[position].extend(diffs)
+    for query_id, run in runs.items():
+        if query_id in subject.refused:
+            run.failure = subject.refused[query_id]
+        else:
+            run.results = subject.results(query_id)
+    return CaseRun(case.name, runs)
