@@ -476,7 +476,7 @@ def test_contains_aggregate(text: str, aggregating: bool) -> None:
         ((1, 2), [1, 2]),
         ({"a": dt.date(2024, 1, 15)}, {"a": "2024-01-15"}),
         (ROOM, {"temp": 72, "name": "Lab", "tags": ["a", "b"], "meta": {"x": 1}}),
-        (dt.datetime(2024, 1, 15, 10, 30, tzinfo=dt.timezone.utc), "2024-01-15 10:30:00 +00:00"),
+        (dt.datetime(2024, 1, 15, 10, 30, tzinfo=dt.timezone.utc), "2024-01-15T10:30:00+00:00"),
         (Duration(14, 3, 3600, 0), "P1Y2MT262800S"),
     ],
 )
