@@ -143,9 +143,7 @@ def test_a_local_datetime_is_written_as_drasi_writes_it(expression: str, json: b
         ("datetime('2024-07-02T10:00:00[Europe/Paris]')", b'"2024-07-02T10:00:00+02:00"'),
     ],
 )
-def test_a_zoned_datetime_is_written_as_drasi_writes_it(
-    expression: str, json: bytes
-) -> None:
+def test_a_zoned_datetime_is_written_as_drasi_writes_it(expression: str, json: bytes) -> None:
     assert written(expression) == json
 
 
