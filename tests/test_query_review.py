@@ -46,7 +46,7 @@ def test_min_max_over_mixed_temporal_types_do_not_raise() -> None:
     )
     g.node("1", "N", k=1, d="2024-01-01", t="2024-01-01T00:00:00")
     g.node("2", "N", k=2, d="2024-01-01", t="2024-01-01T00:00:00")
-    assert g.query.results() == [{"lo": "2024-01-01", "hi": "2024-01-01 00:00:00 +00:00"}]
+    assert g.query.results() == [{"lo": "2024-01-01", "hi": "2024-01-01T00:00:00+00:00"}]
     assert not g.query.take_evaluation_errors()
 
 

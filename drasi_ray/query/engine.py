@@ -25,7 +25,8 @@ Decisions where SEMANTICS.md leaves room (each covered by tests/query/test_engin
   Drasi does; a row that existed but failed the part's WHERE and now passes gives
   ``before: null``. An aggregating WITH passes only non-empty groups to the next part (an
   emptied group leaves it, as Drasi's default-state reconciliation does).
-- Relationship uniqueness (openCypher) holds within one MATCH clause.
+- One relation may bind several relation variables (Drasi's: no openCypher relationship
+  uniqueness), so a self-loop matches ``(a)-[:R]->(b)-[:R]->(c)``.
 - An OPTIONAL MATCH may join on the variables of an earlier one (a null there gives a null
   extension, as in Drasi and openCypher). MATCH after a WITH (Drasi silently ignores the MATCH
   clauses of later parts), a leading OPTIONAL MATCH, and a MATCH that uses a variable of an

@@ -12,8 +12,9 @@ solutions it explores. A variable no relation connects to a bound one (a disconn
 ``MATCH (a:A), (b:B)``) is enumerated from the label index: the cost of a cartesian product is
 the size of that product.
 
-Within one MATCH clause a relation binds at most one relation variable (openCypher's
-relationship uniqueness); a solution is identified by the tuple of its element ids.
+As in Drasi, one relation may bind several relation variables of a pattern (no openCypher
+relationship uniqueness): ``(a)-[:R]->(b)-[:R]->(c)`` matches a single self-loop. A solution is
+identified by the tuple of its element ids.
 """
 
 from __future__ import annotations
@@ -145,19 +146,15 @@ class PatternBuilder:
         self._index: dict[str, int] = {}
         self._edges: list[Edge] = []
         self._inline: list[tuple[ast.Expr, str]] = []
-        self._clauses: list[list[int]] = []
 
     def add_clause(self, paths: Sequence[ast.PathPattern]) -> None:
-        """Add the paths of one MATCH clause (relationship uniqueness holds within it)."""
-        relations: list[int] = []
+        """Add the paths of one MATCH clause."""
         for path in paths:
             nodes = [self._node(pattern) for pattern in path.nodes]
             for position, pattern in enumerate(path.relations):
                 relation = self._relation(pattern)
-                relations.append(relation)
                 edge = Edge(relation, nodes[position], nodes[position + 1], pattern.direction)
                 self._edges.append(edge)
-        self._clauses.append(relations)
 
     def build(self) -> Pattern:
         names = frozenset(self._index)
@@ -170,8 +167,7 @@ class PatternBuilder:
                 guarded.append(GuardedPredicate(check, frozenset(self._index[n] for n in read)))
             else:
                 late.append(check)
-        peers = _relation_peers(self._clauses, len(self._variables))
-        return Pattern(self._variables, self._edges, guarded, late, peers)
+        return Pattern(self._variables, self._edges, guarded, late)
 
     def _name(self, variable: str | None) -> str:
         if variable is not None:
@@ -223,15 +219,6 @@ class PatternBuilder:
         return position
 
 
-def _relation_peers(clauses: list[list[int]], size: int) -> list[tuple[int, ...]]:
-    """For each relation variable, the other relation variables of its clause."""
-    peers: list[set[int]] = [set() for _ in range(size)]
-    for relations in clauses:
-        for relation in relations:
-            peers[relation].update(other for other in relations if other != relation)
-    return [tuple(sorted(entry)) for entry in peers]
-
-
 # --------------------------------------------------------------------------- the pattern
 
 
@@ -247,7 +234,6 @@ class Pattern:
         edges: list[Edge],
         guarded: list[GuardedPredicate],
         late_checks: list[Predicate],
-        peers: list[tuple[int, ...]],
     ) -> None:
         self.variables = tuple(variables)
         self.names = tuple(variable.name for variable in variables)
@@ -255,7 +241,6 @@ class Pattern:
         self.edges = tuple(edges)
         self.guarded = tuple(guarded)
         self.late_checks = tuple(late_checks)
-        self._peers = peers
         self._plans: dict[frozenset[int], Plan] = {}
         self._anchor_plans: list[Plan | None] = [None] * len(self.variables)
         self._anchors: dict[tuple[ElementKind, tuple[str, ...]], list[int]] = {}
@@ -302,7 +287,7 @@ class Pattern:
         ids: list[str | None] = [None] * len(self.variables)
         row: dict[str, Any] = {}
         for position, element in initial.items():
-            if not self._bind_ok(position, element, ids):
+            if not self._bind_ok(position, element):
                 return []
             ids[position] = element.id
             row[self.names[position]] = element
@@ -331,19 +316,8 @@ class Pattern:
         _Search(self, index, plan.steps, ids, row, found).run(0)
         return found
 
-    def relation_unique(self, position: int, element_id: str, ids: list[str | None]) -> bool:
-        """False if another relation variable of the same clause already binds this id."""
-        for peer in self._peers[position]:  # noqa: SIM110 - a loop is cheaper per change
-            if ids[peer] == element_id:
-                return False
-        return True
-
-    def _bind_ok(self, position: int, element: Element, ids: list[str | None]) -> bool:
-        if not self.variables[position].accepts(element):
-            return False
-        if self.variables[position].is_node:
-            return True
-        return self.relation_unique(position, element.id, ids)
+    def _bind_ok(self, position: int, element: Element) -> bool:
+        return self.variables[position].accepts(element)
 
 
 def _make_plan(pattern: Pattern, bound_in: frozenset[int]) -> Plan:
@@ -518,8 +492,6 @@ class _Search:
         if current is not None:
             return current == relation.id
         if not self._variables[position].accepts(relation):
-            return False
-        if not self._pattern.relation_unique(position, relation.id, self._ids):
             return False
         self._ids[position] = relation.id
         self._row[self._names[position]] = relation

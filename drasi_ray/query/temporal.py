@@ -882,15 +882,17 @@ def _chrono_duration(value: Duration) -> str:
 def to_result_text(value: Any) -> str | None:
     """The text Drasi writes for a temporal value in a query result, or None if not temporal.
 
-    Drasi writes a temporal value as its chrono ``Display`` (drasi-core's ``From<VariableValue>
-    for serde_json::Value``, which the platform's query host uses), which is not always the ISO
-    text ``toString`` gives. A zoned datetime is written as chrono's ``DateTime<FixedOffset>``:
-    date, a space, the time, a space and the offset, never ``Z`` and without the zone's name
-    (``2024-01-02 10:00:00.250 +01:00``); drasi-lib's own writer puts a ``T`` there instead.
+    drasi-lib writes a temporal value as its chrono ``Display``, which is not always the ISO
+    text ``toString`` gives (a local datetime ``2024-01-02 10:00:00.250``), except a zoned
+    datetime, which it writes as RFC 3339 (chrono's ``to_rfc3339``): a ``T``, the fraction of a
+    second only if there is one (3 or 6 digits), the offset never ``Z`` and without the zone's
+    name (``2024-01-02T10:00:00.250+01:00``).
     """
     if isinstance(value, dt.datetime):
-        text = f"{value.date().isoformat()} {_chrono_time_of_day(value)}"
-        return text if value.tzinfo is None else f"{text} {_chrono_offset(value)}"
+        if value.tzinfo is not None:
+            time_of_day = _chrono_time_of_day(value)
+            return f"{value.date().isoformat()}T{time_of_day}{_chrono_offset(value)}"
+        return f"{value.date().isoformat()} {_chrono_time_of_day(value)}"
     if isinstance(value, dt.time):
         return _chrono_time_of_day(value)  # a zoned time too: Drasi's Display drops its offset
     if isinstance(value, Duration):

@@ -10,6 +10,8 @@ Rules that differ from plain Python, and why:
 - ``bool`` is a subclass of ``int`` in Python but not a number in Cypher: ``true = 1`` is
   false and ``true + 1`` is a type error, so every numeric check excludes ``bool``.
 - ``null = null`` is true and ``x = null`` is false (Drasi's rule): equality never yields null.
+  ``<>`` is false between values of different kinds, null included (Drasi's), so ``x <> 'b1'``
+  fails for a missing ``x``.
   Ordering comparisons with null, or between incomparable types, yield null (openCypher).
 - Int and Float compare by value everywhere (``5 = 5.0``), as SEMANTICS.md §3 requires.
 - ``/`` always gives Float. Division (or ``%``) by zero raises :class:`RowDropped`: the engine
@@ -101,8 +103,30 @@ def equals(left: Any, right: Any) -> bool:
 
 
 def not_equals(left: Any, right: Any) -> bool:
-    """Cypher ``<>`` / ``!=``: the negation of :func:`equals` (so ``1 <> null`` is true)."""
+    """Cypher ``<>`` / ``!=`` as Drasi has it: false for two values of different kinds (null
+    against anything, a string against a number, true against 1, a date against a datetime),
+    else the negation of :func:`equals`. Integers and floats are one kind (``2 <> 2.0`` is
+    false). Drasi also says false for any two maps or two nodes; we compare those."""
+    if left is None or right is None or not _same_kind(left, right):
+        return False
     return not equals(left, right)
+
+
+def _same_kind(left: Any, right: Any) -> bool:
+    """Whether ``<>`` compares the two (see :func:`not_equals`)."""
+    if isinstance(left, bool) or isinstance(right, bool):
+        return isinstance(left, bool) and isinstance(right, bool)
+    if is_number(left):
+        return is_number(right)
+    if isinstance(left, str) or isinstance(right, str):
+        return isinstance(left, str) and isinstance(right, str)
+    if is_list(left) or is_list(right):
+        return is_list(left) and is_list(right)
+    if isinstance(left, Element) or isinstance(right, Element):
+        return isinstance(left, Element) and isinstance(right, Element)
+    if isinstance(left, Mapping) or isinstance(right, Mapping):
+        return isinstance(left, Mapping) and isinstance(right, Mapping)
+    return temporal.same_kind(left, right)
 
 
 # --------------------------------------------------------------------------- ordering

@@ -57,10 +57,25 @@ def shrink(case: Case, query: QuerySpec, verdict: Verdict | None = None) -> Shru
 
 
 def _without_chunks(name: str, changes: Sequence[GraphChange], chunk: int) -> list[Case]:
-    return [
+    candidates = (
         Case(f"{name}-{start}-{chunk}", tuple(changes[:start]) + tuple(changes[start + chunk :]))
         for start in range(0, len(changes), chunk)
-    ]
+    )
+    return [case for case in candidates if _inserts_only_new(case.changes)]
+
+
+def _inserts_only_new(changes: Sequence[GraphChange]) -> bool:
+    """Whether no change inserts an element that exists (the generator never does: Drasi and
+    drasi_ray differ there, and a shrunk case must not diverge for that other reason)."""
+    alive: set[str] = set()
+    for change in changes:
+        if change.op == "insert" and change.id in alive:
+            return False
+        if change.op == "delete":
+            alive.discard(change.id)
+        else:
+            alive.add(change.id)
+    return True
 
 
 def _first_holding(candidates: list[Case], query: QuerySpec, check: Verdict) -> Case | None:

@@ -240,11 +240,15 @@ def test_multi_hop_chain_and_shared_variables_across_paths_and_clauses() -> None
     assert_diffs(g.delete("r2"), delete(a="a", b="B!", c="c", d="d"))
 
 
-def test_relationship_uniqueness_within_a_match() -> None:
-    g = Graph("MATCH (a)-[r1:R]-(b)-[r2:R]-(c) RETURN a.n AS a, c.n AS c")
+def test_one_relation_may_bind_several_relation_variables_as_in_drasi() -> None:
+    # No openCypher relationship uniqueness: r1 and r2 both bind r (checked through drasi-lib).
+    g = Graph("MATCH (a)-[r1:R]->(b)<-[r2:R]-(c) RETURN a.n AS a, c.n AS c")
     g.node("x", "N", n="x")
     g.node("y", "N", n="y")
-    assert_diffs(g.rel("r", "R", "x", "y"))  # r1 and r2 cannot both be r
+    assert_diffs(g.rel("r", "R", "x", "y"), add(a="x", c="x"))
+    g = Graph("MATCH (a)-[:R]->(b)-[:R]->(c)-[:R]->(d) RETURN a.n AS a, d.n AS d")
+    g.node("x", "N", n="x")
+    assert_diffs(g.rel("loop", "R", "x", "x"), add(a="x", d="x"))
 
 
 def test_anonymous_nodes_and_cartesian_products() -> None:
