@@ -452,13 +452,27 @@ class DrasiRay:
                         f"within {timeout:.1f}s"
                     )
                 time.sleep(IDLE_POLL_S)
-        remaining = max(deadline - time.monotonic(), 0.001)
-        try:
-            ray.get(self._coordinator.flush_deliveries.remote(), timeout=remaining)
-        except ray.exceptions.GetTimeoutError as exc:
-            raise TimeoutError(
-                f"results not delivered to the queries within {timeout:.1f}s"
-            ) from exc
+        self._flush_deliveries(deadline, timeout)
+
+    def _flush_deliveries(self, deadline: float, timeout: float) -> None:
+        """The coordinator's delivery barrier, by ``deadline``. A coordinator that is
+        restarting (killed after it acked the last batch) is waited for: its recovery re-links
+        every query and its barrier then covers the catch-up."""
+        while True:
+            remaining = max(deadline - time.monotonic(), 0.001)
+            try:
+                ray.get(self._coordinator.flush_deliveries.remote(), timeout=remaining)
+                return
+            except ray.exceptions.ActorUnavailableError as exc:
+                if time.monotonic() > deadline:
+                    raise TimeoutError(
+                        f"the coordinator did not come back within {timeout:.1f}s"
+                    ) from exc
+                time.sleep(IDLE_POLL_S)
+            except ray.exceptions.GetTimeoutError as exc:
+                raise TimeoutError(
+                    f"results not delivered to the queries within {timeout:.1f}s"
+                ) from exc
 
     def _client(self, url: str) -> redis.Redis:
         client = self._redis.get(url)
