@@ -172,7 +172,7 @@ def test_passwords_never_show_in_reprs() -> None:
 
 def test_readme_documents_every_platform_source_option_with_its_lower_bound() -> None:
     """The README's option table names every field, and a ``>= n`` there is the field's bound."""
-    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    readme = (Path(__file__).parent.parent.parent / "README.md").read_text()
     for name, field in PlatformSourceConfig.model_fields.items():
         match = re.search(rf"^\| `{name}` \| [^|]* \| ([^|]*) \|", readme, re.MULTILINE)
         assert match, f"README has no row for platform source option {name!r}"
