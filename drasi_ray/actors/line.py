@@ -59,6 +59,8 @@ from typing import Any
 
 import ray
 
+from drasi_ray.model.backoff import Backoff
+
 logger = logging.getLogger("drasi_ray.line")
 
 _FRAME = struct.Struct("!Q")
@@ -67,7 +69,7 @@ TOKEN_BYTES = 16
 CONNECT_TIMEOUT_S = 3.0
 RETRY_FIRST_S = 1.0
 RETRY_MAX_S = 60.0
-"""After failed connects, calls go through Ray for 1, 2, 4 ... up to 60 s before a new try."""
+"""After failed connects, calls go through Ray for ~1, 2, 4 ... up to 60 s before a new try."""
 HEARTBEAT_S = 1.0
 """While calls of a connection run, its server sends a heartbeat frame this often."""
 CALL_DEADLINE_S = 10.0
@@ -280,25 +282,26 @@ class _Connection:
 
 
 class _Reconnect:
-    """When a line may try to connect again: at once at first, then after each failure
-    :data:`RETRY_FIRST_S` doubling up to :data:`RETRY_MAX_S` (a restarting callee refuses
-    for a second or two; a firewall between nodes refuses for ever)."""
+    """When a line may try to connect again: at once at first, then after each failure a
+    :class:`~drasi_ray.model.backoff.Backoff` delay from :data:`RETRY_FIRST_S` up to
+    :data:`RETRY_MAX_S` (a restarting callee refuses for a second or two; a firewall between
+    nodes refuses for ever)."""
 
-    __slots__ = ("_at", "_delay")
+    __slots__ = ("_at", "_backoff")
 
     def __init__(self) -> None:
         self._at = 0.0
-        self._delay = RETRY_FIRST_S
+        self._backoff = Backoff(RETRY_FIRST_S, RETRY_MAX_S)
 
     def due(self) -> bool:
         return time.monotonic() >= self._at
 
     def failed(self) -> None:
-        self._at = time.monotonic() + self._delay
-        self._delay = min(self._delay * 2, RETRY_MAX_S)
+        self._at = time.monotonic() + self._backoff.next_delay()
 
     def succeeded(self) -> None:
-        self._at, self._delay = 0.0, RETRY_FIRST_S
+        self._at = 0.0
+        self._backoff.reset()
 
 
 class Line:
