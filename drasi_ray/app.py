@@ -141,12 +141,9 @@ class DrasiRay:
         return self
 
     def _reaction_redis_url(self, query: QueryConfig) -> str | None:
-        """Where a platform reaction writes by default: the state Redis, else the query's
-        first source's Redis (Drasi keeps results beside the change feed)."""
-        if self._state.redis_url is not None:
-            return self._state.redis_url
+        """Where a platform reaction writes by default (:meth:`StateConfig.results_redis_url`)."""
         source = self._sources.get(query.sources[0])
-        return None if source is None else source.config.redis_url
+        return self._state.results_redis_url(None if source is None else source.config.redis_url)
 
     def _with_reaction_defaults(self, query: QueryConfig) -> QueryConfig:
         specs = resolve_specs(query.reactions, self._reaction_redis_url(query))
@@ -269,13 +266,9 @@ class DrasiRay:
         return self._analytics
 
     def _state_url(self) -> str | None:
-        """The Redis holding durable state, or None when state is kept in memory only."""
-        if not self._state.durable:
-            return None
-        if self._state.redis_url is not None:
-            return self._state.redis_url
+        """The Redis holding durable state (:meth:`StateConfig.state_redis_url`)."""
         first = next(iter(self._sources.values()), None)
-        return None if first is None else first.config.redis_url
+        return self._state.state_redis_url(None if first is None else first.config.redis_url)
 
     def _check_sources(self, query: QueryConfig) -> None:
         missing = [source for source in query.sources if source not in self._sources]

@@ -146,7 +146,7 @@ def query_status(config: AppConfig, query: QueryConfig) -> dict[str, Any]:
 
 def _state_sequence(config: AppConfig, query_id: str) -> int | None:
     url = common.state_url(config)
-    if url is None or not config.state.durable:
+    if url is None:
         return None
     with common.client(url) as client:
         raw: Any = client.get(keys.result_sequence(config.id, query_id))
