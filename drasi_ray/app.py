@@ -47,7 +47,7 @@ from drasi_ray.model.reaction_specs import AnyReaction
 from drasi_ray.query.engine import ContinuousQuery
 from drasi_ray.reactions.factory import resolve_specs
 from drasi_ray.source.platform import PlatformSource
-from drasi_ray.streams import progress
+from drasi_ray.streams import admin
 
 if TYPE_CHECKING:
     from drasi_ray.analytics.facade import Analytics
@@ -321,7 +321,7 @@ class DrasiRay:
     def _start_source(self, source: PlatformSource) -> None:
         config = source.config
         # The group exists before start() returns, so nothing published after it is missed.
-        progress.ensure_group(self._client(config.redis_url), config)
+        admin.ensure_group(self._client(config.redis_url), config)
         actors = [
             ConsumerActor.options(  # type: ignore[attr-defined]
                 name=names.consumer_actor(source.id, index),
@@ -432,13 +432,13 @@ class DrasiRay:
             (
                 self._client(src.config.redis_url),
                 src.config,
-                progress.last_id(self._client(src.config.redis_url), src.config.stream_key),
+                admin.last_generated_id(self._client(src.config.redis_url), src.config.stream_key),
             )
             for src in self._sources.values()
             if src.id in self._consumers
         ]
         for client, config, last_id in targets:
-            while not progress.drained(client, config, last_id):
+            while not admin.drained(client, config, last_id):
                 if time.monotonic() > deadline:
                     raise TimeoutError(
                         f"stream {config.stream_key!r} not drained up to {last_id} "
