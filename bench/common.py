@@ -21,7 +21,7 @@ import shlex
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -142,15 +142,6 @@ def timed() -> Iterator[Timer]:
 def rate(events: int, seconds: float) -> float:
     """Events per second (0 when nothing was timed)."""
     return events / seconds if seconds > 0 else 0.0
-
-
-def wait_until(condition: Callable[[], bool], timeout_s: float, poll_s: float = 0.005) -> None:
-    """Poll ``condition`` every ``poll_s`` until true; TimeoutError after ``timeout_s``."""
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"condition not met within {timeout_s:.0f}s")
-        time.sleep(poll_s)
 
 
 def load_average() -> float:

@@ -69,14 +69,14 @@ from bench.common import (
     record,
     sensor_payloads,
     timed,
-    wait_until,
 )
 from bench.sink import start_consumer
 from drasi_ray import DrasiRay, PlatformSource, Query
 from drasi_ray.model.batch import EntryBatch, EntryBatchBuilder
 from drasi_ray.model.config import PlatformSourceConfig
 from drasi_ray.source.decode import decode_entry, decode_rows
-from drasi_ray.streams import progress
+from drasi_ray.streams import admin
+from drasi_ray.testing.waiting import wait_until
 
 GROUP = "bench"
 BATCH = 500
@@ -230,7 +230,7 @@ def time_consumer(
     try:
         with _client(url) as client, profiled, timed() as timer:
             last_id = release_backlog(client, stream, wake)
-            wait_until(lambda: progress.drained(client, config, last_id), TIMEOUT_S)
+            wait_until(lambda: admin.drained(client, config, last_id), TIMEOUT_S, poll_s=0.005)
         stats = running.stats()
     finally:
         running.stop()

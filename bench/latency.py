@@ -51,7 +51,6 @@ from bench.common import (
     print_lines,
     rate,
     record,
-    wait_until,
 )
 from bench.filter_loop import FilterLoop
 from bench.ingest import GROUP, arm_backlog, release_backlog
@@ -76,6 +75,7 @@ from drasi_ray import DrasiRay
 from drasi_ray.actors.subscription import Subscription
 from drasi_ray.model.results import QueryResult
 from drasi_ray.streams import resp
+from drasi_ray.testing.waiting import wait_until
 
 MAX_CHUNK = 200
 """Most events one XADD pipeline carries when the publisher is behind schedule."""

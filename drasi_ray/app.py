@@ -47,7 +47,7 @@ from drasi_ray.model.reaction_specs import AnyReaction
 from drasi_ray.query.engine import ContinuousQuery
 from drasi_ray.reactions.factory import resolve_specs
 from drasi_ray.source.platform import PlatformSource
-from drasi_ray.streams import progress
+from drasi_ray.streams import admin
 
 if TYPE_CHECKING:
     from drasi_ray.analytics.facade import Analytics
@@ -141,12 +141,9 @@ class DrasiRay:
         return self
 
     def _reaction_redis_url(self, query: QueryConfig) -> str | None:
-        """Where a platform reaction writes by default: the state Redis, else the query's
-        first source's Redis (Drasi keeps results beside the change feed)."""
-        if self._state.redis_url is not None:
-            return self._state.redis_url
+        """Where a platform reaction writes by default (:meth:`StateConfig.results_redis_url`)."""
         source = self._sources.get(query.sources[0])
-        return None if source is None else source.config.redis_url
+        return self._state.results_redis_url(None if source is None else source.config.redis_url)
 
     def _with_reaction_defaults(self, query: QueryConfig) -> QueryConfig:
         specs = resolve_specs(query.reactions, self._reaction_redis_url(query))
@@ -269,13 +266,9 @@ class DrasiRay:
         return self._analytics
 
     def _state_url(self) -> str | None:
-        """The Redis holding durable state, or None when state is kept in memory only."""
-        if not self._state.durable:
-            return None
-        if self._state.redis_url is not None:
-            return self._state.redis_url
+        """The Redis holding durable state (:meth:`StateConfig.state_redis_url`)."""
         first = next(iter(self._sources.values()), None)
-        return None if first is None else first.config.redis_url
+        return self._state.state_redis_url(None if first is None else first.config.redis_url)
 
     def _check_sources(self, query: QueryConfig) -> None:
         missing = [source for source in query.sources if source not in self._sources]
@@ -328,7 +321,7 @@ class DrasiRay:
     def _start_source(self, source: PlatformSource) -> None:
         config = source.config
         # The group exists before start() returns, so nothing published after it is missed.
-        progress.ensure_group(self._client(config.redis_url), config)
+        admin.ensure_group(self._client(config.redis_url), config)
         actors = [
             ConsumerActor.options(  # type: ignore[attr-defined]
                 name=names.consumer_actor(source.id, index),
@@ -439,26 +432,40 @@ class DrasiRay:
             (
                 self._client(src.config.redis_url),
                 src.config,
-                progress.last_id(self._client(src.config.redis_url), src.config.stream_key),
+                admin.last_generated_id(self._client(src.config.redis_url), src.config.stream_key),
             )
             for src in self._sources.values()
             if src.id in self._consumers
         ]
         for client, config, last_id in targets:
-            while not progress.drained(client, config, last_id):
+            while not admin.drained(client, config, last_id):
                 if time.monotonic() > deadline:
                     raise TimeoutError(
                         f"stream {config.stream_key!r} not drained up to {last_id} "
                         f"within {timeout:.1f}s"
                     )
                 time.sleep(IDLE_POLL_S)
-        remaining = max(deadline - time.monotonic(), 0.001)
-        try:
-            ray.get(self._coordinator.flush_deliveries.remote(), timeout=remaining)
-        except ray.exceptions.GetTimeoutError as exc:
-            raise TimeoutError(
-                f"results not delivered to the queries within {timeout:.1f}s"
-            ) from exc
+        self._flush_deliveries(deadline, timeout)
+
+    def _flush_deliveries(self, deadline: float, timeout: float) -> None:
+        """The coordinator's delivery barrier, by ``deadline``. A coordinator that is
+        restarting (killed after it acked the last batch) is waited for: its recovery re-links
+        every query and its barrier then covers the catch-up."""
+        while True:
+            remaining = max(deadline - time.monotonic(), 0.001)
+            try:
+                ray.get(self._coordinator.flush_deliveries.remote(), timeout=remaining)
+                return
+            except ray.exceptions.ActorUnavailableError as exc:
+                if time.monotonic() > deadline:
+                    raise TimeoutError(
+                        f"the coordinator did not come back within {timeout:.1f}s"
+                    ) from exc
+                time.sleep(IDLE_POLL_S)
+            except ray.exceptions.GetTimeoutError as exc:
+                raise TimeoutError(
+                    f"results not delivered to the queries within {timeout:.1f}s"
+                ) from exc
 
     def _client(self, url: str) -> redis.Redis:
         client = self._redis.get(url)

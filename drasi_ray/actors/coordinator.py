@@ -257,7 +257,11 @@ class CoordinatorActor:
         """Barrier: return once every delivery sent so far is done, and every query whose actor
         a delivery found dead or restarting has re-registered and been bootstrapped again (its
         results caught up). Waits as long as such an actor stays away: callers bound it.
+
+        A restarted coordinator answers only once its recovery re-linked (and so
+        re-bootstrapped) every registered query: before that its links are not all there yet.
         """
+        await self._loaded
         while True:
             for link in list(self._queries.values()):
                 await link.settled()

@@ -1,9 +1,8 @@
 """Direct lines: the pipeline's per-batch calls between actors over one TCP connection.
 
-A Ray actor call costs about 2 ms of CPU summed over the two processes on the 2-core
-development machine and ~1.5-2 ms of latency even when both are idle (``python -m bench.hops``);
-the same call as a framed pickle over an asyncio TCP connection between the same two actors
-costs ~0.25 ms of CPU and ~0.25 ms of latency. Every batch makes three such calls (consumer ->
+A Ray actor call costs several times the CPU and latency of the same call as a framed pickle
+over an asyncio TCP connection between the same two actors (``python -m bench.hops`` measures
+both; the README has the figures). Every batch makes three such calls (consumer ->
 coordinator, coordinator -> query, query -> subscriber), so at moderate load Ray's per-call
 cost, not our code, was most of an event's latency and of the machine's CPU.
 
@@ -19,10 +18,18 @@ mode of its own:
   subscriber in the driver) sends each call as ``(id, method, args)`` and matches the replies
   by id; calls on one connection overlap like Ray calls to an async actor do, and start in the
   order they were sent.
-- When a line breaks (the callee died or restarted, a network error), every call waiting on it
-  is made again as a plain Ray call, which waits out a restart or raises ``RayActorError`` as
-  before, and the next call reconnects to the callee's new address. A call that had run when
-  its line broke runs twice: a method served on a line must be idempotent or tolerate that.
+- A line never hangs a call: while calls of a connection run, the callee sends a heartbeat
+  every :data:`HEARTBEAT_S`, and a waiting call whose callee stays silent (no reply, no
+  heartbeat) for the line's deadline (:data:`CALL_DEADLINE_S`) breaks the line. So a frozen
+  callee, or a peer whose host vanished without closing the connection (half-open), costs a
+  call the deadline, then the Ray fallback. A call that only waits (backpressure) goes on as
+  long as it needs: its callee keeps sending heartbeats. TCP keepalive also probes idle
+  connections, so a vanished peer is noticed before the next call is written.
+- When a line breaks (the callee died or restarted, a network error, the deadline), every call
+  waiting on it is made again as a plain Ray call, which waits out a restart or raises
+  ``RayActorError`` as before, and the next call reconnects to the callee's new address. A call
+  that had run (or, after the deadline, is still running) when its line broke runs twice: a
+  method served on a line must be idempotent or tolerate that.
   ``apply_batch`` and ``deliver`` are (batches and deliveries are retried already,
   at-least-once); a subscriber's ``take`` whose reply was lost with a live callee loses the
   results it had taken, as a lost Ray reply would (subscriber buffers are in memory: the
@@ -52,6 +59,8 @@ from typing import Any
 
 import ray
 
+from drasi_ray.model.backoff import Backoff
+
 logger = logging.getLogger("drasi_ray.line")
 
 _FRAME = struct.Struct("!Q")
@@ -60,9 +69,19 @@ TOKEN_BYTES = 16
 CONNECT_TIMEOUT_S = 3.0
 RETRY_FIRST_S = 1.0
 RETRY_MAX_S = 60.0
-"""After failed connects, calls go through Ray for 1, 2, 4 ... up to 60 s before a new try."""
-SYNC_REPLY_MARGIN_S = 60.0
-"""A blocking call waits for its reply this long beyond the call's own timeout, then breaks."""
+"""After failed connects, calls go through Ray for ~1, 2, 4 ... up to 60 s before a new try."""
+HEARTBEAT_S = 1.0
+"""While calls of a connection run, its server sends a heartbeat frame this often."""
+CALL_DEADLINE_S = 10.0
+"""A waiting call breaks its line when the callee sent nothing (no reply, no heartbeat) for
+this long; the call is then made through Ray. Well above :data:`HEARTBEAT_S`, so an event loop
+busy for a few seconds is not taken for a dead one."""
+KEEPALIVE_IDLE_S = 10
+KEEPALIVE_INTERVAL_S = 5
+KEEPALIVE_PROBES = 3
+"""TCP keepalive of every line socket: an idle connection is probed after 10 s, every 5 s, and
+dropped by the kernel after 3 unanswered probes."""
+_HEARTBEAT_ID = -1
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,10 +110,23 @@ def _reply_frame(call_id: int, ok: bool, value: object) -> bytes:
         return _frame((call_id, False, problem))
 
 
-def _no_delay(sock: socket.socket | None) -> None:
-    """Send each frame at once (a call waits for its reply: Nagle would hold it back)."""
-    if sock is not None:
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+_HEARTBEAT = _frame((_HEARTBEAT_ID, True, None))
+
+
+def _tune(sock: socket.socket | None) -> None:
+    """Send each frame at once (a call waits for its reply: Nagle would hold it back) and keep
+    idle connections probed (see :data:`KEEPALIVE_IDLE_S`)."""
+    if sock is None:
+        return
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+    for option, value in (
+        ("TCP_KEEPIDLE", KEEPALIVE_IDLE_S),
+        ("TCP_KEEPINTVL", KEEPALIVE_INTERVAL_S),
+        ("TCP_KEEPCNT", KEEPALIVE_PROBES),
+    ):
+        if hasattr(socket, option):  # Linux; elsewhere the system's keepalive timing applies
+            sock.setsockopt(socket.IPPROTO_TCP, getattr(socket, option), value)
 
 
 async def _read_frame(reader: asyncio.StreamReader) -> Any:
@@ -132,7 +164,9 @@ class LineServer:
         return LineAddress(host, port, self._token)
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        _no_delay(writer.get_extra_info("socket"))
+        _tune(writer.get_extra_info("socket"))
+        running: set[asyncio.Task[None]] = set()  # this connection's calls
+        heartbeats = asyncio.ensure_future(_heartbeats(writer, running))
         try:
             token = await reader.readexactly(TOKEN_BYTES)
             if not hmac.compare_digest(token, self._token):
@@ -141,13 +175,15 @@ class LineServer:
             while True:
                 call_id, method, args = await _read_frame(reader)
                 task = asyncio.ensure_future(self._run(writer, call_id, method, args))
-                self._tasks.add(task)
-                task.add_done_callback(self._tasks.discard)
+                for calls in (self._tasks, running):
+                    calls.add(task)
+                    task.add_done_callback(calls.discard)
         except (asyncio.IncompleteReadError, ConnectionError):
             pass  # the caller went away; its waiting calls fall back to Ray
         except Exception as exc:  # a call that does not unpickle here: the caller falls back
             logger.warning("line: closing a connection: %r", exc)
         finally:
+            heartbeats.cancel()
             writer.close()
 
     async def _run(
@@ -166,19 +202,36 @@ class LineServer:
             writer.write(reply)
 
 
-class _Connection:
-    """One open line: calls in flight by id, and the task reading their replies."""
+async def _heartbeats(writer: asyncio.StreamWriter, running: set[asyncio.Task[None]]) -> None:
+    """Every :data:`HEARTBEAT_S`, while calls of this connection run, tell the caller the
+    callee is alive (so a call that waits long, e.g. for backpressure, is not given up)."""
+    while not writer.is_closing():
+        await asyncio.sleep(HEARTBEAT_S)
+        if running and not writer.is_closing():
+            writer.write(_HEARTBEAT)
 
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+
+class _Connection:
+    """One open line: calls in flight by id, the task reading their replies, and the watchdog
+    that breaks the line when the callee stays silent past ``deadline_s`` while calls wait."""
+
+    def __init__(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, deadline_s: float
+    ) -> None:
         self._writer = writer
         self._ids = itertools.count()
         self._waiting: dict[int, asyncio.Future[Any]] = {}
         self.broken = False
+        self._deadline_s = deadline_s
+        self._heard = time.monotonic()  # the last frame, or the start of the oldest wait
         self._reading = asyncio.ensure_future(self._read(reader))
+        self._watchdog = asyncio.ensure_future(self._watch())
 
     async def call(self, method: str, args: tuple[Any, ...]) -> Any:
         if self.broken:
             raise LineBroken("line closed")
+        if not self._waiting:  # silence counts only while a call waits
+            self._heard = time.monotonic()
         call_id = next(self._ids)
         reply = asyncio.get_running_loop().create_future()
         self._waiting[call_id] = reply
@@ -192,6 +245,7 @@ class _Connection:
         try:
             while True:
                 call_id, ok, value = await _read_frame(reader)
+                self._heard = time.monotonic()
                 reply = self._waiting.pop(call_id, None)
                 if reply is None or reply.done():
                     continue
@@ -205,6 +259,15 @@ class _Connection:
         except Exception as exc:  # closed, reset, or a reply that does not unpickle here
             self._break(LineBroken(f"line closed: {exc!r}"))
 
+    async def _watch(self) -> None:
+        """Break the line once a call has waited ``deadline_s`` without a frame from the
+        callee (frozen, or gone without closing the connection)."""
+        while not self.broken:
+            await asyncio.sleep(self._deadline_s / 4)
+            silent = time.monotonic() - self._heard
+            if self._waiting and silent > self._deadline_s:
+                self._break(LineBroken(f"callee silent for {silent:.1f} s"))
+
     def _break(self, reason: LineBroken) -> None:
         self.broken = True
         for reply in self._waiting.values():
@@ -215,28 +278,30 @@ class _Connection:
 
     def close(self) -> None:
         self._reading.cancel()
+        self._watchdog.cancel()
 
 
 class _Reconnect:
-    """When a line may try to connect again: at once at first, then after each failure
-    :data:`RETRY_FIRST_S` doubling up to :data:`RETRY_MAX_S` (a restarting callee refuses
-    for a second or two; a firewall between nodes refuses for ever)."""
+    """When a line may try to connect again: at once at first, then after each failure a
+    :class:`~drasi_ray.model.backoff.Backoff` delay from :data:`RETRY_FIRST_S` up to
+    :data:`RETRY_MAX_S` (a restarting callee refuses for a second or two; a firewall between
+    nodes refuses for ever)."""
 
-    __slots__ = ("_at", "_delay")
+    __slots__ = ("_at", "_backoff")
 
     def __init__(self) -> None:
         self._at = 0.0
-        self._delay = RETRY_FIRST_S
+        self._backoff = Backoff(RETRY_FIRST_S, RETRY_MAX_S)
 
     def due(self) -> bool:
         return time.monotonic() >= self._at
 
     def failed(self) -> None:
-        self._at = time.monotonic() + self._delay
-        self._delay = min(self._delay * 2, RETRY_MAX_S)
+        self._at = time.monotonic() + self._backoff.next_delay()
 
     def succeeded(self) -> None:
-        self._at, self._delay = 0.0, RETRY_FIRST_S
+        self._at = 0.0
+        self._backoff.reset()
 
 
 class Line:
@@ -244,11 +309,16 @@ class Line:
 
     ``await line.call("deliver", *args)`` behaves as ``await handle.deliver.remote(*args)``,
     only cheaper. Calls go through Ray until the line is open: the first call starts opening
-    it in the background, and never waits for a connect.
+    it in the background, and never waits for a connect. ``deadline_s``: how long a waiting
+    call tolerates a silent callee before it goes through Ray (:data:`CALL_DEADLINE_S`).
     """
 
-    def __init__(self, handle: Any) -> None:
+    def __init__(self, handle: Any, deadline_s: float = CALL_DEADLINE_S) -> None:
+        _check_deadline(deadline_s)
         self.handle = handle
+        self.fallbacks = 0
+        """Calls made again through Ray because their line broke under them."""
+        self._deadline_s = deadline_s
         self._connection: _Connection | None = None
         self._connecting: asyncio.Future[None] | None = None
         self._reconnect = _Reconnect()
@@ -259,6 +329,7 @@ class Line:
             try:
                 return await connection.call(method, args)
             except LineBroken as exc:
+                self.fallbacks += 1
                 logger.info("line to %s broke (%s); the call goes through Ray", method, exc)
         return await getattr(self.handle, method).remote(*args)
 
@@ -295,9 +366,9 @@ class Line:
             return
         finally:
             self._connecting = None
-        _no_delay(writer.get_extra_info("socket"))
+        _tune(writer.get_extra_info("socket"))
         writer.write(address.token)
-        self._connection = _Connection(reader, writer)
+        self._connection = _Connection(reader, writer, self._deadline_s)
         self._reconnect.succeeded()
 
     def close(self) -> None:
@@ -309,23 +380,25 @@ class Line:
 class SyncLine:
     """A blocking line for code outside any event loop (the subscriber in the driver).
 
-    One call at a time (a lock); ``call_timeout_s`` is how long the method itself may take (a
-    long poll's timeout), after which the reply is awaited :data:`SYNC_REPLY_MARGIN_S` more.
+    One call at a time (a lock). The callee's heartbeats keep a long call alive; a callee
+    silent for ``deadline_s`` breaks the line and the call goes through Ray, as in :class:`Line`.
     """
 
-    def __init__(self, handle: Any) -> None:
+    def __init__(self, handle: Any, deadline_s: float = CALL_DEADLINE_S) -> None:
+        _check_deadline(deadline_s)
         self.handle = handle
+        self._deadline_s = deadline_s
         self._socket: socket.socket | None = None
         self._ids = itertools.count()
         self._lock = threading.Lock()
         self._reconnect = _Reconnect()
 
-    def call(self, method: str, *args: Any, call_timeout_s: float = 0.0) -> Any:
+    def call(self, method: str, *args: Any) -> Any:
         with self._lock:
             sock = self._connect()
             if sock is not None:
                 try:
-                    ok, value = self._exchange(sock, method, args, call_timeout_s)
+                    ok, value = self._exchange(sock, method, args)
                 except Exception as exc:  # closed, timed out, or a reply not unpicklable here
                     logger.info("line to %s broke (%s); the call goes through Ray", method, exc)
                     self._drop()
@@ -336,16 +409,21 @@ class SyncLine:
         return ray.get(getattr(self.handle, method).remote(*args))
 
     def _exchange(
-        self, sock: socket.socket, method: str, args: tuple[Any, ...], call_timeout_s: float
+        self, sock: socket.socket, method: str, args: tuple[Any, ...]
     ) -> tuple[bool, Any]:
+        """Send the call, then read frames (heartbeats skipped) until its reply; each read
+        waits at most the deadline (``socket.timeout`` breaks the line)."""
         call_id = next(self._ids)
-        sock.settimeout(call_timeout_s + SYNC_REPLY_MARGIN_S)
+        sock.settimeout(self._deadline_s)
         sock.sendall(_frame((call_id, method, args)))
-        (length,) = _FRAME.unpack(_receive(sock, _FRAME.size))
-        reply_id, ok, value = pickle.loads(_receive(sock, length))
-        if reply_id != call_id:
-            raise EOFError(f"line reply {reply_id} for call {call_id}")
-        return ok, value
+        while True:
+            (length,) = _FRAME.unpack(_receive(sock, _FRAME.size))
+            reply_id, ok, value = pickle.loads(_receive(sock, length))
+            if reply_id == _HEARTBEAT_ID:
+                continue
+            if reply_id != call_id:
+                raise EOFError(f"line reply {reply_id} for call {call_id}")
+            return ok, value
 
     def _connect(self) -> socket.socket | None:
         if self._socket is not None:
@@ -358,7 +436,7 @@ class SyncLine:
                 self._reconnect.failed()
                 return None
             sock = socket.create_connection((address.host, address.port), CONNECT_TIMEOUT_S)
-            _no_delay(sock)
+            _tune(sock)
             sock.sendall(address.token)
         except (OSError, ray.exceptions.RayError) as exc:
             logger.info("line: cannot connect (%s); calls go through Ray for now", exc)
@@ -378,10 +456,16 @@ class SyncLine:
             self._drop()
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"handle": self.handle}
+        return {"handle": self.handle, "deadline_s": self._deadline_s}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state["handle"])  # type: ignore[misc]
+        self.__init__(state["handle"], state["deadline_s"])  # type: ignore[misc]
+
+
+def _check_deadline(deadline_s: float) -> None:
+    """A deadline must leave room for two heartbeats, or a live callee would be given up."""
+    if deadline_s <= 2 * HEARTBEAT_S:
+        raise ValueError(f"a line's deadline must exceed {2 * HEARTBEAT_S} s (got {deadline_s})")
 
 
 class _NoLine:

@@ -33,8 +33,8 @@ from typing import Any
 
 from ray.util import metrics
 
-from drasi_ray.model.changes import parse_entry_id
 from drasi_ray.model.results import QueryResult, now_ms
+from drasi_ray.streams import admin
 from drasi_ray.streams.backend import RedisStreamBackend
 
 BATCH_BOUNDARIES: list[float] = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 5000]
@@ -156,18 +156,14 @@ async def group_gauges(
 ) -> tuple[int, int, int]:
     """(group lag, group pending, this consumer's pending) of ``group`` on ``stream``.
 
-    Lag is Redis's own ``lag`` (7.0+) or, on 6.2, the entries after the group's last delivered
-    id, counted with ``XRANGE`` (capped at :data:`LAG_COUNT_CAP`).
+    Lag by :mod:`drasi_ray.streams.admin`'s rule; where it must be counted (Redis 6.2), up to
+    :data:`LAG_COUNT_CAP` entries.
     """
     progress = await backend.group_progress(stream, group)
     own = next((c.pending for c in progress.consumers if c.name == consumer), 0)
-    lag = progress.lag
+    lag = admin.known_lag(progress, await backend.stream_last_id(stream) or admin.NO_ID)
     if lag is None:
-        last = await backend.stream_last_id(stream) or "0-0"
-        if parse_entry_id(last) <= parse_entry_id(progress.last_delivered_id):
-            lag = 0
-        else:
-            after = "(" + progress.last_delivered_id
-            entries: Any = await backend.client.xrange(stream, after, "+", count=LAG_COUNT_CAP)
-            lag = len(entries)
+        after = "(" + progress.last_delivered_id
+        entries: Any = await backend.client.xrange(stream, after, "+", count=LAG_COUNT_CAP)
+        lag = len(entries)
     return lag, progress.pending, own

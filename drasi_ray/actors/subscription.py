@@ -48,7 +48,7 @@ class Subscription:
 
     def next(self, timeout: float = 1.0) -> list[QueryResult]:
         """Wait up to ``timeout`` seconds for results; returns what arrived (maybe nothing)."""
-        items = self._line.call("take", self._subscriber_id, None, timeout, call_timeout_s=timeout)
+        items = self._line.call("take", self._subscriber_id, None, timeout)
         return self._keep(items)
 
     def __iter__(self) -> Iterator[QueryResult]:

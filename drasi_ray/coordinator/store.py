@@ -33,9 +33,6 @@ Drasi's plain upsert semantics step for step.
 visible element changed. "Changed" is strict: ``1``, ``1.0`` and ``true`` are different values
 here even though Python's ``==`` says otherwise, so a type change is never lost.
 
-Cost (CPU time on the 2-core development machine): about 3.3 µs per applied insert or update
-of a 3-property element, building the delta's Element included; 0.7 µs to drop a redelivery.
-
 Tombstones are kept until :meth:`ElementStore.forget_tombstones` is told that no change older
 than a bound can arrive any more (the consumers work that bound out from the stream: see
 :meth:`~drasi_ray.streams.backend.RedisStreamBackend.tombstone_bound`). Forgetting one sooner
@@ -43,8 +40,8 @@ would let an older change that arrives late resurrect a deleted element.
 
 **Persisted record format** (:meth:`ElementStore.snapshot_element`, orjson with sorted keys,
 never pickle; the same set of applied changes gives the same bytes, whatever their order). A
-JSON array, positional because the coordinator writes one per changed element per batch (1.3 µs
-against 2.8 µs for the keyed format 1, which still loads)::
+JSON array, positional because the coordinator writes one per changed element per batch (about
+half the cost of the keyed format 1, which still loads)::
 
     [2,
      reset,          # [ms, seq, index] of the latest insert/delete; null: none yet

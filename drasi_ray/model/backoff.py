@@ -1,4 +1,11 @@
-"""Capped exponential backoff with full jitter: how the package's retry loops wait."""
+"""Capped exponential backoff with equal jitter: how every retry loop of the package waits.
+
+Attempt ``n`` (from 0) waits a random time between half and all of
+``min(cap, initial * 2**n)``: "equal jitter". Retries of many clients spread out (no
+thundering herd when Redis comes back), and unlike full jitter a retry never comes at once
+after a failure: a failing call is never hot-looped. Consumers, the durable state, the
+reactions, the direct lines' reconnects and the chaos run's producer all wait this way.
+"""
 
 from __future__ import annotations
 
@@ -15,7 +22,7 @@ T = TypeVar("T")
 
 
 class Backoff:
-    """Capped exponential backoff with full jitter."""
+    """The delays of one retry loop (see the module docstring); :meth:`reset` on success."""
 
     def __init__(self, initial_s: float = INITIAL_BACKOFF_S, cap_s: float = MAX_BACKOFF_S) -> None:
         self._initial = initial_s
@@ -25,10 +32,14 @@ class Backoff:
     def reset(self) -> None:
         self._attempt = 0
 
-    async def wait(self) -> None:
+    def next_delay(self) -> float:
+        """The next wait, in seconds (counts as an attempt)."""
         ceiling = min(self._cap, self._initial * (2**self._attempt))
         self._attempt += 1
-        await asyncio.sleep(random.uniform(ceiling / 2, ceiling))
+        return random.uniform(ceiling / 2, ceiling)
+
+    async def wait(self) -> None:
+        await asyncio.sleep(self.next_delay())
 
 
 async def outlasting(

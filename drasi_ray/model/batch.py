@@ -6,18 +6,14 @@ snapshot) and :class:`ResultBatch` (query -> subscriber: results). Pickled objec
 frozen dataclasses cost more than decoding them (``dataclasses.fields()`` per object, on both
 sides); these classes pickle as a few flat columns of strings, numbers and property dicts,
 which pickle at C speed, and rebuild the objects on the other side with the fast constructors
-of :mod:`drasi_ray.model._construct` (an :class:`EntryBatch` only when read: the coordinator applies
-its rows as they are). Measured on 500 sensor updates: 9.8 -> 1.8 µs per entry to pickle,
-17 -> 4.7 µs to unpickle with the objects rebuilt (``bench.ingest`` section (m) has the current
-figures).
+of :mod:`drasi_ray.model._construct` (an :class:`EntryBatch` only when read: the coordinator
+applies its rows as they are). ``bench.ingest`` section (m) measures the costs.
 
 A consumer's batch (built by :class:`EntryBatchBuilder` from decoded JSON) goes one step
 further: its rows travel as one MessagePack blob (msgspec, in C) and are decoded back into the
-same typed rows. Ray pickles arguments with cloudpickle, which took 3.3 ms for the columns of
-1,500 sensor updates (the stdlib's C pickler 2.3 ms) where msgspec encodes them in 0.6 ms
-(decoding: 2.1 ms against 2.3 ms for unpickling); the consumer pays that on every batch. The
-coordinator's :class:`DeltaBatch` does the same while its store holds only JSON values (1,500
-deltas: 3.0 -> 1.1 ms to pickle). A blob over :data:`COMPRESS_ABOVE` bytes travels
+same typed rows, which costs less than Ray's cloudpickle of the same columns; the consumer pays
+that on every batch. The coordinator's :class:`DeltaBatch` does the same while its store holds
+only JSON values. A blob over :data:`COMPRESS_ABOVE` bytes travels
 lz4-compressed, which keeps a batch of a few thousand changes under the size at which Ray moves
 a call's arguments through its object store.
 """
@@ -233,9 +229,8 @@ class ResultBatch(_Batch):
     returns them, pickled as five flat columns.
 
     Ray serializes a returned list with MessagePack and hands each object MessagePack cannot
-    carry to a cloudpickle pickler *of its own*: 4.2 µs per result (75 results, in process),
-    against 0.9 µs for the columns of one batch, and the query actor pays it for every result
-    it hands to every subscriber.
+    carry to a cloudpickle pickler *of its own*, several times the cost of the columns of one
+    batch, and the query actor would pay it for every result it hands to every subscriber.
     """
 
     __slots__ = ()
@@ -370,10 +365,8 @@ _PACKED_DELTAS = msgspec.msgpack.Decoder(
 COMPRESS_ABOVE = 90 * 1024
 """Packed blobs larger than this (bytes) travel lz4-compressed: just under the 100 KiB
 (``max_direct_call_object_size``) above which Ray passes a call's arguments through its object
-store, which cost 1.5 ms more per call here and ~2.7 ms more CPU across caller, callee and
-raylet (README). lz4 shrinks the 242 KB of 1,500 sensor updates to 67 KB in 0.26 ms and
-restores them in 0.13 ms; a smaller blob is sent as it is (compressing it would save no call
-cost)."""
+store, which costs more per call than lz4 (README, "Machine facts"); a smaller blob is sent as
+it is (compressing it would save no call cost)."""
 
 
 def _packed(value: Any) -> tuple[bytes, bool] | None:

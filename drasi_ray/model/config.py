@@ -196,12 +196,29 @@ class RayConfig(_Model):
 
 
 class StateConfig(_Model):
-    """Where the state that must survive restarts lives (see :mod:`drasi_ray.coordinator.state`)."""
+    """Where the state that must survive restarts lives (:mod:`drasi_ray.coordinator.state`).
+
+    The default-Redis rule, written once here for the app and the command line alike: durable
+    state lives in ``redis_url``, else in the app's first source's Redis; results of a platform
+    reaction without a ``redis_url`` go to ``redis_url``, else to the query's first source's
+    Redis (Drasi keeps results beside the change feed).
+    """
 
     durable: bool = Field(
         True, description="keep the element store, subscriptions and sequences in Redis"
     )
     redis_url: str | None = Field(None, description="default: the first source's redis_url")
+
+    def state_redis_url(self, first_source_url: str | None) -> str | None:
+        """The Redis holding durable state; None when state is in memory only (or there is
+        no Redis to hold it)."""
+        if not self.durable:
+            return None
+        return self.redis_url if self.redis_url is not None else first_source_url
+
+    def results_redis_url(self, query_source_url: str | None) -> str | None:
+        """Where a platform reaction without a ``redis_url`` writes results."""
+        return self.redis_url if self.redis_url is not None else query_source_url
 
 
 class SparkConfig(_Model):

@@ -61,22 +61,23 @@ def client(url: str) -> redis.Redis:
 def result_location(config: AppConfig, query: QueryConfig) -> tuple[str, str] | None:
     """(redis url, stream) of the query's platform reaction; None if it has none.
 
-    Defaults as the app resolves them: the state Redis, else the first source's Redis.
+    Defaults as the app resolves them (:meth:`StateConfig.results_redis_url`).
     """
     reaction = next((r for r in query.reactions if isinstance(r, PlatformReaction)), None)
     if reaction is None:
         return None
-    url = reaction.redis_url or config.state.redis_url or _source_url(config, query.sources[0])
+    url = reaction.redis_url or config.state.results_redis_url(
+        _source_url(config, query.sources[0])
+    )
     if url is None:
         raise ConfigError(f"query {query.id!r}: no Redis for its platform reaction")
     return url, reaction.stream or keys.result_stream(query.id)
 
 
 def state_url(config: AppConfig) -> str | None:
-    """The Redis holding the app's durable state (sequence counters)."""
-    if config.state.redis_url is not None:
-        return config.state.redis_url
-    return config.sources[0].properties.redis_url if config.sources else None
+    """The Redis holding the app's durable state (:meth:`StateConfig.state_redis_url`)."""
+    first = config.sources[0].properties.redis_url if config.sources else None
+    return config.state.state_redis_url(first)
 
 
 def _source_url(config: AppConfig, source_id: str) -> str | None:

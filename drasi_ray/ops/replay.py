@@ -12,10 +12,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-import redis
-
 from drasi_ray.model.config import PlatformSourceConfig
 from drasi_ray.ops import common
+from drasi_ray.streams import admin
 
 HELP = """\
 Sets the consumer group's last-delivered id to ID, so every entry after it is delivered again.
@@ -55,14 +54,10 @@ def run(args: argparse.Namespace) -> int:
 def set_position(props: PlatformSourceConfig, start: str) -> str:
     """``XGROUP SETID`` (creating the group there if missing); returns the previous position."""
     with common.client(props.redis_url) as client:
-        groups: Any = []
-        try:
-            groups = client.xinfo_groups(props.stream_key)
-        except redis.ResponseError:  # no stream yet: MKSTREAM below creates it
-            groups = []
-        current = next((g for g in groups if common.text(g["name"]) == props.consumer_group), None)
-        if current is None:
-            client.xgroup_create(props.stream_key, props.consumer_group, id=start, mkstream=True)
+        stream, group = props.stream_key, props.consumer_group
+        current = admin.group_progress(client, stream, group, consumers=False)
+        if current is None:  # no group (or no stream yet: MKSTREAM creates it)
+            client.xgroup_create(stream, group, id=start, mkstream=True)
             return "(no group)"
-        client.xgroup_setid(props.stream_key, props.consumer_group, start)
-        return common.text(current["last-delivered-id"])
+        client.xgroup_setid(stream, group, start)
+        return current.last_delivered_id

@@ -118,8 +118,7 @@ class StatusLine:
         parts = []
         for spec in self._config.sources:
             s = source_status(spec)
-            consumers = len(s["consumers"])
-            parts.append(f"{spec.id} lag {s['lag']} pending {s['pending']} consumers {consumers}")
+            parts.append(f"{spec.id} lag {s.lag} pending {s.pending} consumers {len(s.consumers)}")
         for query_id, info in app.status().get("queries", {}).items():
             reactions = info.get("reactions", [])
             bad = [r["kind"] for r in reactions if r.get("state") != "running" or r["dropped"]]

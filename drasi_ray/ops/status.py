@@ -11,16 +11,18 @@ from __future__ import annotations
 
 import argparse
 import collections
+import dataclasses
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
 import redis
 
 from drasi_ray.model import encoding, keys
-from drasi_ray.model.changes import parse_entry_id
 from drasi_ray.model.config import AppConfig, QueryConfig, SourceSpec
 from drasi_ray.model.results import diffs_from_platform_event
 from drasi_ray.ops import common
+from drasi_ray.streams import admin
 
 LAG_COUNT_CAP = 100_000
 PAGE = 1000
@@ -49,104 +51,138 @@ def add_parser(commands: Any) -> None:
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
 
+@dataclass(frozen=True, slots=True)
+class ConsumerStatus:
+    """One consumer of a source's group: its pending entries and idle time."""
+
+    name: str
+    pending: int
+    idle_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class SourceStatus:
+    """A source's stream, group and dead letters. Without a group, everything in the stream
+    is lag and ``last_delivered_id`` is None."""
+
+    stream: str
+    length: int
+    last_id: str
+    group: str
+    group_exists: bool
+    dead_letters: int
+    dead_letter_stream: str
+    last_delivered_id: str | None
+    lag: int
+    lag_capped: bool
+    pending: int
+    consumers: tuple[ConsumerStatus, ...]
+
+    def as_dict(self) -> dict[str, Any]:
+        """The ``--json`` form (no ``last_delivered_id`` when there is no group)."""
+        report = _fields(self)
+        report["consumers"] = [_fields(consumer) for consumer in self.consumers]
+        if self.last_delivered_id is None:
+            del report["last_delivered_id"]
+        return report
+
+
+@dataclass(frozen=True, slots=True)
+class QueryStatus:
+    """A query's last result sequence (durable state) and what its result stream holds; the
+    stream fields are None without a platform reaction."""
+
+    last_sequence: int | None
+    result_stream: str | None
+    result_entries: int | None
+    rows: int | None
+    stream_sequence: int | None
+
+    def as_dict(self) -> dict[str, Any]:
+        """The ``--json`` form (no ``result_entries`` without a result stream)."""
+        report = _fields(self)
+        if self.result_stream is None:
+            del report["result_entries"]
+        return report
+
+
+@dataclass(frozen=True, slots=True)
+class AppStatus:
+    """The whole report: per source and per query, from Redis alone."""
+
+    app: str
+    sources: dict[str, SourceStatus]
+    queries: dict[str, QueryStatus]
+
+    def as_dict(self) -> dict[str, Any]:
+        """The ``--json`` document."""
+        return {
+            "app": self.app,
+            "sources": {name: source.as_dict() for name, source in self.sources.items()},
+            "queries": {name: query.as_dict() for name, query in self.queries.items()},
+        }
+
+
+def _fields(record: Any) -> dict[str, Any]:
+    return {field.name: getattr(record, field.name) for field in dataclasses.fields(record)}
+
+
 def run(args: argparse.Namespace) -> int:
     config = common.load_app(args.config, args.redis_url)
     report = app_status(config)
-    print(encoding.dumps(report, indent=True).decode() if args.json else render(report))
+    print(encoding.dumps(report.as_dict(), indent=True).decode() if args.json else render(report))
     return 0
 
 
-def app_status(config: AppConfig) -> dict[str, Any]:
-    """The whole report (the ``--json`` document)."""
-    return {
-        "app": config.id,
-        "sources": {spec.id: source_status(spec) for spec in config.sources},
-        "queries": {query.id: query_status(config, query) for query in config.queries},
-    }
+def app_status(config: AppConfig) -> AppStatus:
+    """The whole report."""
+    return AppStatus(
+        app=config.id,
+        sources={spec.id: source_status(spec) for spec in config.sources},
+        queries={query.id: query_status(config, query) for query in config.queries},
+    )
 
 
-def source_status(spec: SourceSpec) -> dict[str, Any]:
+def source_status(spec: SourceSpec) -> SourceStatus:
     props = spec.properties
     with common.client(props.redis_url) as client:
         length = int(client.xlen(props.stream_key))
-        last_id = _last_generated(client, props.stream_key)
-        group = _group(client, props.stream_key, props.consumer_group)
-        report: dict[str, Any] = {
-            "stream": props.stream_key,
-            "length": length,
-            "last_id": last_id,
-            "group": props.consumer_group,
-            "group_exists": group is not None,
-            "dead_letters": int(client.xlen(props.dead_letter_key)),
-            "dead_letter_stream": props.dead_letter_key,
-        }
-        if group is None:
-            report.update(lag=length, lag_capped=False, pending=0, consumers=[])
-            return report
-        delivered = common.text(group["last-delivered-id"])
-        lag, capped = _lag(client, props.stream_key, group, last_id, delivered)
-        report.update(
-            last_delivered_id=delivered,
+        progress = admin.group_progress(client, props.stream_key, props.consumer_group)
+        lag, capped = (length, False)
+        if progress is not None:
+            lag, capped = admin.lag(client, props.stream_key, progress, LAG_COUNT_CAP)
+        return SourceStatus(
+            stream=props.stream_key,
+            length=length,
+            last_id=admin.last_generated_id(client, props.stream_key),
+            group=props.consumer_group,
+            group_exists=progress is not None,
+            dead_letters=int(client.xlen(props.dead_letter_key)),
+            dead_letter_stream=props.dead_letter_key,
+            last_delivered_id=None if progress is None else progress.last_delivered_id,
             lag=lag,
             lag_capped=capped,
-            pending=int(group["pending"]),
-            consumers=_consumers(client, props.stream_key, props.consumer_group),
+            pending=0 if progress is None else progress.pending,
+            consumers=()
+            if progress is None
+            else tuple(ConsumerStatus(c.name, c.pending, c.idle_ms) for c in progress.consumers),
         )
-        return report
 
 
-def _last_generated(client: redis.Redis, stream: str) -> str:
-    try:
-        info: Any = client.xinfo_stream(stream)
-    except redis.ResponseError:
-        return "0-0"
-    return common.text(info.get("last-generated-id", b"0-0"))
-
-
-def _group(client: redis.Redis, stream: str, group: str) -> dict[str, Any] | None:
-    try:
-        groups: Any = client.xinfo_groups(stream)
-    except redis.ResponseError:
-        return None
-    return next((g for g in groups if common.text(g["name"]) == group), None)
-
-
-def _lag(
-    client: redis.Redis, stream: str, group: dict[str, Any], last_id: str, delivered: str
-) -> tuple[int, bool]:
-    """(entries not yet delivered to the group, whether the count hit the cap)."""
-    if group.get("lag") is not None:
-        return int(group["lag"]), False
-    if parse_entry_id(last_id) <= parse_entry_id(delivered):
-        return 0, False
-    entries: Any = client.xrange(stream, "(" + delivered, "+", count=LAG_COUNT_CAP)
-    return len(entries), len(entries) >= LAG_COUNT_CAP
-
-
-def _consumers(client: redis.Redis, stream: str, group: str) -> list[dict[str, Any]]:
-    found: Any = client.xinfo_consumers(stream, group)
-    return [
-        {"name": common.text(c["name"]), "pending": int(c["pending"]), "idle_ms": int(c["idle"])}
-        for c in found
-    ]
-
-
-def query_status(config: AppConfig, query: QueryConfig) -> dict[str, Any]:
-    report: dict[str, Any] = {"last_sequence": _state_sequence(config, query.id)}
+def query_status(config: AppConfig, query: QueryConfig) -> QueryStatus:
+    last_sequence = _state_sequence(config, query.id)
     location = common.result_location(config, query)
     if location is None:
-        report.update(result_stream=None, rows=None, stream_sequence=None)
-        return report
+        return QueryStatus(last_sequence, None, None, None, None)
     url, stream = location
     with common.client(url) as client:
         rows, entries, last = replay_rows(client, stream)
-    report.update(result_stream=stream, result_entries=entries, rows=rows, stream_sequence=last)
-    return report
+    return QueryStatus(last_sequence, stream, entries, rows, last)
 
 
 def _state_sequence(config: AppConfig, query_id: str) -> int | None:
     url = common.state_url(config)
-    if url is None or not config.state.durable:
+    if url is None:
         return None
     with common.client(url) as client:
         raw: Any = client.get(keys.result_sequence(config.id, query_id))
@@ -192,25 +228,21 @@ def _apply(rows: collections.Counter[bytes], diffs: list[dict[str, Any]]) -> Non
         rows[orjson.dumps(diff["after"], option=orjson.OPT_SORT_KEYS)] += 1
 
 
-def render(report: dict[str, Any]) -> str:
+def render(report: AppStatus) -> str:
     """The table form of :func:`app_status`."""
-    lines = [f"app {report['app']}", ""]
+    lines = [f"app {report.app}", ""]
     header = ("SOURCE", "STREAM", "LENGTH", "LAG", "PENDING", "DLQ", "CONSUMERS (pending/idle)")
     table: list[tuple[Any, ...]] = [header]
-    for source_id, s in report["sources"].items():
-        lag = f"{s['lag']}{'+' if s['lag_capped'] else ''}"
-        group = ", ".join(f"{c['name']} {c['pending']}/{c['idle_ms']}ms" for c in s["consumers"])
-        if not s["group_exists"]:
-            group = f"(no group {s['group']!r})"
-        table.append(
-            (source_id, s["stream"], s["length"], lag, s["pending"], s["dead_letters"], group)
-        )
+    for source_id, s in report.sources.items():
+        lag = f"{s.lag}{'+' if s.lag_capped else ''}"
+        group = ", ".join(f"{c.name} {c.pending}/{c.idle_ms}ms" for c in s.consumers)
+        if not s.group_exists:
+            group = f"(no group {s.group!r})"
+        table.append((source_id, s.stream, s.length, lag, s.pending, s.dead_letters, group))
     lines += [*_columns(table), ""]
     table = [("QUERY", "LAST SEQUENCE", "STREAM SEQUENCE", "ROWS", "RESULT STREAM")]
-    for query_id, q in report["queries"].items():
-        table.append(
-            (query_id, q["last_sequence"], q["stream_sequence"], q["rows"], q["result_stream"])
-        )
+    for query_id, q in report.queries.items():
+        table.append((query_id, q.last_sequence, q.stream_sequence, q.rows, q.result_stream))
     return "\n".join(lines + _columns(table))
 
 

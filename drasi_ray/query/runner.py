@@ -142,12 +142,15 @@ class InOrder:
     A coordinator link is identified by its epoch (increasing) and numbers its calls from 0,
     call 0 being the bootstrap that opens the epoch. A call of a newer epoch waits for that
     epoch's bootstrap; a call of an older epoch fails with :class:`StaleDeliveryError`, so a
-    link that a restart replaced can never block or interleave with the new one.
+    link that a restart replaced can never block or interleave with the new one. A call made
+    twice (a line that gave up on its callee resends it through Ray) runs once: the second
+    waits for the first and returns None.
     """
 
     def __init__(self) -> None:
         self.epoch = -1
         self.expected = 0
+        self._running: int | None = None  # the number of the current epoch's call under way
         self._turn = asyncio.Condition()
 
     async def run(
@@ -155,19 +158,24 @@ class InOrder:
     ) -> Any:
         async with self._turn:
             if number == 0 and epoch > self.epoch:
-                self.epoch, self.expected = epoch, 0
+                self.epoch, self.expected, self._running = epoch, 0, None
                 self._turn.notify_all()
             await self._turn.wait_for(
-                lambda: self.epoch > epoch or (self.epoch == epoch and self.expected >= number)
+                lambda: (
+                    self.epoch > epoch
+                    or (self.epoch == epoch and self.expected >= number and self._running != number)
+                )
             )
             if self.epoch != epoch:
                 raise StaleDeliveryError(f"delivery {number} of replaced link {epoch}")
             if number < self.expected:  # already applied
                 return None
+            self._running = number
         try:
             return await work()
         finally:
             async with self._turn:
                 if self.epoch == epoch:
                     self.expected = number + 1
+                    self._running = None
                 self._turn.notify_all()

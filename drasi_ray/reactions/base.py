@@ -22,10 +22,10 @@ import asyncio
 import collections
 import contextlib
 import logging
-import random
 from collections.abc import Sequence
 from typing import Any, Generic, TypeVar
 
+from drasi_ray.model.backoff import Backoff
 from drasi_ray.model.reaction_specs import AnyReaction
 from drasi_ray.model.results import ControlResult, Delivered
 
@@ -148,8 +148,9 @@ class ReactionWorker:
         return True
 
     async def _with_retry(self, action: Any, what: str) -> None:
-        """Await ``action()`` until it succeeds, backing off (with jitter) between attempts."""
-        delay = self.spec.retry_initial_ms / 1000
+        """Await ``action()`` until it succeeds, backing off between attempts (from
+        ``retry_initial_ms`` up to ``retry_max_ms``: :class:`~drasi_ray.model.backoff.Backoff`)."""
+        backoff = Backoff(self.spec.retry_initial_ms / 1000, self.spec.retry_max_ms / 1000)
         while True:
             try:
                 await action()
@@ -160,8 +161,7 @@ class ReactionWorker:
                 self.state = "retrying"
                 self.last_error = f"{type(exc).__name__}: {exc}"
                 logger.warning("reaction %s: %s failed (%s); retrying", self.name, what, exc)
-                await asyncio.sleep(random.uniform(delay / 2, delay))
-                delay = min(delay * 2, self.spec.retry_max_ms / 1000)
+                await backoff.wait()
             else:
                 if self.state == "retrying":
                     self.state = "running"

@@ -34,7 +34,7 @@ from drasi_ray.model import keys, urls
 from drasi_ray.model._construct import slot_setters
 from drasi_ray.model.changes import parse_entry_id
 from drasi_ray.model.errors import AckError, GroupMissingError, StreamError
-from drasi_ray.streams import redis_errors, resp
+from drasi_ray.streams import admin, redis_errors, resp
 from drasi_ray.streams.records import (
     ClaimResult,
     ConsumerInfo,
@@ -88,16 +88,6 @@ def _entries(raw: Iterable[Any]) -> tuple[list[StreamEntry], int]:
         _ENTRY_FIELDS(entry, None if fields is None else _pairs(fields))
         out.append(entry)
     return out, nils
-
-
-def _flat_info(raw: list[Any]) -> dict[str, Any]:
-    """``[b"name", v, b"pending", v, ...]`` (an ``XINFO`` record) -> ``{"name": v, ...}``."""
-    it = iter(raw)
-    return {key.decode(): value for key, value in zip(it, it, strict=False)}
-
-
-def _text(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
 
 
 def _id_before(entry_id: str) -> str:
@@ -174,7 +164,7 @@ class RedisStreamBackend:
         try:
             return await self._execute("XINFO", subcommand, stream)
         except rexc.ResponseError as exc:
-            if "no such key" in str(exc):
+            if admin.is_missing_key(exc):
                 return None
             raise self._error(exc, operation, stream, group) from exc
         except (rexc.RedisError, OSError) as exc:
@@ -412,7 +402,7 @@ class RedisStreamBackend:
     async def stream_last_id(self, stream: str) -> str | None:
         """The stream's last generated id ("0-0" if never written), None if it does not exist."""
         reply = await self._xinfo("STREAM", stream)
-        return None if reply is None else _text(_flat_info(reply)["last-generated-id"])
+        return None if reply is None else admin.last_id_of(reply)
 
     async def group_progress(self, stream: str, group: str) -> GroupProgress:
         """The group's last delivered id, pending count and consumers.
@@ -426,16 +416,11 @@ class RedisStreamBackend:
                 stream,
                 group,
             )
-        return _progress(group, info, await self._consumers(stream, group))
+        return admin.progress_of(group, info, await self._consumers(stream, group))
 
     async def _group_info(self, stream: str, group: str) -> dict[str, Any] | None:
         """``group``'s ``XINFO GROUPS`` record, or None if the stream or the group is missing."""
-        wanted = group.encode()
-        for raw in await self._xinfo("GROUPS", stream, group) or ():
-            info = _flat_info(raw)
-            if info["name"] == wanted:
-                return info
-        return None
+        return admin.group_record(await self._xinfo("GROUPS", stream, group), group)
 
     async def trim_acked(self, stream: str) -> int:
         """Delete the entries every group of ``stream`` has acked (``XTRIM MINID``).
@@ -445,7 +430,7 @@ class RedisStreamBackend:
         stream with no group is left alone. Returns the number of entries deleted.
         """
         groups = await self._xinfo("GROUPS", stream)
-        floors = [await self._group_floor(stream, _flat_info(raw)) for raw in groups or ()]
+        floors = [await self._group_floor(stream, admin.flat_info(raw)) for raw in groups or ()]
         if not floors:
             return 0
         floor = min(floors)
@@ -482,26 +467,23 @@ class RedisStreamBackend:
         now_ms = int(seconds) * 1000 + int(micros) // 1000
         bounds = [floor, (now_ms - min_age_ms + 1, 0)]  # entries of that ms are old enough
         if oldest:
-            bounds.append(parse_entry_id(_text(oldest[0][0])))
+            bounds.append(parse_entry_id(admin.text(oldest[0][0])))
         return min(bounds)
 
     async def _group_floor(self, stream: str, info: dict[str, Any]) -> tuple[int, int]:
-        group = _text(info["name"])
+        group = admin.text(info["name"])
         if int(info["pending"]) > 0:
             summary = await self._call(stream, group, "XPENDING", stream, group)
             # ``info`` may be stale: acked since, nothing pending is left (a nil lowest id).
             # Every entry up to its last-delivered id was acked then, so the floor below holds.
             if summary[1] is not None:
-                return parse_entry_id(_text(summary[1]))
-        ms, seq = parse_entry_id(_text(info["last-delivered-id"]))
+                return parse_entry_id(admin.text(summary[1]))
+        ms, seq = parse_entry_id(admin.text(info["last-delivered-id"]))
         return (ms, seq + 1)
 
     async def _consumers(self, stream: str, group: str) -> tuple[ConsumerInfo, ...]:
         reply = await self._call(stream, group, "XINFO", "CONSUMERS", stream, group)
-        infos = (_flat_info(raw) for raw in reply)
-        return tuple(
-            ConsumerInfo(_text(i["name"]), int(i["pending"]), int(i["idle"])) for i in infos
-        )
+        return admin.consumers_of(reply)
 
     # -- dead letters --------------------------------------------------------------------
 
@@ -536,26 +518,11 @@ class RedisStreamBackend:
             ids = await pipe.execute()
         except (rexc.RedisError, OSError) as exc:
             raise self._error(exc, "XADD", dlq_stream) from exc
-        return [_text(raw) for raw in ids if raw is not None]
+        return [admin.text(raw) for raw in ids if raw is not None]
 
     async def close(self) -> None:
         """Close the client and its connection pool. The backend is unusable afterwards."""
         await self._client.aclose(close_connection_pool=True)
-
-
-def _progress(
-    group: str, info: dict[str, Any], consumers: tuple[ConsumerInfo, ...]
-) -> GroupProgress:
-    entries_read = info.get("entries-read")
-    lag = info.get("lag")
-    return GroupProgress(
-        group=group,
-        last_delivered_id=_text(info["last-delivered-id"]),
-        pending=int(info["pending"]),
-        consumers=consumers,
-        entries_read=None if entries_read is None else int(entries_read),
-        lag=None if lag is None else int(lag),
-    )
 
 
 def _now_ms() -> int:

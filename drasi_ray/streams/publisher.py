@@ -1,18 +1,21 @@
 """Appending payloads to a stream: ``Publisher`` (sync) and ``AsyncPublisher`` (asyncio).
 
+Both run one core (:class:`_Appending`: the packed commands, the ids, the error); they differ
+only in how a chunk travels.
+
 For drivers, tests, the CLI and reactions writing result streams. Each payload becomes one
 entry with a single field (``data`` by default, the Drasi platform convention); building the
 payload bytes is the caller's job (e.g. ``decode.encode_cloud_event``).
 
 Writes are pipelined, ``chunk`` XADDs per round trip, non-transactional, and hand-packed
-(:mod:`drasi_ray.streams.resp`; ``python -m bench.publish`` measured 1.2-2.3x less CPU per
-entry than redis-py's pipeline, sync and asyncio alike, which matters to a producer sharing
-its machine). If a chunk fails midway, the entries before the failure are in the stream and
-the error says how many were written. Nothing is retried here: after a connection error the
-caller cannot know whether the last chunk's entries were written, so retrying is its choice (a
-retry may duplicate entries, which consumers tolerate: the element store applies by version).
-``maxlen`` trims with ``MAXLEN ~`` by default (``approximate=True``), which lets Redis trim
-whole macro nodes cheaply; the stream may then stay a little above ``maxlen``.
+(:mod:`drasi_ray.streams.resp`; ``python -m bench.publish`` compares it with redis-py's pipeline:
+less CPU per entry, which matters to a producer sharing its machine). If a chunk fails midway, the
+entries before the failure are in the stream and the error says how many were written. Nothing is
+retried here: after a connection error the caller cannot know whether the last chunk's entries were
+written, so retrying is its choice (a retry may duplicate entries, which consumers tolerate: the
+element store applies by version). ``maxlen`` trims with ``MAXLEN ~`` by default
+(``approximate=True``), which lets Redis trim whole macro nodes cheaply; the stream may then stay a
+little above ``maxlen``.
 """
 
 from __future__ import annotations
@@ -32,45 +35,70 @@ from drasi_ray.streams import redis_errors, resp
 DEFAULT_FIELD = b"data"
 
 
-def _chunks(payloads: Iterable[bytes], size: int) -> Iterator[list[bytes]]:
-    if size < 1:
-        raise ValueError(f"chunk must be >= 1 (got {size})")
-    it = iter(payloads)
-    while batch := list(islice(it, size)):
-        yield batch
+class _Appending:
+    """One ``publish`` call, whatever the client: the packed ``XADD`` commands chunk by chunk,
+    the ids written so far, and the error that says how many were written."""
+
+    def __init__(
+        self,
+        publisher: _Publishing,
+        stream: str,
+        field: bytes,
+        maxlen: int | None,
+        approximate: bool,
+    ) -> None:
+        self._publisher = publisher
+        self._stream = stream
+        head: list[resp.Arg] = ["XADD", stream]
+        if maxlen is not None:
+            head += ["MAXLEN", "~" if approximate else "=", maxlen]
+        self._head = (*head, "*", field)
+        self.ids: list[str] = []
+
+    def chunks(self, payloads: Iterable[bytes], size: int) -> Iterator[list[bytes]]:
+        """The packed ``XADD``s, ``size`` payloads at a time."""
+        if size < 1:
+            raise ValueError(f"chunk must be >= 1 (got {size})")
+        it = iter(payloads)
+        while batch := list(islice(it, size)):
+            yield [resp.pack((*self._head, payload)) for payload in batch]
+
+    def take(self, replies: list[Any]) -> None:
+        """Record a chunk's replies: the ids up to the first error reply, which is raised."""
+        for reply in replies:
+            if isinstance(reply, BaseException):
+                raise self.failure(reply) from reply
+            self.ids.append(reply.decode() if isinstance(reply, bytes) else str(reply))
+
+    def failure(self, exc: BaseException) -> StreamError:
+        """``exc`` as the error of this call, naming how many entries were written."""
+        operation = f"XADD to {self._stream!r} (after {len(self.ids)} entries written)"
+        publisher = self._publisher
+        return redis_errors.translate(exc, operation, publisher.target, publisher.secrets)
 
 
-def _xadds(
-    stream: str, payloads: list[bytes], field: bytes, maxlen: int | None, approximate: bool
-) -> list[bytes]:
-    """``XADD stream [MAXLEN ~|= n] * field payload`` for each payload, packed."""
-    head: list[resp.Arg] = ["XADD", stream]
-    if maxlen is not None:
-        head += ["MAXLEN", "~" if approximate else "=", maxlen]
-    head += ["*", field]
-    return [resp.pack((*head, payload)) for payload in payloads]
+class _Publishing:
+    """What both publishers hold: the server as messages name it, and the secrets to scrub."""
+
+    def __init__(self, target: str, secrets: tuple[str, ...]) -> None:
+        self.target = target
+        self.secrets = secrets
+
+    def _appending(
+        self, stream: str, field: bytes, maxlen: int | None, approximate: bool
+    ) -> _Appending:
+        return _Appending(self, stream, field, maxlen, approximate)
 
 
-def _written(replies: list[Any]) -> tuple[list[str], BaseException | None]:
-    """The ids of the replies up to the first error reply, and that error (or None)."""
-    ids: list[str] = []
-    for reply in replies:
-        if isinstance(reply, BaseException):
-            return ids, reply
-        ids.append(reply.decode() if isinstance(reply, bytes) else str(reply))
-    return ids, None
-
-
-class Publisher:
+class Publisher(_Publishing):
     """Synchronous publisher over a redis-py client (not thread-safe across pipelines)."""
 
     def __init__(
         self, client: redis.Redis, *, target: str = "redis", secrets: tuple[str, ...] = ()
     ) -> None:
         """Wrap ``client`` (``decode_responses`` must be False). Prefer :meth:`from_url`."""
+        super().__init__(target, secrets)
         self._client = client
-        self._target = target
-        self._secrets = secrets
 
     @classmethod
     def from_url(cls, url: str, **options: Any) -> Publisher:
@@ -89,17 +117,14 @@ class Publisher:
         chunk: int = 1000,
     ) -> list[str]:
         """XADD one entry per payload, in order; returns the new entry ids in order."""
-        ids: list[str] = []
-        for batch in _chunks(payloads, chunk):
-            commands = _xadds(stream, batch, field, maxlen, approximate)
+        appending = self._appending(stream, field, maxlen, approximate)
+        for commands in appending.chunks(payloads, chunk):
             try:
-                written, error = _written(resp.execute_packed_blocking(self._client, commands))
+                replies = resp.execute_packed_blocking(self._client, commands)
             except (rexc.RedisError, OSError) as exc:
-                raise self._error(exc, stream, len(ids)) from exc
-            ids += written
-            if error is not None:
-                raise self._error(error, stream, len(ids)) from error
-        return ids
+                raise appending.failure(exc) from exc
+            appending.take(replies)
+        return appending.ids
 
     def publish_one(
         self,
@@ -112,10 +137,6 @@ class Publisher:
         """XADD one entry; returns its id."""
         return self.publish(stream, [payload], field, maxlen, approximate)[0]
 
-    def _error(self, exc: BaseException, stream: str, written: int) -> StreamError:
-        operation = f"XADD to {stream!r} (after {written} entries written)"
-        return redis_errors.translate(exc, operation, self._target, self._secrets)
-
     def close(self) -> None:
         self._client.close()
 
@@ -126,15 +147,14 @@ class Publisher:
         self.close()
 
 
-class AsyncPublisher:
-    """The asyncio twin of :class:`Publisher` (same arguments, same contract)."""
+class AsyncPublisher(_Publishing):
+    """:class:`Publisher` for asyncio (same arguments, same contract, the same core)."""
 
     def __init__(
         self, client: aioredis.Redis, *, target: str = "redis", secrets: tuple[str, ...] = ()
     ) -> None:
+        super().__init__(target, secrets)
         self._client = client
-        self._target = target
-        self._secrets = secrets
 
     @classmethod
     def from_url(cls, url: str, **options: Any) -> AsyncPublisher:
@@ -153,17 +173,14 @@ class AsyncPublisher:
         chunk: int = 1000,
     ) -> list[str]:
         """XADD one entry per payload, in order; returns the new entry ids in order."""
-        ids: list[str] = []
-        for batch in _chunks(payloads, chunk):
-            commands = _xadds(stream, batch, field, maxlen, approximate)
+        appending = self._appending(stream, field, maxlen, approximate)
+        for commands in appending.chunks(payloads, chunk):
             try:
-                written, error = _written(await resp.execute_packed(self._client, commands))
+                replies = await resp.execute_packed(self._client, commands)
             except (rexc.RedisError, OSError) as exc:
-                raise self._error(exc, stream, len(ids)) from exc
-            ids += written
-            if error is not None:
-                raise self._error(error, stream, len(ids)) from error
-        return ids
+                raise appending.failure(exc) from exc
+            appending.take(replies)
+        return appending.ids
 
     async def publish_one(
         self,
@@ -175,10 +192,6 @@ class AsyncPublisher:
     ) -> str:
         """XADD one entry; returns its id."""
         return (await self.publish(stream, [payload], field, maxlen, approximate))[0]
-
-    def _error(self, exc: BaseException, stream: str, written: int) -> StreamError:
-        operation = f"XADD to {stream!r} (after {written} entries written)"
-        return redis_errors.translate(exc, operation, self._target, self._secrets)
 
     async def close(self) -> None:
         await self._client.aclose(close_connection_pool=True)

@@ -3,5 +3,6 @@
 - :mod:`.embedded_redis`: ``EmbeddedRedis``, a private throwaway redis-server;
 - :mod:`.failpoints`: deterministic fault injection (the process exits at a precise point);
 - :mod:`.conformance`: Drasi's scenario files run through the public API;
-- :mod:`.chaos`: the chaos run (``python -m drasi_ray.testing.chaos``).
+- :mod:`.chaos`: the chaos run (``python -m drasi_ray.testing.chaos``);
+- :mod:`.waiting`: ``wait_until``, the one way to wait on a condition.
 """

@@ -32,6 +32,7 @@ import redis
 
 from drasi_ray.app import DrasiRay
 from drasi_ray.coordinator.store import ElementStore
+from drasi_ray.model.backoff import Backoff
 from drasi_ray.model.changes import Op, node, parse_entry_id, relation
 from drasi_ray.model.config import RayConfig
 from drasi_ray.model.errors import DecodeError, DrasiRayError
@@ -235,12 +236,13 @@ class Chaos:
 
     def _publish_chunk(self, publisher: Publisher, url: str, chunk: Sequence[bytes]) -> Publisher:
         """Publish, retrying through Redis outages like a real producer would."""
-        for attempt in range(100):
+        backoff = Backoff(0.1, 2.0)
+        for _attempt in range(100):
             try:
                 publisher.publish(STREAM, chunk)
                 return publisher
             except DrasiRayError:
-                time.sleep(min(0.1 * 2**attempt, 2.0))
+                time.sleep(backoff.next_delay())
                 publisher.close()
                 publisher = Publisher.from_url(url)
         raise RuntimeError("could not publish through the Redis outage")

@@ -18,6 +18,7 @@ from drasi_ray.model.changes import Op, node
 from drasi_ray.ops import cli
 from drasi_ray.source.decode import change_event, encode_cloud_event
 from drasi_ray.streams.publisher import Publisher
+from drasi_ray.testing.waiting import wait_until
 
 SENSOR_QUERY = "MATCH (s:Sensor) RETURN s.id AS id, s.temperature AS temperature"
 
@@ -121,7 +122,7 @@ def test_replay_applies_history_the_group_skipped(
         assert app.results("all-sensors") == []
         app_yaml = _write_app(tmp_path, redis_url)
         assert cli.main(["replay", "sensors", "--from", "0", app_yaml]) == 0
-        _wait_for(lambda: len(app.results("all-sensors")) == 20)
+        wait_until(lambda: len(app.results("all-sensors")) == 20, what="the replayed rows")
         app.wait_until_idle(30)
         ids = sorted(row["id"] for row in app.results("all-sensors"))
     finally:
@@ -129,11 +130,10 @@ def test_replay_applies_history_the_group_skipped(
     assert ids == sorted(f"old-{i}" for i in range(20))
 
 
-def _wait_for(condition: object, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():  # type: ignore[operator]
-        assert time.monotonic() < deadline, "condition not reached"
-        time.sleep(0.05)
+def _applied(app: DrasiRay) -> int:
+    """Changes the coordinator applied so far."""
+    applied: int = app.status()["coordinator"]["applied"]
+    return applied
 
 
 def test_scale_up_and_down_while_changes_flow_loses_nothing(
@@ -161,11 +161,13 @@ def test_scale_up_and_down_while_changes_flow_loses_nothing(
         try:
             assert app.scale("sensors", 3) == 1
             assert len(client.xinfo_consumers("sensor-changes", "drasi-core")) == 3
-            time.sleep(1.0)
+            applied = _applied(app)  # changes flow through three consumers for a while
+            wait_until(lambda: _applied(app) >= applied + 200, what="changes through 3 consumers")
             assert app.scale("sensors", 1) == 3
             names = [c["name"] for c in client.xinfo_consumers("sensor-changes", "drasi-core")]
             assert names == [b"sensors-0"]
-            time.sleep(0.5)
+            applied = _applied(app)
+            wait_until(lambda: _applied(app) >= applied + 100, what="changes through 1 consumer")
         finally:
             stop.set()
             producer.join()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -25,6 +24,7 @@ from drasi_ray.model.results import diffs_from_platform_event
 from drasi_ray.source.decode import change_event, encode_cloud_event
 from drasi_ray.streams.publisher import Publisher
 from drasi_ray.testing.conformance import diffs_match, load_scenario
+from drasi_ray.testing.waiting import wait_until
 
 SCENARIOS = Path(__file__).parent.parent / "scenarios"
 CLOUD_EVENT_KEYS = {
@@ -179,15 +179,16 @@ def test_a_failing_reaction_blocks_neither_the_query_nor_the_others(
 
 def _wait_for_failures(app: DrasiRay) -> list[dict[str, Any]]:
     """Reaction statuses once every healthy reaction caught up and the failing ones failed."""
-    deadline = time.monotonic() + 30
-    while True:
+
+    def settled() -> list[dict[str, Any]] | None:
         statuses: list[dict[str, Any]] = app.status()["queries"]["hot"]["reactions"]
         healthy = [s for s in statuses if s["state"] == "running"]
         failing = [s for s in statuses if s["failures"] > 0]
-        if len(failing) == 2 and all(s["delivered"] >= 10 for s in healthy if s["kind"] != "log"):
-            return statuses
-        assert time.monotonic() < deadline, statuses
-        time.sleep(0.1)
+        caught_up = all(s["delivered"] >= 10 for s in healthy if s["kind"] != "log")
+        return statuses if len(failing) == 2 and caught_up else None
+
+    found: list[dict[str, Any]] = wait_until(settled, what="healthy reactions caught up")
+    return found
 
 
 def test_sequences_continue_above_the_result_stream_after_a_restart(

@@ -6,9 +6,8 @@ import gc
 import os
 import shutil
 import subprocess
-import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +26,7 @@ from drasi_ray.model.config import RayConfig
 from drasi_ray.source.decode import change_event, encode_cloud_event
 from drasi_ray.streams.publisher import Publisher
 from drasi_ray.testing.embedded_redis import EmbeddedRedis, find_redis_server
+from drasi_ray.testing.waiting import wait_until
 
 SENSOR_QUERY = (
     "MATCH (s:Sensor) WHERE s.temperature > 70 RETURN s.id AS id, s.temperature AS temperature"
@@ -276,7 +276,10 @@ def test_tombstones_are_forgotten_once_the_stream_no_longer_holds_older_entries(
             gone = [change_event(Op.DELETE, node(s, ["Sensor"], {}), 2) for s in ids]
             publisher.publish("swept-changes", [encode_cloud_event(gone)])
             app.wait_until_idle(30)
-            _wait_for(lambda: app.status()["coordinator"]["tombstones_forgotten"] == 10)
+            wait_until(
+                lambda: app.status()["coordinator"]["tombstones_forgotten"] == 10,
+                what="10 tombstones forgotten",
+            )
             assert app.status()["coordinator"]["tombstones"] == {"sensors": 0}
             assert client.hlen(keys.element_store(app.app_id, "sensors")) == 0
             # A forgotten id is an unknown id again: a new insert is simply an insert.
@@ -290,13 +293,6 @@ def test_tombstones_are_forgotten_once_the_stream_no_longer_holds_older_entries(
         *({"type": "DELETE", "data": {"id": s, "temperature": 80.0}} for s in ids),
         {"type": "ADD", "data": {"id": "s3", "temperature": 90.0}},
     ]
-
-
-def _wait_for(condition: Callable[[], bool], timeout_s: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        assert time.monotonic() < deadline, "condition not reached in time"
-        time.sleep(0.1)
 
 
 def _thread_nice_levels(actor: Any) -> tuple[int, set[int]]:

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import socket
 import struct
-import time
 from typing import Any
 
 import psutil
@@ -20,6 +20,7 @@ import ray
 
 from drasi_ray.actors.line import Line, LineAddress, LineServer, SyncLine
 from drasi_ray.model.errors import StaleDeliveryError
+from drasi_ray.testing.waiting import wait_until
 
 pytestmark = pytest.mark.usefixtures("ray_session")
 
@@ -55,8 +56,11 @@ class _Callee:
 
 @ray.remote
 class _Caller:
-    def __init__(self, callee: Any) -> None:
-        self._line = Line(callee)
+    def __init__(self, callee: Any, deadline_s: float = 10.0) -> None:
+        self._line = Line(callee, deadline_s)
+
+    async def fallbacks(self) -> int:
+        return self._line.fallbacks
 
     async def call(self, method: str, *args: Any) -> Any:
         return await self._line.call(method, *args)
@@ -77,23 +81,25 @@ def _callee(retries: int = -1) -> Any:
     return _Callee.options(**options).remote()  # type: ignore[attr-defined]
 
 
+def _served(callee: Any) -> int:
+    served: int = ray.get(callee.counts.remote())[1]
+    return served
+
+
 def _open_line(caller: Any, callee: Any) -> tuple[int, int]:
     """Call until a call came over the line (the first ones go through Ray while it opens);
     the callee's counts then."""
-    deadline = time.monotonic() + 30
-    while ray.get(callee.counts.remote())[1] == 0:
-        assert time.monotonic() < deadline, "the line never opened"
-        ray.get(caller.call.remote("pid"))
-        time.sleep(0.02)
+    wait_until(
+        lambda: ray.get(caller.call.remote("pid")) and _served(callee) > 0,
+        what="a call over the line",
+    )
     counts: tuple[int, int] = ray.get(callee.counts.remote())
     return counts
 
 
 def _kill_and_wait(callee: Any, pid: int) -> None:
     ray.kill(callee, no_restart=False)
-    deadline = time.monotonic() + 30
-    while psutil.pid_exists(pid) and time.monotonic() < deadline:
-        time.sleep(0.05)
+    wait_until(lambda: not psutil.pid_exists(pid), what=f"the end of process {pid}")
 
 
 def test_calls_go_over_the_line_in_either_direction_of_data() -> None:
@@ -147,8 +153,12 @@ def test_a_call_whose_callee_dies_is_made_again_through_ray_after_the_restart() 
     caller = _Caller.remote(callee)  # type: ignore[attr-defined]
     _open_line(caller, callee)
     first_pid = ray.get(caller.call.remote("pid"))
+    calls, served = ray.get(callee.counts.remote())
     pending = caller.call.remote("slow", "survived", 1.0)
-    time.sleep(0.3)  # the slow call is running on the line
+    wait_until(
+        lambda: ray.get(callee.counts.remote()) == (calls + 1, served + 1),
+        what="the slow call running on the line",
+    )
     _kill_and_wait(callee, first_pid)
     assert ray.get(pending, timeout=60) == "survived"
     assert ray.get(callee.counts.remote()) == (1, 0)  # the new life: the retry, through Ray
@@ -160,10 +170,40 @@ def test_a_call_whose_callee_dies_is_made_again_through_ray_after_the_restart() 
 def test_sync_line_from_the_driver_and_after_a_restart() -> None:
     callee = _callee()
     line = SyncLine(callee)
-    assert line.call("slow", "polled", 0.2, call_timeout_s=0.2) == "polled"
+    assert line.call("slow", "polled", 0.2) == "polled"
     first_pid = line.call("pid")
     _kill_and_wait(callee, first_pid)
     assert line.call("echo", "again") == "again"  # broken line: through Ray, waits the restart
     assert line.call("pid") != first_pid  # then a new line
     assert ray.get(callee.counts.remote()) == (1, 1)
     line.close()
+
+
+def test_a_frozen_callee_costs_a_call_the_deadline_then_ray_never_a_hang() -> None:
+    """SIGSTOP the callee mid-line: the waiting call hears nothing (no reply, no heartbeat),
+    gives the line up after its deadline and is made again through Ray, which completes
+    once the callee runs again (SIGCONT)."""
+    callee = _callee()
+    caller = _Caller.remote(callee, 2.5)  # type: ignore[attr-defined]
+    _open_line(caller, callee)
+    pid = ray.get(callee.pid.remote())
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        pending = caller.call.remote("echo", "through the fallback")
+        wait_until(lambda: ray.get(caller.fallbacks.remote()) == 1, what="the line's failover")
+        assert ray.wait([pending], timeout=0.5)[0] == []  # the Ray call waits for the callee
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    assert ray.get(pending, timeout=60) == "through the fallback"
+    assert ray.get(caller.fallbacks.remote()) == 1
+
+
+def test_a_call_that_waits_long_keeps_its_line_through_heartbeats() -> None:
+    """A call may wait far beyond the deadline (backpressure): the callee's heartbeats keep
+    the line, so it is neither given up nor run twice."""
+    callee = _callee()
+    caller = _Caller.remote(callee, 2.5)  # type: ignore[attr-defined]
+    calls, served = _open_line(caller, callee)
+    assert ray.get(caller.call.remote("slow", "waited", 6.0)) == "waited"
+    assert ray.get(caller.fallbacks.remote()) == 0
+    assert ray.get(callee.counts.remote()) == (calls + 1, served + 1)

@@ -16,6 +16,7 @@ from drasi_ray import (
     PlatformSourceConfig,
     Query,
     QuerySyntaxError,
+    StateConfig,
 )
 
 YAML = """
@@ -172,7 +173,7 @@ def test_passwords_never_show_in_reprs() -> None:
 
 def test_readme_documents_every_platform_source_option_with_its_lower_bound() -> None:
     """The README's option table names every field, and a ``>= n`` there is the field's bound."""
-    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    readme = (Path(__file__).parent.parent.parent / "README.md").read_text()
     for name, field in PlatformSourceConfig.model_fields.items():
         match = re.search(rf"^\| `{name}` \| [^|]* \| ([^|]*) \|", readme, re.MULTILINE)
         assert match, f"README has no row for platform source option {name!r}"
@@ -180,3 +181,14 @@ def test_readme_documents_every_platform_source_option_with_its_lower_bound() ->
         if stated:
             bounds = [m.ge for m in field.metadata if hasattr(m, "ge")]
             assert bounds == [int(stated.group(1))], f"{name}: README says {match.group(1)!r}"
+
+
+def test_the_default_redis_rule_is_one_rule_for_state_and_results() -> None:
+    source, state = "redis://source:6379", "redis://state:6379"
+    assert StateConfig().state_redis_url(source) == source
+    assert StateConfig(redis_url=state).state_redis_url(source) == state
+    assert StateConfig(durable=False, redis_url=state).state_redis_url(source) is None
+    assert StateConfig().state_redis_url(None) is None
+    assert StateConfig().results_redis_url(source) == source
+    assert StateConfig(redis_url=state).results_redis_url(source) == state
+    assert StateConfig(durable=False).results_redis_url(source) == source  # results stay
