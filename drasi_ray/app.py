@@ -120,7 +120,7 @@ class DrasiRay:
         """Add a continuous query; its text is parsed now, so errors surface here."""
         if query.id in self._queries:
             raise ConfigError(f"query {query.id!r} is already added")
-        engine = ContinuousQuery(query.id, query.query, query.parameters)
+        engine = ContinuousQuery(query.id, query.query, query.parameters, query.joins)
         self._queries[query.id] = query
         self._engines[query.id] = engine
         if self.running and query.auto_start:
