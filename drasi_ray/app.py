@@ -46,6 +46,7 @@ from drasi_ray.model.errors import ConfigError, NotRunningError, UnknownComponen
 from drasi_ray.model.reaction_specs import AnyReaction
 from drasi_ray.query.engine import ContinuousQuery
 from drasi_ray.reactions.factory import resolve_specs
+from drasi_ray.source.middleware import check_middleware
 from drasi_ray.source.platform import PlatformSource
 from drasi_ray.streams import progress
 
@@ -121,6 +122,7 @@ class DrasiRay:
         if query.id in self._queries:
             raise ConfigError(f"query {query.id!r} is already added")
         engine = ContinuousQuery(query.id, query.query, query.parameters, query.joins)
+        check_middleware(query.middleware, query.pipelines)
         self._queries[query.id] = query
         self._engines[query.id] = engine
         if self.running and query.auto_start:
@@ -322,6 +324,8 @@ class DrasiRay:
                 query.sources,
                 _labels(engine.node_labels),
                 _labels(engine.relation_labels),
+                query.middleware,
+                query.pipelines,
             )
         )
 
