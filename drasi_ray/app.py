@@ -46,6 +46,7 @@ from drasi_ray.model.errors import ConfigError, NotRunningError, UnknownComponen
 from drasi_ray.model.reaction_specs import AnyReaction
 from drasi_ray.query.engine import ContinuousQuery
 from drasi_ray.reactions.factory import resolve_specs
+from drasi_ray.source.middleware import check_middleware
 from drasi_ray.source.platform import PlatformSource
 from drasi_ray.streams import admin
 
@@ -120,7 +121,8 @@ class DrasiRay:
         """Add a continuous query; its text is parsed now, so errors surface here."""
         if query.id in self._queries:
             raise ConfigError(f"query {query.id!r} is already added")
-        engine = ContinuousQuery(query.id, query.query, query.parameters)
+        engine = ContinuousQuery(query.id, query.query, query.parameters, query.joins)
+        check_middleware(query.middleware, query.pipelines)
         self._queries[query.id] = query
         self._engines[query.id] = engine
         if self.running and query.auto_start:
@@ -315,6 +317,8 @@ class DrasiRay:
                 query.sources,
                 _labels(engine.node_labels),
                 _labels(engine.relation_labels),
+                query.middleware,
+                query.pipelines,
             )
         )
 

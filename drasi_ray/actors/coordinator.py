@@ -29,7 +29,7 @@ import gc
 import logging
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,6 +46,7 @@ from drasi_ray.coordinator.store import ElementStore
 from drasi_ray.model.backoff import outlasting
 from drasi_ray.model.batch import DeltaBatch, ElementBatch
 from drasi_ray.model.changes import DecodedEntry, Element
+from drasi_ray.model.query_specs import MiddlewareSpec
 
 logger = logging.getLogger("drasi_ray.coordinator")
 
@@ -177,6 +178,12 @@ class CoordinatorActor:
             return
         sources = self._core.table.sources_of(query_id)
         try:
+            middleware, pipelines = await handle.middleware_setup.remote()
+            self._core.middleware.subscribe(query_id, middleware, pipelines, self._core.stores)
+        except ray.exceptions.RayActorError as exc:
+            logger.warning("query actor of %s is gone (%s); it re-registers", query_id, exc)
+            return
+        try:
             # A query actor restarting at the same time (both killed) is unavailable for a
             # moment: wait it out. Were it left unlinked, nothing would deliver to it again
             # unless it re-registers, and a failure here would fail the whole recovery.
@@ -213,15 +220,21 @@ class CoordinatorActor:
         sources: Sequence[str],
         node_labels: Sequence[str] | None,
         relation_labels: Sequence[str] | None,
+        middleware: Sequence[MiddlewareSpec] = (),
+        pipelines: Mapping[str, Sequence[str]] | None = None,
     ) -> int:
         """Subscribe a query and bootstrap it from the store; returns the elements loaded.
 
-        Registration, snapshot and the bootstrap delivery are issued in one event-loop step,
-        so the query sees exactly the changes applied after its snapshot.
+        ``pipelines`` (source id -> middleware names, declared in ``middleware``) make the
+        query see those sources through its middleware
+        (:mod:`drasi_ray.coordinator.middleware`). Registration, snapshot and the bootstrap
+        delivery are issued in one event-loop step, so the query sees exactly the changes
+        applied after its snapshot.
         """
         await self._loaded
         handle = ray.get_actor(actor_name, namespace=self._namespace)
         labels = LabelFilter.of(node_labels, relation_labels)
+        self._core.middleware.subscribe(query_id, middleware, pipelines or {}, self._core.stores)
         self._core.table.register_query(query_id, sources, labels)
         loaded = await self._bootstrap(query_id, handle, sources)
         await self._save_table()
@@ -230,6 +243,7 @@ class CoordinatorActor:
     async def unregister_query(self, query_id: str) -> None:
         await self._loaded
         self._core.table.unregister_query(query_id)
+        self._core.middleware.unsubscribe(query_id)
         link = self._queries.pop(query_id, None)
         if link is not None:
             link.line.close()

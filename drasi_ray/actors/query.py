@@ -29,6 +29,7 @@ from drasi_ray.coordinator.state import SequenceKeeper, StateStore
 from drasi_ray.model.batch import ResultBatch
 from drasi_ray.model.changes import Element, ElementDelta
 from drasi_ray.model.config import DispatchMode, QueryConfig
+from drasi_ray.model.query_specs import MiddlewareSpec
 from drasi_ray.model.reaction_specs import AnyReaction
 from drasi_ray.model.results import ControlSignal
 from drasi_ray.query.runner import InOrder, QueryRunner, grouping_keys
@@ -113,7 +114,14 @@ class QueryActor:
             self._runner.config.sources,
             None if engine.node_labels is None else sorted(engine.node_labels),
             None if engine.relation_labels is None else sorted(engine.relation_labels),
+            self._runner.config.middleware,
+            self._runner.config.pipelines,
         )
+
+    def middleware_setup(self) -> tuple[tuple[MiddlewareSpec, ...], dict[str, tuple[str, ...]]]:
+        """The query's middleware and source pipelines (a restarted coordinator asks)."""
+        config = self._runner.config
+        return config.middleware, config.pipelines
 
     async def bootstrap(self, epoch: int, delivery: int, elements: Sequence[Element]) -> None:
         """Delivery 0 of a coordinator link: (re)load the graph from the coordinator's store.

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from drasi_ray.coordinator.middleware import MiddlewareSubscriptions
 from drasi_ray.coordinator.routing import LabelFilter, SubscriptionTable
 from drasi_ray.coordinator.store import ElementStore
 from drasi_ray.model._construct import change_from_row
@@ -26,6 +27,7 @@ from drasi_ray.model.changes import (
     ElementDelta,
     SubscriptionControl,
 )
+from drasi_ray.streams.records import Rejection
 
 logger = logging.getLogger("drasi_ray.coordinator")
 
@@ -48,6 +50,8 @@ class BatchReport:
     duplicates: int = 0
     controls: int = 0
     routed: int = 0
+    rejected: list[Rejection] = field(default_factory=list)
+    """Entries a query's source middleware failed on: the consumer dead-letters them."""
 
 
 @dataclass(slots=True)
@@ -70,6 +74,7 @@ class Coordinator:
         """``probe`` (tests only) sees each change's element id before it is applied."""
         self.stores: dict[str, ElementStore] = {}
         self.table = SubscriptionTable()
+        self.middleware = MiddlewareSubscriptions()
         self.stats = CoordinatorStats()
         self._probe = probe
         # (entry id, change, delta) of each applied change, for the change log; None: not kept.
@@ -94,6 +99,7 @@ class Coordinator:
         report = BatchReport()
         batch = entries if isinstance(entries, EntryBatch) else EntryBatch(entries)
         self.json_values = self.json_values and batch.json_values
+        piped = self.middleware.queries(source_id)
         for entry_id, controls, rows in batch.entry_rows():
             for control in controls:
                 report.controls += 1
@@ -110,10 +116,30 @@ class Coordinator:
                 if self.applied is not None:
                     self.applied.append((entry_id, change_from_row(row), delta))
                 for query_id in self.table.route(source_id, delta):
-                    routed[query_id].append(delta)
-                    report.routed += 1
+                    if query_id not in piped:
+                        routed[query_id].append(delta)
+                        report.routed += 1
+                if piped:
+                    self._pipe(source_id, entry_id, row, routed, report)
         self._count(source_id, report)
         return routed, report
+
+    def _pipe(
+        self,
+        source_id: str,
+        entry_id: str,
+        row: Any,
+        routed: dict[str, list[ElementDelta]],
+        report: BatchReport,
+    ) -> None:
+        """Run an applied change through the pipeline subscriptions of its source
+        (:mod:`drasi_ray.coordinator.middleware`)."""
+        derived = self.middleware.apply(source_id, change_from_row(row))
+        for query_id, deltas in derived.deltas.items():
+            routed[query_id].extend(deltas)
+            report.routed += len(deltas)
+        if derived.failures:
+            report.rejected.append(Rejection(entry_id, "; ".join(derived.failures)))
 
     def _apply_control(self, source_id: str, control: Any) -> None:
         if isinstance(control, SubscriptionControl):
@@ -134,6 +160,10 @@ class Coordinator:
         """Elements of ``sources`` that ``query_id``'s subscriptions select (for bootstrap)."""
         selected: list[Element] = []
         for source_id in sources:
+            piped = self.middleware.elements(query_id, source_id)
+            if piped is not None:
+                selected.extend(piped)
+                continue
             filters: list[LabelFilter] = self.table.filter_for(query_id, source_id)
             for element in self.store(source_id).elements():
                 if any(labels.matches(element) for labels in filters):

@@ -282,6 +282,11 @@ class ElementStore:
         record = self._records.get(element_id)
         return None if record is None else record.element
 
+    def head_version(self, element_id: str) -> Version | None:
+        """The version of the newest insert or update of an existing element (None: none)."""
+        record = self._records.get(element_id)
+        return None if record is None or record.element is None else record.head
+
     def elements(self) -> Iterator[Element]:
         """Every existing element, as of the call (later applies do not disturb the iteration)."""
         current = [r.element for r in self._records.values() if r.element is not None]

@@ -16,10 +16,23 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from drasi_ray.model import keys, urls
 from drasi_ray.model.errors import ConfigError
+from drasi_ray.model.query_specs import (
+    MiddlewareSpec,
+    QueryJoin,
+    check_pipelines,
+    split_subscriptions,
+)
 from drasi_ray.model.reaction_specs import ReactionSpec
 
 _ENTRY_ID = re.compile(r"^\d+(-\d+)?$")
@@ -163,6 +176,27 @@ class QueryConfig(_Model):
     reactions: tuple[ReactionSpec, ...] = Field(
         (), description="where results go besides subscriptions (drasi_ray.reactions)"
     )
+    joins: tuple[QueryJoin, ...] = Field(
+        (), description="synthetic relations between nodes with equal key values"
+    )
+    middleware: tuple[MiddlewareSpec, ...] = Field(
+        (), description="middleware the source pipelines may name"
+    )
+    pipelines: dict[str, tuple[str, ...]] = Field(
+        default_factory=dict,
+        description="per source id, the middleware names its changes pass through, in order "
+        "(YAML: a sources entry {id, pipeline} as in Drasi)",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _subscriptions(cls, raw: Any) -> Any:
+        return split_subscriptions(raw) if isinstance(raw, dict) else raw
+
+    @model_validator(mode="after")
+    def _check_pipelines(self) -> QueryConfig:
+        check_pipelines(self.sources, self.middleware, self.pipelines)
+        return self
 
 
 class RayConfig(_Model):
@@ -295,7 +329,7 @@ def format_validation_error(exc: ValidationError) -> str:
     return "; ".join(lines)
 
 
-def validated(model: type[_Model], **values: Any) -> Any:
+def validated(model: type[BaseModel], **values: Any) -> Any:
     """Build ``model`` translating pydantic's error into ConfigError."""
     try:
         return model(**values)

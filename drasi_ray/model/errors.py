@@ -28,6 +28,18 @@ class DecodeError(DrasiRayError):
         self.reason = reason
 
 
+class MiddlewareError(DrasiRayError):
+    """A source middleware could not process a change (``reason`` says which and why).
+
+    The coordinator skips that change for the query whose pipeline failed and the consumer
+    dead-letters the entry with the reason; the source and every other query go on.
+    """
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
 class QueryError(DrasiRayError):
     """A continuous query cannot be registered or evaluated."""
 

@@ -129,7 +129,7 @@ def _query_problems(
             where = f"queries.{index}.sources.{number}"
             problems.append(Problem(name, line, column, where, f"unknown source {source!r}"))
     try:
-        ContinuousQuery(query.id, query.query, query.parameters)
+        ContinuousQuery(query.id, query.query, query.parameters, query.joins)
     except QueryError as exc:
         node = _locate(root, ("queries", index, "query"))
         line, column = _position(node)

@@ -1,13 +1,23 @@
 """``Query``: the builder users write continuous queries with (Drasi's ``Query::cypher``).
 
 Query.cypher("hot-sensors").query("MATCH (s:Sensor) ... RETURN ...").from_source("sensors").build()
+
+Joins and middleware as in Drasi's query config::
+
+    Query.cypher("pickups").query("MATCH (o:Order)-[:PICKED_UP_BY]->(v:Vehicle) RETURN ...")
+        .from_source("orders").from_source("vehicles", pipeline=["plates"])
+        .with_join("PICKED_UP_BY", ("Order", "plate"), ("Vehicle", "plate"))
+        .with_middleware("plates", "promote", {"mappings": [...]})
+        .build()
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from drasi_ray.model.config import QueryConfig, validated
+from drasi_ray.model.query_specs import MiddlewareSpec, QueryJoin
 from drasi_ray.model.reaction_specs import AnyReaction
 
 
@@ -29,13 +39,44 @@ class QueryBuilder:
         self._parameters: dict[str, Any] = {}
         self._auto_start = True
         self._reactions: list[AnyReaction] = []
+        self._joins: list[QueryJoin] = []
+        self._middleware: list[MiddlewareSpec] = []
+        self._pipelines: dict[str, tuple[str, ...]] = {}
 
     def query(self, text: str) -> QueryBuilder:
         self._text = text
         return self
 
-    def from_source(self, source_id: str) -> QueryBuilder:
+    def from_source(self, source_id: str, pipeline: Sequence[str] = ()) -> QueryBuilder:
+        """Read ``source_id``; its changes first pass the middleware named in ``pipeline``,
+        in order (declared with :meth:`with_middleware`)."""
         self._sources.append(source_id)
+        if pipeline:
+            self._pipelines[source_id] = tuple(pipeline)
+        return self
+
+    def from_query(self, query_id: str) -> QueryBuilder:
+        """Read another query's results: each of its result rows is a node labelled
+        ``query_id`` (query chaining, beyond Drasi: see :mod:`drasi_ray.reactions.chain`)."""
+        return self.from_source(query_id)
+
+    def with_join(self, join_id: str, *keys: tuple[str, str]) -> QueryBuilder:
+        """Declare the synthetic relation ``join_id`` between nodes whose key properties are
+        equal; ``keys`` are ``(label, property)`` pairs, at least two."""
+        spec = validated(
+            QueryJoin,
+            id=join_id,
+            keys=tuple({"label": label, "property": name} for label, name in keys),
+        )
+        self._joins.append(spec)
+        return self
+
+    def with_middleware(
+        self, name: str, kind: str, config: Mapping[str, Any] | None = None
+    ) -> QueryBuilder:
+        """Declare middleware ``name`` of ``kind`` (Drasi's kinds) for pipelines to name."""
+        spec = validated(MiddlewareSpec, name=name, kind=kind, config=dict(config or {}))
+        self._middleware.append(spec)
         return self
 
     def with_parameter(self, name: str, value: Any) -> QueryBuilder:
@@ -64,5 +105,8 @@ class QueryBuilder:
             parameters=dict(self._parameters),
             auto_start=self._auto_start,
             reactions=tuple(self._reactions),
+            joins=tuple(self._joins),
+            middleware=tuple(self._middleware),
+            pipelines=dict(self._pipelines),
         )
         return config

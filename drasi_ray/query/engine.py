@@ -43,9 +43,11 @@ from typing import Any
 from drasi_ray.model._construct import make_delta
 from drasi_ray.model.changes import ZERO_VERSION, Element, ElementDelta
 from drasi_ray.model.errors import UnsupportedQueryError
+from drasi_ray.model.query_specs import QueryJoin
 from drasi_ray.query import ast
 from drasi_ray.query.expressions import contains_aggregate
 from drasi_ray.query.indexes import GraphIndex, LabelFilter
+from drasi_ray.query.joins import JoinIndex, active_joins
 from drasi_ray.query.parser import parse_query
 from drasi_ray.query.parts import AggregatingPart, Diff, EvaluationErrors, ProjectingPart
 from drasi_ray.query.solutions import MatchSolutions, RowChange
@@ -64,10 +66,18 @@ class ContinuousQuery:
     supported query. ``node_labels`` / ``relation_labels`` say which elements the query can
     use (None = every node / relation); deltas of other elements are ignored cheaply, so the
     caller may route only matching deltas or all of them.
+
+    ``joins`` are the query's synthetic relations (:mod:`drasi_ray.query.joins`); as in Drasi,
+    a join takes effect only where a pattern names its id as a relation label, and then the
+    nodes of its keys' labels are among those the query needs.
     """
 
     def __init__(
-        self, query_id: str, text: str, parameters: Mapping[str, Any] | None = None
+        self,
+        query_id: str,
+        text: str,
+        parameters: Mapping[str, Any] | None = None,
+        joins: Sequence[QueryJoin] = (),
     ) -> None:
         self.query_id = query_id
         self.query = parse_query(text)
@@ -77,7 +87,14 @@ class ContinuousQuery:
         self._solutions = MatchSolutions(parts[0].matches, params)
         self.node_labels: frozenset[str] | None = self._solutions.label_filter(nodes=True)
         self.relation_labels: frozenset[str] | None = self._solutions.label_filter(nodes=False)
-        self._index = GraphIndex(LabelFilter(self.node_labels), LabelFilter(self.relation_labels))
+        used = active_joins(joins, self._solutions.named_relation_labels())
+        join_index = JoinIndex(used) if used else None
+        if join_index is not None and self.node_labels is not None:
+            self.node_labels = self.node_labels | join_index.labels
+        self._index = GraphIndex(
+            LabelFilter(self.node_labels), LabelFilter(self.relation_labels), join_index
+        )
+        self.joins = tuple(joins)
         self._parts: list[Part] = []
         self._errors = EvaluationErrors()
         where = self._solutions.where

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable
 
 from drasi_ray.model.changes import Element, ElementKind
+from drasi_ray.query.joins import JoinIndex, LinkChanges
 
 _EMPTY: frozenset[str] = frozenset()
 _NODE = ElementKind.NODE
@@ -47,7 +48,15 @@ class GraphIndex:
     their answer.
     """
 
-    def __init__(self, node_filter: LabelFilter, relation_filter: LabelFilter) -> None:
+    def __init__(
+        self,
+        node_filter: LabelFilter,
+        relation_filter: LabelFilter,
+        joins: JoinIndex | None = None,
+    ) -> None:
+        """``joins``: the query's synthetic joins; their relations are indexed like any
+        relation, made and dropped as the nodes' key values change (:mod:`.joins`)."""
+        self._joins = joins
         self._node_filter = node_filter
         self._relation_filter = relation_filter
         self._elements: dict[str, Element] = {}
@@ -105,8 +114,25 @@ class GraphIndex:
         which the caller has checked is wanted (None: drop it).
 
         Returns True when the element kept its kind, labels and endpoints (only properties
-        changed): it is then swapped in place, one dict store, and every adjacency and label
-        answer stays as it was."""
+        changed) and made or broke no join: it is then swapped in place, one dict store, and
+        every adjacency and label answer stays as it was."""
+        same_shape = self._replace(current, after)
+        if self._joins is not None:
+            links = self._joins.node_changed(current, after)
+            if links is not None:
+                self._relink(links)
+                return False
+        return same_shape
+
+    def _relink(self, links: LinkChanges) -> None:
+        for relation_id in links.dropped:
+            dropped = self._elements.get(relation_id)
+            if dropped is not None:
+                self._remove(dropped)
+        for relation in links.put:
+            self._replace(self._elements.get(relation.id), relation)
+
+    def _replace(self, current: Element | None, after: Element | None) -> bool:
         if current is not None:
             if (
                 after is not None

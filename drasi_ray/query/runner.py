@@ -47,7 +47,7 @@ class QueryRunner:
 
     def __init__(self, config: QueryConfig) -> None:
         self.config = config
-        self.engine = ContinuousQuery(config.id, config.query, config.parameters)
+        self.engine = ContinuousQuery(config.id, config.query, config.parameters, config.joins)
         self.sequence = 0
         self.diffs_emitted = 0
         self.subscribers: dict[str, SubscriberBuffer] = {}
@@ -82,7 +82,7 @@ class QueryRunner:
         previous = self.engine.results() if self.bootstrapped else []
         if self.bootstrapped:
             config = self.config
-            self.engine = ContinuousQuery(config.id, config.query, config.parameters)
+            self.engine = ContinuousQuery(config.id, config.query, config.parameters, config.joins)
         self.engine.bootstrap(elements)
         # The loaded graph lives as long as the query: keep it out of every later GC pass
         # (a full collection over a 1M-element graph stalls the actor for a visible moment).

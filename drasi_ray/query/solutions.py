@@ -146,6 +146,16 @@ class MatchSolutions:
             needed |= labels
         return frozenset(needed)
 
+    def named_relation_labels(self) -> frozenset[str]:
+        """Every label written on a relation variable of any clause."""
+        named: set[str] = set()
+        for pattern in (self.required, *(o.pattern for o in self.optionals)):
+            for variable in pattern.variables:
+                if not variable.is_node:
+                    for labels in variable.label_sets:
+                        named.update(labels)
+        return frozenset(named)
+
     @property
     def variable_names(self) -> tuple[str, ...]:
         names = list(self.required.names)

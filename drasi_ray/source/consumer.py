@@ -23,7 +23,9 @@ its way. So every entry this consumer holds is either renewed, being acked or be
 its own drain, never taken back by its own timer (which would apply it out of turn, and twice).
 
 Malformed entries never reach the dispatch: they are written to the dead-letter stream with the
-decode error and their raw fields, and only then acked.
+decode error and their raw fields, and only then acked. Entries the dispatch reports as
+rejected (a query's source middleware failed on them: :class:`Rejection`) are dead-lettered the
+same way, with the reason, after the dispatch and before the ack.
 
 Failures never hot-loop: Redis outages and dispatch failures back off exponentially with jitter
 (:class:`~drasi_ray.model.backoff.Backoff`, capped at 5 s); a missing group (NOGROUP after a
@@ -45,12 +47,13 @@ from drasi_ray.model.config import PlatformSourceConfig
 from drasi_ray.model.errors import DecodeError, GroupMissingError, StreamError
 from drasi_ray.source.decode import decode_rows
 from drasi_ray.streams.backend import RedisStreamBackend
-from drasi_ray.streams.records import DeadLetter, StreamEntry
+from drasi_ray.streams.records import DeadLetter, Rejection, StreamEntry
 
 logger = logging.getLogger("drasi_ray.consumer")
 
 Dispatch = Callable[[EntryBatch], Awaitable[object]]
-"""Hands one decoded batch downstream; returns when it is applied (raises if it was not)."""
+"""Hands one decoded batch downstream; returns when it is applied (raises if it was not). What
+it returns may list entries to dead-letter in a ``rejected`` attribute (:class:`Rejection`)."""
 
 ForgetTombstones = Callable[[tuple[int, int]], Awaitable[int]]
 """Tells the element store the stream position below which tombstones can go (a count back)."""
@@ -100,6 +103,7 @@ class _Screened:
 
     ids: list[str]
     batch: EntryBatch | None
+    entries: Sequence[StreamEntry] = ()
     applied: asyncio.Event = field(default_factory=asyncio.Event)
 
 
@@ -456,15 +460,18 @@ class StreamConsumer:
         except BaseException:
             await self._done_with(len(entries))
             raise
-        return _Screened([entry.id for entry in entries], decoded.build() if decoded else None)
+        return _Screened(
+            [entry.id for entry in entries], decoded.build() if decoded else None, entries
+        )
 
     async def _dispatch_and_ack(self, screened: _Screened) -> None:
         """Dispatch the good entries in ONE call, then ack every entry of the batch."""
         try:
             if screened.batch is not None:
                 async with self._batch_lock:
-                    await self._dispatch_renewing(screened.ids, screened.batch)
+                    report = await self._dispatch_renewing(screened.ids, screened.batch)
                 self.stats.dispatched += len(screened.batch)
+                await self._dead_letter_rejected(screened, report)
             screened.applied.set()
             self._acking += 1
             try:
@@ -524,7 +531,33 @@ class StreamConsumer:
             f"({self.settings.max_payload_bytes}); not parsed"
         )
 
-    async def _dispatch_renewing(self, ids: list[str], batch: EntryBatch) -> None:
+    async def _dead_letter_rejected(self, screened: _Screened, report: object) -> None:
+        """Dead-letter the entries the dispatch rejected (one dead letter per entry, every
+        reason joined), before the batch is acked."""
+        rejected: Sequence[Rejection] = getattr(report, "rejected", ())
+        if not rejected:
+            return
+        reasons: dict[str, list[str]] = {}
+        for rejection in rejected:
+            reasons.setdefault(rejection.entry_id, []).append(rejection.reason)
+        dead = [
+            self._dead_letter(entry, "; ".join(reasons[entry.id]), 1)
+            for entry in screened.entries
+            if entry.id in reasons
+        ]
+        for letter in dead:
+            logger.warning(
+                "consumer %s: dead-lettering entry %s: %s",
+                self.name,
+                letter.entry_id,
+                letter.reason,
+            )
+        await self._backend.dead_letter(
+            self.settings.dead_letter_key, dead, self.settings.dead_letter_maxlen
+        )
+        self.stats.dead_lettered += len(dead)
+
+    async def _dispatch_renewing(self, ids: list[str], batch: EntryBatch) -> object:
         """Dispatch, renewing our claim on ``ids`` while it runs so peers do not steal them.
 
         A live but slow batch would otherwise look idle to the peers' reclaim timers after
@@ -532,7 +565,7 @@ class StreamConsumer:
         cancelled, so a Redis command is never abandoned halfway through its reply.
         """
         async with self._renewing(ids):
-            await self._dispatch(batch)
+            return await self._dispatch(batch)
 
     @contextlib.asynccontextmanager
     async def _renewing(self, ids: list[str]) -> AsyncIterator[None]:

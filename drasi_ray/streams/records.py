@@ -48,6 +48,15 @@ DEAD_LETTER_ORIGINAL_PREFIX = b"orig:"
 
 
 @dataclass(frozen=True, slots=True)
+class Rejection:
+    """An entry the pipeline after the consumer refused (a source middleware failed on it):
+    the consumer dead-letters it with ``reason`` before acking it."""
+
+    entry_id: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
 class DeadLetter:
     """An entry given up on, with why, as written to ``<stream>:dlq``.
 

@@ -1,0 +1,163 @@
+"""Where source middleware runs: in the coordinator, per query subscription, before routing.
+
+A query that gives a source a pipeline (Drasi's ``sources.subscriptions[].pipeline``) sees that
+source through it. Drasi runs the pipeline inside the query, on each source change, and stores
+what comes out in the query's element index, which middleware reads back (``unwind`` looks up
+the stored parent). drasi_ray does the same one step earlier, in the coordinator, because that
+is where the change is still whole (the producer's partial update, not the merged element) and
+where it is applied before the consumer acks:
+
+- for each change the source's store applied, every pipeline subscription on that source runs
+  the change through its pipeline; the outputs are applied to the subscription's own
+  :class:`~drasi_ray.coordinator.store.ElementStore` (the query's view of the source, with the
+  store's upsert, merge and version rules), and the resulting deltas go to that query only,
+  in order with its other deltas. The raw deltas of that source no longer go to the query.
+- an output's version is the raw change's version with the output's position folded into its
+  last part (``index << 20 | position``), so redeliveries and out-of-order batches converge as
+  they do for the source itself.
+- a change the pipeline fails on (:class:`~drasi_ray.model.errors.MiddlewareError`) is skipped
+  for that query and reported as a :class:`~drasi_ray.streams.records.Rejection`: the consumer
+  dead-letters the entry with the reason before it acks. The source's store and every other
+  query are unaffected.
+- a subscription's store is built when the query registers (and again after a coordinator
+  restart) from the source's current elements, each passed through the pipeline as an insert,
+  as Drasi's bootstrap passes a snapshot through it. For middleware that transforms elements
+  one by one (``relabel``, ``decoder``, ``parse_json``, ``promote``, ``unwind``, and ``map`` /
+  ``jq`` outputs that only reshape their element) that equals what live application built. A
+  ``map``/``jq`` that turns events into changes of *other* elements is rebuilt from the events
+  the source still holds, in store order: changes of since-deleted events are not replayed.
+
+Cost: per change of a source with pipeline subscriptions, the pipeline's work plus one store
+apply per output, for each such subscription (none for queries without a pipeline); memory, one
+store per subscription holding the pipeline's outputs (the source's elements again, reshaped).
+A pipeline subscription receives every change of its source, whatever its labels, since the
+pipeline may relabel or map them. Changes the source's store does not apply (redeliveries,
+duplicates, an update that changes nothing, a delete of an unknown element) do not reach the
+pipeline: so a ``map`` does not re-emit its outputs for an event re-sent unchanged, where Drasi
+would.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from drasi_ray.coordinator.store import ElementStore
+from drasi_ray.model._construct import make_change
+from drasi_ray.model.changes import Element, ElementChange, ElementDelta, Op, Timing, Version
+from drasi_ray.model.errors import MiddlewareError
+from drasi_ray.model.query_specs import MiddlewareSpec
+from drasi_ray.source.middleware import Change, Pipeline, build_pipeline
+
+OUTPUT_BITS = 20
+"""Bits of a derived version's last part that number the outputs of one change."""
+MAX_OUTPUTS = 1 << OUTPUT_BITS
+"""A pipeline may turn one change into at most this many changes (more fails the change)."""
+
+_REBUILD_TIMING = Timing(0)
+
+
+@dataclass(slots=True)
+class _Subscription:
+    query_id: str
+    source_id: str
+    pipeline: Pipeline
+    store: ElementStore
+
+
+@dataclass(slots=True)
+class Derived:
+    """What one raw change did through the pipelines: deltas per query, and failures."""
+
+    deltas: dict[str, list[ElementDelta]]
+    failures: list[str]
+
+
+class MiddlewareSubscriptions:
+    """The pipeline subscriptions of every query, per source, and their stores."""
+
+    def __init__(self) -> None:
+        self._by_source: dict[str, dict[str, _Subscription]] = {}
+
+    def subscribe(
+        self,
+        query_id: str,
+        middleware: Sequence[MiddlewareSpec],
+        pipelines: Mapping[str, Sequence[str]],
+        sources: Mapping[str, ElementStore],
+    ) -> None:
+        """(Re)subscribe ``query_id``: build its pipelines (ConfigError if one is invalid) and
+        their stores from the sources' current elements."""
+        built = {
+            source_id: build_pipeline(middleware, names, source_id)
+            for source_id, names in pipelines.items()
+            if names
+        }
+        self.unsubscribe(query_id)
+        for source_id, pipeline in built.items():
+            subscription = _Subscription(query_id, source_id, pipeline, ElementStore())
+            source = sources.get(source_id)
+            if source is not None:
+                _rebuild(subscription, source)
+            self._by_source.setdefault(source_id, {})[query_id] = subscription
+
+    def unsubscribe(self, query_id: str) -> None:
+        for source_id in list(self._by_source):
+            subscriptions = self._by_source[source_id]
+            subscriptions.pop(query_id, None)
+            if not subscriptions:
+                del self._by_source[source_id]
+
+    def queries(self, source_id: str) -> Mapping[str, object]:
+        """The queries that see ``source_id`` through a pipeline (a mapping: fast ``in``)."""
+        return self._by_source.get(source_id, {})
+
+    def elements(self, query_id: str, source_id: str) -> list[Element] | None:
+        """The query's view of the source (None: no pipeline there)."""
+        subscription = self._by_source.get(source_id, {}).get(query_id)
+        return None if subscription is None else list(subscription.store.elements())
+
+    def apply(self, source_id: str, change: ElementChange) -> Derived:
+        """Run one applied change of ``source_id`` through every pipeline subscribed to it."""
+        derived = Derived({}, [])
+        for query_id, subscription in self._by_source.get(source_id, {}).items():
+            try:
+                deltas = _through(subscription, change)
+            except MiddlewareError as exc:
+                derived.failures.append(f"query {query_id!r}, source {source_id!r}: {exc.reason}")
+                continue
+            if deltas:
+                derived.deltas[query_id] = deltas
+        return derived
+
+
+def _through(subscription: _Subscription, change: ElementChange) -> list[ElementDelta]:
+    """The deltas ``change`` makes in the subscription's store (all outputs, or none)."""
+    outputs = subscription.pipeline.process(Change(change.op, change.element), subscription.store)
+    if len(outputs) > MAX_OUTPUTS:
+        raise MiddlewareError(
+            f"the pipeline made {len(outputs)} changes of one (at most {MAX_OUTPUTS})"
+        )
+    ms, seq, index = change.version
+    deltas = []
+    for position, output in enumerate(outputs):
+        version: Version = (ms, seq, (index << OUTPUT_BITS) | position)
+        delta = subscription.store.apply(
+            make_change(output.op, output.element, version, change.timing)
+        )
+        if delta is not None:
+            deltas.append(delta)
+    return deltas
+
+
+def _rebuild(subscription: _Subscription, source: ElementStore) -> None:
+    """Fill the subscription's store from the source's elements, each as an insert at the
+    version that last set it (so a late older change cannot override the result)."""
+    elements: Iterable[Element] = source.elements()
+    for element in elements:
+        version = source.head_version(element.id) or (0, 0, 0)
+        change = make_change(Op.INSERT, element, version, _REBUILD_TIMING)
+        try:
+            _through(subscription, change)
+        except MiddlewareError:
+            continue  # it was dead-lettered (or refused) when it arrived; nothing to rebuild

@@ -1,0 +1,187 @@
+"""``map`` (also ``remap``): turn a change into changes of other elements, by JSONPath.
+
+Config (Drasi's): per source label, ``{insert: [...], update: [...], delete: [...]}``, each a
+list of outputs ``{op?, selector?, label?, id?, elementType?, condition?, properties?}``:
+
+- ``op``: ``Insert``, ``Update`` or ``Delete`` (default: the change's own);
+- ``selector``: JSONPath picking the values to map, one output each (default: the element);
+  each selected value is available to the other paths as ``$['$selected']``;
+- ``condition``: JSONPath that must select something;
+- ``id`` / ``label``: the output element's id (JSONPath; a non-string value is used as its
+  JSON text; nothing selected skips the output) and single label (default: the change's);
+- ``elementType``: ``Node``, or ``{"Relation": {"inNodeId", "outNodeId"}}`` (JSONPaths);
+  default: the kind of the changed element;
+- ``properties``: output property name -> JSONPath (a path that selects nothing leaves the
+  property out).
+
+The paths read the element as Drasi's middleware sees it (properties plus ``$metadata``).
+Changes whose labels have no mapping for their operation produce nothing: with ``map`` in a
+pipeline, only mapped changes go on, as in Drasi.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, RootModel, ValidationError
+
+from drasi_ray.model.changes import Element, ElementKind, Op, node, relation
+from drasi_ray.model.config import format_validation_error
+from drasi_ray.model.errors import ConfigError
+from drasi_ray.source.middleware.base import Change, ConfigModel, ElementLookup, element_json
+from drasi_ray.source.middleware.jsonpath import JsonPath
+
+OPS: dict[str, Op] = {"Insert": Op.INSERT, "Update": Op.UPDATE, "Delete": Op.DELETE}
+
+
+class RelationEnds(ConfigModel):
+    in_node_id: str = Field(alias="inNodeId", min_length=1)
+    out_node_id: str = Field(alias="outNodeId", min_length=1)
+
+
+class RelationType(ConfigModel):
+    relation: RelationEnds = Field(alias="Relation")
+
+
+class MapOutput(ConfigModel):
+    op: Literal["Insert", "Update", "Delete"] | None = None
+    selector: str | None = None
+    label: str | None = None
+    id: str | None = None
+    element_type: Literal["Node"] | RelationType | None = Field(None, alias="elementType")
+    condition: str | None = None
+    properties: dict[str, str] = Field(default_factory=dict)
+
+
+class MapOperations(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    insert: tuple[MapOutput, ...] = ()
+    update: tuple[MapOutput, ...] = ()
+    delete: tuple[MapOutput, ...] = ()
+
+
+class MapConfig(RootModel[dict[str, MapOperations]]):
+    pass
+
+
+def as_id(value: Any) -> str:
+    """A selected id: a string as it is, anything else as its JSON text (Drasi's rule)."""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, separators=(",", ":"))
+
+
+class _Output:
+    def __init__(self, spec: MapOutput, where: str) -> None:
+        self.op = None if spec.op is None else OPS[spec.op]
+        self.selector = _path(spec.selector, f"{where}.selector")
+        self.condition = _path(spec.condition, f"{where}.condition")
+        self.id = _path(spec.id, f"{where}.id")
+        self.label = spec.label
+        self.properties = [
+            (name, JsonPath(path, f"{where}.properties.{name}"))
+            for name, path in sorted(spec.properties.items())
+        ]
+        ends = spec.element_type.relation if isinstance(spec.element_type, RelationType) else None
+        self.node = spec.element_type == "Node"
+        self.ends = (
+            None
+            if ends is None
+            else (
+                JsonPath(ends.in_node_id, f"{where}.elementType.Relation.inNodeId"),
+                JsonPath(ends.out_node_id, f"{where}.elementType.Relation.outNodeId"),
+            )
+        )
+
+    def outputs(self, op: Op, element: Element, source_id: str) -> list[Change]:
+        doc = element_json(element, source_id)
+        selected = self.selector.find(doc) if self.selector is not None else [dict(doc)]
+        made: list[Change] = []
+        for value in selected:
+            doc["$selected"] = value
+            output = self._output(op, element, doc)
+            if output is not None:
+                made.append(output)
+        return made
+
+    def _output(self, op: Op, element: Element, doc: dict[str, Any]) -> Change | None:
+        if self.condition is not None and not self.condition.find(doc):
+            return None
+        element_id = element.id
+        if self.id is not None:
+            found = self.id.find(doc)
+            if not found:
+                return None
+            element_id = as_id(found[0])
+        labels = element.labels if self.label is None else (self.label,)
+        properties = {}
+        for name, path in self.properties:
+            found = path.find(doc)
+            if found:
+                properties[name] = found[0]
+        built = self._element(element, element_id, labels, properties, doc)
+        if built is None:
+            return None
+        return Change(self.op or op, built)
+
+    def _element(
+        self,
+        element: Element,
+        element_id: str,
+        labels: tuple[str, ...],
+        properties: dict[str, Any],
+        doc: dict[str, Any],
+    ) -> Element | None:
+        time = element.effective_from
+        if self.ends is not None:
+            start, end = (path.find(doc) for path in self.ends)
+            if not start or not end:
+                return None
+            return relation(element_id, labels, as_id(start[0]), as_id(end[0]), properties, time)
+        if self.node or element.kind is ElementKind.NODE:
+            return node(element_id, labels, properties, time)
+        assert element.start_id is not None and element.end_id is not None
+        return relation(element_id, labels, element.start_id, element.end_id, properties, time)
+
+
+def _path(expression: str | None, where: str) -> JsonPath | None:
+    return None if expression is None else JsonPath(expression, where)
+
+
+class Map:
+    """Maps each change of a mapped label to the changes its outputs describe."""
+
+    def __init__(self, name: str, raw: Mapping[str, Any], source_id: str, kind: str) -> None:
+        self.name = name
+        self._source_id = source_id
+        try:
+            parsed = MapConfig.model_validate(dict(raw)).root
+        except ValidationError as exc:
+            raise ConfigError(
+                f"middleware {name!r} ({kind}): invalid config: {format_validation_error(exc)}"
+            ) from exc
+        self._outputs: dict[tuple[str, Op], list[_Output]] = {}
+        for label, operations in parsed.items():
+            for op_name, op in (
+                ("insert", Op.INSERT),
+                ("update", Op.UPDATE),
+                ("delete", Op.DELETE),
+            ):
+                specs: tuple[MapOutput, ...] = getattr(operations, op_name)
+                self._outputs[(label, op)] = [
+                    _Output(spec, f"middleware {name!r} ({kind}): {label}.{op_name}.{i}")
+                    for i, spec in enumerate(specs)
+                ]
+
+    def process(self, change: Change, index: ElementLookup) -> list[Change]:
+        element = change.element
+        if change.op is Op.DELETE:  # Drasi maps a delete's metadata, as a node
+            element = node(element.id, element.labels, {}, element.effective_from)
+        results: list[Change] = []
+        for label in change.element.labels:
+            for output in self._outputs.get((label, change.op), ()):
+                results.extend(output.outputs(change.op, element, self._source_id))
+        return results

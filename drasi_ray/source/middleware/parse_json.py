@@ -1,0 +1,104 @@
+"""``parse_json``: parse a property holding JSON text into a value (map, list, ...).
+
+Config (Drasi's): ``target_property`` (required), ``output_property`` (default: overwrite the
+target), ``on_error`` (``fail``, the default, or ``skip``: pass the change on unchanged),
+``max_json_size`` (1 MiB), ``max_nesting_depth`` (20). Inserts and updates are parsed; deletes
+pass through. A missing or non-string target, an oversized text, control characters other than
+tab, CR and LF, text that is not JSON, or JSON nested too deep is an error.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from pydantic import Field
+
+from drasi_ray.model.changes import Op
+from drasi_ray.source.middleware.base import (
+    Change,
+    ConfigModel,
+    ElementLookup,
+    fail,
+    parse_config,
+    with_properties,
+)
+from drasi_ray.source.middleware.values import type_name
+
+
+class ParseJsonConfig(ConfigModel):
+    target_property: str = Field(min_length=1)
+    output_property: str | None = Field(None, min_length=1)
+    on_error: Literal["fail", "skip"] = "fail"
+    max_json_size: int = Field(1024 * 1024, ge=1)
+    max_nesting_depth: int = Field(20, ge=1)
+
+
+def nesting_depth(value: Any) -> int:
+    """1 for a scalar, 1 + the deepest member for a list or map (as Drasi counts)."""
+    if isinstance(value, dict):
+        return 1 + max((nesting_depth(v) for v in value.values()), default=0)
+    if isinstance(value, list):
+        return 1 + max((nesting_depth(v) for v in value), default=0)
+    return 1
+
+
+class ParseJson:
+    """Replaces (or adds) a property with the value its JSON text stands for."""
+
+    def __init__(self, name: str, raw: Mapping[str, Any]) -> None:
+        self.name = name
+        self._config = parse_config(ParseJsonConfig, name, "parse_json", raw)
+
+    def process(self, change: Change, index: ElementLookup) -> list[Change]:
+        if change.op is Op.DELETE:
+            return [change]
+        config = self._config
+        properties = change.element.properties
+        try:
+            parsed = self._parse(properties)
+        except ValueError as exc:
+            if config.on_error == "fail":
+                raise fail(self.name, str(exc)) from exc
+            return [change]
+        output = config.output_property or config.target_property
+        updated = {**properties, output: parsed}
+        return [Change(change.op, with_properties(change.element, updated))]
+
+    def _parse(self, properties: Mapping[str, Any]) -> Any:
+        config = self._config
+        target = config.target_property
+        if target not in properties:
+            raise ValueError(
+                f"[Error: MissingProperty] Target property '{target}' not found in element. "
+                "Cannot parse JSON."
+            )
+        text = properties[target]
+        if not isinstance(text, str):
+            raise ValueError(
+                f"[Error: InvalidType] Target property '{target}' is not a String "
+                f"(Type: {type_name(text)}). Cannot parse JSON."
+            )
+        if len(text.encode()) > config.max_json_size:
+            raise ValueError(
+                f"[Error: SizeExceeded] JSON string in property '{target}' exceeds maximum "
+                f"allowed size ({len(text.encode())} > {config.max_json_size} bytes)"
+            )
+        if any((ord(c) < 32 and c not in "\n\r\t") or 127 <= ord(c) < 160 for c in text):
+            raise ValueError(
+                "[Error: InvalidInput] JSON string contains invalid control characters"
+            )
+        try:
+            parsed = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ValueError(
+                f"[Error: ParseError] Failed to parse JSON string in property '{target}': {exc}"
+            ) from exc
+        depth = nesting_depth(parsed)
+        if depth > config.max_nesting_depth:
+            raise ValueError(
+                f"[Error: DeepNesting] JSON nesting depth ({depth}) exceeds maximum allowed "
+                f"depth ({config.max_nesting_depth})"
+            )
+        return parsed

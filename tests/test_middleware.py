@@ -1,0 +1,350 @@
+"""Source middleware, kind by kind, on the cases of drasi-core's middleware unit tests, plus the
+coordinator's pipeline subscriptions (derived store, rejection of a failing change)."""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+import pytest
+
+from drasi_ray import ConfigError, Query
+from drasi_ray.coordinator.core import Coordinator
+from drasi_ray.coordinator.routing import LabelFilter
+from drasi_ray.model.changes import DecodedEntry, Element, ElementChange, Op, Timing, node, relation
+from drasi_ray.model.errors import MiddlewareError
+from drasi_ray.model.query_specs import MiddlewareSpec
+from drasi_ray.source.middleware import Change, build_pipeline
+
+_EMPTY: dict[str, Element] = {}
+
+
+def run(kind: str, config: dict[str, Any], change: Change, index: Any = _EMPTY) -> list[Change]:
+    spec = MiddlewareSpec(name="m", kind=kind, config=config)
+    return build_pipeline([spec], ["m"], "test").process(change, index)
+
+
+def insert(element: Element) -> Change:
+    return Change(Op.INSERT, element)
+
+
+def props(changes: list[Change]) -> list[dict[str, Any]]:
+    return [dict(change.element.properties) for change in changes]
+
+
+# -- relabel --------------------------------------------------------------------------------
+
+
+def test_relabel_renames_mapped_labels_of_every_operation() -> None:
+    config = {"labelMappings": {"Person": "User", "KNOWS": "FOLLOWS"}}
+    person = node("p1", ["Person", "Employee"], {"name": "Alice"})
+    (out,) = run("relabel", config, insert(person))
+    assert out.element.labels == ("User", "Employee")
+    assert out.element.properties == {"name": "Alice"}
+    (gone,) = run("relabel", config, Change(Op.DELETE, relation("r", ["KNOWS"], "a", "b")))
+    assert (gone.op, gone.element.labels) == (Op.DELETE, ("FOLLOWS",))
+
+
+def test_relabel_needs_a_mapping() -> None:
+    with pytest.raises(ConfigError, match=r"'m' \(relabel\).*labelMappings"):
+        run("relabel", {"labelMappings": {}}, insert(node("p", ["P"])))
+
+
+# -- decoder --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("encoding", "encoded", "decoded"),
+    [
+        ("base64", base64.b64encode(b"Hello World!").decode(), "Hello World!"),
+        ("base64url", "SGVsbG8gV29ybGQh", "Hello World!"),
+        ("hex", "48656c6c6f", "Hello"),
+        ("url", "Hello%20World%21", "Hello World!"),
+        ("json_escape", 'line\\nnext \\"q\\"', 'line\nnext "q"'),
+    ],
+)
+def test_decoder_decodes_each_encoding(encoding: str, encoded: str, decoded: str) -> None:
+    config = {"encoding_type": encoding, "target_property": "data", "output_property": "out"}
+    (out,) = run("decoder", config, insert(node("n", ["N"], {"data": encoded})))
+    assert out.element.properties["out"] == decoded
+    assert out.element.properties["data"] == encoded
+
+
+def test_decoder_strips_quotes_and_skips_or_fails_on_errors() -> None:
+    quoted = insert(node("n", ["N"], {"data": '"SGk="'}))
+    config = {"encoding_type": "base64", "target_property": "data", "strip_quotes": True}
+    assert props(run("decoder", config, quoted)) == [{"data": "Hi"}]
+    bad = insert(node("n", ["N"], {"data": "not base64!"}))
+    with pytest.raises(MiddlewareError, match="Failed to decode property 'data' using base64"):
+        run("decoder", {"encoding_type": "base64", "target_property": "data"}, bad)
+    skip = {"encoding_type": "base64", "target_property": "data", "on_error": "skip"}
+    assert props(run("decoder", skip, bad)) == [{"data": "not base64!"}]
+    with pytest.raises(MiddlewareError, match="not found"):
+        run("decoder", {"encoding_type": "hex", "target_property": "x"}, bad)
+
+
+def test_decoder_refuses_an_unknown_encoding() -> None:
+    with pytest.raises(ConfigError, match="encoding_type"):
+        run("decoder", {"encoding_type": "rot13", "target_property": "d"}, insert(node("n", ["N"])))
+
+
+# -- parse_json -----------------------------------------------------------------------------
+
+
+def test_parse_json_parses_into_values_and_reports_errors() -> None:
+    text = '{"a": [1, 2.5, {"b": null}], "c": "x"}'
+    config = {"target_property": "raw", "output_property": "doc"}
+    (out,) = run("parse_json", config, insert(node("n", ["N"], {"raw": text})))
+    assert out.element.properties["doc"] == {"a": [1, 2.5, {"b": None}], "c": "x"}
+    with pytest.raises(MiddlewareError, match=r"\[Error: ParseError\]"):
+        run("parse_json", config, insert(node("n", ["N"], {"raw": "{nope"})))
+    with pytest.raises(MiddlewareError, match=r"\[Error: DeepNesting\]"):
+        run(
+            "parse_json",
+            {"target_property": "raw", "max_nesting_depth": 2},
+            insert(node("n", ["N"], {"raw": "[[1]]"})),
+        )
+    with pytest.raises(MiddlewareError, match=r"\[Error: InvalidType\]"):
+        run("parse_json", config, insert(node("n", ["N"], {"raw": 5})))
+
+
+# -- promote --------------------------------------------------------------------------------
+
+
+def test_promote_copies_nested_values_with_conflict_rules() -> None:
+    element = node("n", ["N"], {"user": {"id": 7, "name": "Ann"}, "name": "old"})
+    mappings = [
+        {"path": "$.user.id", "target_name": "userId"},
+        {"path": "$.user.name", "target_name": "name"},
+    ]
+    (out,) = run("promote", {"mappings": mappings}, insert(element))
+    assert (out.element.properties["userId"], out.element.properties["name"]) == (7, "Ann")
+    (kept,) = run("promote", {"mappings": mappings, "on_conflict": "skip"}, insert(element))
+    assert kept.element.properties["name"] == "old"
+    with pytest.raises(MiddlewareError, match="already exists"):
+        run("promote", {"mappings": mappings, "on_conflict": "fail"}, insert(element))
+    with pytest.raises(MiddlewareError, match="selected no values"):
+        run("promote", {"mappings": [{"path": "$.none", "target_name": "x"}]}, insert(element))
+
+
+def test_promote_refuses_an_invalid_path() -> None:
+    with pytest.raises(ConfigError, match=r"mappings\.0\.path: invalid JSONPath"):
+        run("promote", {"mappings": [{"path": "z$.a[", "target_name": "x"}]}, insert(node("n", [])))
+
+
+# -- unwind ---------------------------------------------------------------------------------
+
+UNWIND = {
+    "Pod": [
+        {
+            "selector": "$.status.containerStatuses[*]",
+            "label": "Container",
+            "key": "$.containerID",
+            "relation": "OWNS",
+        }
+    ]
+}
+
+
+def pod(*containers: tuple[str, str]) -> Element:
+    statuses = [{"containerID": cid, "name": name} for cid, name in containers]
+    return node("p1", ["Pod"], {"status": {"containerStatuses": statuses}})
+
+
+def test_unwind_makes_children_and_relations_and_removes_those_that_go() -> None:
+    inserted = run("unwind", UNWIND, insert(pod(("c1", "nginx"), ("c2", "redis"))))
+    child = "$unwind-$.status.containerStatuses[*]-p1-c1"
+    assert [(c.op, c.element.id) for c in inserted] == [
+        (Op.INSERT, child),
+        (Op.INSERT, f"{child}$rel"),
+        (Op.INSERT, "$unwind-$.status.containerStatuses[*]-p1-c2"),
+        (Op.INSERT, "$unwind-$.status.containerStatuses[*]-p1-c2$rel"),
+        (Op.INSERT, "p1"),
+    ]
+    link = inserted[1].element
+    assert (link.start_id, link.end_id, link.labels) == ("p1", child, ("OWNS",))
+    stored = {"p1": pod(("c1", "nginx"), ("c2", "redis"))}
+    updated = run("unwind", UNWIND, Change(Op.UPDATE, pod(("c1", "nginx2"))), stored)
+    assert [(c.op, c.element.id) for c in updated] == [
+        (Op.UPDATE, child),
+        (Op.UPDATE, f"{child}$rel"),
+        (Op.DELETE, "$unwind-$.status.containerStatuses[*]-p1-c2"),
+        (Op.DELETE, "$unwind-$.status.containerStatuses[*]-p1-c2$rel"),
+        (Op.UPDATE, "p1"),
+    ]
+    deleted = run("unwind", UNWIND, Change(Op.DELETE, node("p1", ["Pod"])), stored)
+    assert [c.op for c in deleted] == [Op.DELETE] * 5
+
+
+def test_unwind_refuses_a_bad_selector_and_a_wrong_shape() -> None:
+    with pytest.raises(ConfigError, match="selector: invalid JSONPath"):
+        run("unwind", {"Pod": [{**UNWIND["Pod"][0], "selector": "z$.x[*]"}]}, insert(pod()))
+    with pytest.raises(ConfigError, match="invalid config"):
+        run("unwind", {"Pod": UNWIND["Pod"][0]}, insert(pod()))
+
+
+# -- map ------------------------------------------------------------------------------------
+
+TELEMETRY = {
+    "Telemetry": {
+        "insert": [
+            {
+                "selector": "$[?(@.additionalProperties.Source == 'provider.telemetry')]",
+                "op": "Update",
+                "label": "Vehicle",
+                "id": "$.vehicleId",
+                "properties": {
+                    "id": "$.vehicleId",
+                    "currentSpeed": "$.signals[?(@.name == 'Vehicle.Speed')].value",
+                },
+            }
+        ]
+    }
+}
+
+
+def telemetry(source: str = "provider.telemetry") -> Element:
+    return node(
+        "t1",
+        ["Telemetry"],
+        {
+            "signals": [
+                {"name": "Vehicle.CurrentLocation.Heading", "value": "96"},
+                {"name": "Vehicle.Speed", "value": "119"},
+            ],
+            "additionalProperties": {"Source": source},
+            "vehicleId": "v1",
+        },
+    )
+
+
+@pytest.mark.parametrize("kind", ["map", "remap"])
+def test_map_turns_an_event_into_an_update_of_another_element(kind: str) -> None:
+    (out,) = run(kind, TELEMETRY, insert(telemetry()))
+    assert (out.op, out.element.id, out.element.labels) == (Op.UPDATE, "v1", ("Vehicle",))
+    assert out.element.properties == {"id": "v1", "currentSpeed": "119"}
+    assert run(kind, TELEMETRY, insert(telemetry("other"))) == []
+    assert run(kind, TELEMETRY, Change(Op.UPDATE, telemetry())) == []  # no update mapping
+
+
+def test_map_builds_relations_and_deletes() -> None:
+    config = {
+        "Link": {
+            "insert": [
+                {
+                    "elementType": {"Relation": {"inNodeId": "$.from", "outNodeId": "$.to"}},
+                    "label": "LINKS",
+                    "properties": {"w": "$.weight"},
+                }
+            ],
+            "delete": [{"op": "Delete", "label": "LINKS"}],
+        }
+    }
+    (out,) = run("map", config, insert(node("l1", ["Link"], {"from": "a", "to": 2, "weight": 3})))
+    assert (out.element.start_id, out.element.end_id, out.element.labels) == ("a", "2", ("LINKS",))
+    (gone,) = run("map", config, Change(Op.DELETE, node("l1", ["Link"])))
+    assert (gone.op, gone.element.id, gone.element.labels) == (Op.DELETE, "l1", ("LINKS",))
+
+
+def test_map_refuses_an_unknown_operation() -> None:
+    with pytest.raises(ConfigError, match="invalid config"):
+        run("map", {"T": {"insert": [{"op": "Upsert"}]}}, insert(node("n", [])))
+
+
+# -- jq -------------------------------------------------------------------------------------
+
+
+def test_jq_maps_with_real_jq_programs() -> None:
+    config = {
+        "Order": {
+            "insert": [
+                {
+                    "query": "[.items[] | {sku, qty: (.qty * 2)}]",
+                    "id": '"line-" + .sku',
+                    "label": '"Line"',
+                    "op": "Update",
+                }
+            ]
+        }
+    }
+    element = node("o1", ["Order"], {"items": [{"sku": "a", "qty": 1}, {"sku": "b", "qty": 3}]})
+    out = run("jq", config, insert(element))
+    assert [(c.op, c.element.id, c.element.labels) for c in out] == [
+        (Op.UPDATE, "line-a", ("Line",)),
+        (Op.UPDATE, "line-b", ("Line",)),
+    ]
+    assert props(out) == [{"sku": "a", "qty": 2}, {"sku": "b", "qty": 6}]
+
+
+def test_jq_skips_a_failing_program_unless_told_to_halt() -> None:
+    failing = {"query": '.x | error("boom")'}
+    element = node("o1", ["Order"], {"x": 1})
+    assert run("jq", {"Order": {"insert": [failing]}}, insert(element)) == []
+    halting = {"Order": {"insert": [{**failing, "haltOnError": True}]}}
+    with pytest.raises(MiddlewareError, match=r"middleware 'm' \(jq\).*boom"):
+        run("jq", halting, insert(element))
+
+
+def test_jq_refuses_a_program_that_does_not_compile() -> None:
+    with pytest.raises(ConfigError, match=r"Order\.insert\.0\.query: invalid jq program"):
+        run("jq", {"Order": {"insert": [{"query": ".["}]}}, insert(node("n", [])))
+
+
+# -- pipelines, the builder, the coordinator ------------------------------------------------
+
+
+def test_a_pipeline_feeds_each_output_to_the_next_middleware() -> None:
+    specs = [
+        MiddlewareSpec(name="unwind", kind="unwind", config=UNWIND),
+        MiddlewareSpec(name="relabel", kind="relabel", config={"labelMappings": {"Pod": "P"}}),
+    ]
+    out = build_pipeline(specs, ["unwind", "relabel"], "s").process(insert(pod(("c1", "x"))), {})
+    assert [c.element.labels for c in out] == [("Container",), ("OWNS",), ("P",)]
+
+
+def test_the_builder_refuses_undeclared_middleware_and_unknown_kinds() -> None:
+    with pytest.raises(ConfigError, match="undeclared middleware"):
+        Query.cypher("q").query("MATCH (n) RETURN n").from_source("s", pipeline=["x"]).build()
+    with pytest.raises(ConfigError, match="unknown middleware kind 'nope'"):
+        Query.cypher("q").query("MATCH (n) RETURN n").with_middleware("x", "nope")
+
+
+def entry(entry_id: str, ms: int, *changes: tuple[Op, Element]) -> DecodedEntry:
+    return DecodedEntry(
+        entry_id,
+        tuple(
+            ElementChange(op, element, (ms, 0, index), Timing(ms))
+            for index, (op, element) in enumerate(changes)
+        ),
+    )
+
+
+def test_the_coordinator_routes_derived_changes_and_rejects_failing_ones() -> None:
+    core = Coordinator()
+    core.stores["s"] = core.store("s")
+    core.table.register_query("plain", ["s"], LabelFilter.of(None, None))
+    core.table.register_query("piped", ["s"], LabelFilter.of(None, None))
+    decoder = MiddlewareSpec(
+        name="d", kind="decoder", config={"encoding_type": "hex", "target_property": "v"}
+    )
+    core.middleware.subscribe("piped", [decoder], {"s": ("d",)}, core.stores)
+    good = node("n1", ["N"], {"v": "4869"})
+    bad = node("n2", ["N"], {"v": "zz"})
+    routed, report = core.apply_entries(
+        "s", [entry("1-0", 1, (Op.INSERT, good)), entry("2-0", 2, (Op.INSERT, bad))]
+    )
+    assert [d.element.properties["v"] for d in routed["piped"]] == ["Hi"]
+    assert [d.element.properties["v"] for d in routed["plain"]] == ["4869", "zz"]
+    assert [r.entry_id for r in report.rejected] == ["2-0"]
+    assert "query 'piped', source 's': middleware 'd' (decoder)" in report.rejected[0].reason
+    again, replay = core.apply_entries("s", [entry("1-0", 1, (Op.INSERT, good))])
+    assert (dict(again), replay.rejected) == ({}, [])
+    assert [e.properties["v"] for e in core.snapshot("piped", ["s"])] == ["Hi"]
+
+
+def test_a_late_subscription_is_built_from_the_source_as_inserts() -> None:
+    core = Coordinator()
+    core.apply_entries("s", [entry("1-0", 1, (Op.INSERT, node("p", ["Person"], {"a": 1})))])
+    relabel = MiddlewareSpec(name="r", kind="relabel", config={"labelMappings": {"Person": "U"}})
+    core.middleware.subscribe("q", [relabel], {"s": ("r",)}, core.stores)
+    assert [e.labels for e in core.snapshot("q", ["s"])] == [("U",)]
