@@ -94,7 +94,8 @@ def _bindings(clause: ast.MatchClause, row: Row, graph: Mapping[str, Element]) -
 
 
 def _fits(clause: ast.MatchClause, binding: Row) -> bool:
-    relation_ids: list[str] = []
+    # No relationship uniqueness: as in Drasi, one relation may bind several relation
+    # variables of a pattern.
     for p, path in enumerate(clause.paths):
         nodes = [binding[node.variable or f"_n{p}_{n}"] for n, node in enumerate(path.nodes)]
         for node, element in zip(path.nodes, nodes, strict=True):
@@ -106,8 +107,7 @@ def _fits(clause: ast.MatchClause, binding: Row) -> bool:
                 return False
             if not _connects(relation.direction, element, nodes[r], nodes[r + 1]):
                 return False
-            relation_ids.append(element.id)
-    return len(relation_ids) == len(set(relation_ids))
+    return True
 
 
 def _element_fits(
