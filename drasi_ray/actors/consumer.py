@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import os
+from collections.abc import Sequence
 from typing import Any
 
 import psutil
@@ -23,8 +24,9 @@ from drasi_ray.actors.line import Line
 from drasi_ray.actors.metrics import ConsumerMetrics, group_gauges
 from drasi_ray.actors.names import COORDINATOR
 from drasi_ray.actors.runtime import PIPELINE_NICENESS, tune_for_latency, tune_gc, was_restarted
+from drasi_ray.actors.wire import EntryPacket
 from drasi_ray.model.backoff import Backoff
-from drasi_ray.model.batch import EntryBatch
+from drasi_ray.model.changes import DecodedEntry
 from drasi_ray.model.config import PlatformSourceConfig
 from drasi_ray.source.consumer import StreamConsumer, backend_for
 
@@ -62,7 +64,7 @@ class ConsumerActor:
         self._consumer.start()
         self._metrics_task = asyncio.get_event_loop().create_task(self._record_metrics())
 
-    async def _dispatch(self, entries: EntryBatch) -> object:
+    async def _dispatch(self, entries: Sequence[DecodedEntry]) -> object:
         """One call per batch, never per event, on the line to the coordinator (a Ray call
         when the line is down: :mod:`drasi_ray.actors.line`).
 
@@ -71,7 +73,8 @@ class ConsumerActor:
         innocent entry towards ``max_deliveries``.
         """
         try:
-            report = await self._line.call("apply_batch", self._source_id, entries)
+            packet = EntryPacket(entries, json_values=True)  # decoded from JSON
+            report = await self._line.call("apply_batch", self._source_id, packet)
         except ray.exceptions.RayActorError:
             await self._await_coordinator()
             raise

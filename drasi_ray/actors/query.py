@@ -25,8 +25,8 @@ from drasi_ray.actors.line import LineAddress, LineServer
 from drasi_ray.actors.metrics import QueryMetrics
 from drasi_ray.actors.names import COORDINATOR
 from drasi_ray.actors.runtime import PIPELINE_NICENESS, tune_for_latency, tune_gc, was_restarted
+from drasi_ray.actors.wire import ResultBatch
 from drasi_ray.coordinator.state import SequenceKeeper, StateStore
-from drasi_ray.model.batch import ResultBatch
 from drasi_ray.model.changes import Element, ElementDelta
 from drasi_ray.model.config import DispatchMode, QueryConfig
 from drasi_ray.model.query_specs import MiddlewareSpec

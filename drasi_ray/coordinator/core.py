@@ -18,8 +18,6 @@ from typing import Any, Protocol
 from drasi_ray.coordinator.middleware import MiddlewareSubscriptions
 from drasi_ray.coordinator.routing import LabelFilter, SubscriptionTable
 from drasi_ray.coordinator.store import ElementStore
-from drasi_ray.model._construct import change_from_row
-from drasi_ray.model.batch import EntryBatch
 from drasi_ray.model.changes import (
     DecodedEntry,
     Element,
@@ -91,36 +89,39 @@ class Coordinator:
         return store
 
     def apply_entries(
-        self, source_id: str, entries: Sequence[DecodedEntry]
+        self, source_id: str, entries: Sequence[DecodedEntry], json_values: bool = False
     ) -> tuple[dict[str, list[ElementDelta]], BatchReport]:
-        """Apply a batch to the store; return the deltas each query must see, in order."""
+        """Apply a batch to the store; return the deltas each query must see, in order.
+
+        ``json_values``: every property value of the batch is a JSON value (decoded from
+        JSON); once a batch that is not is applied, :attr:`json_values` is False for good.
+        """
         store = self.store(source_id)
         routed: dict[str, list[ElementDelta]] = defaultdict(list)
         report = BatchReport()
-        batch = entries if isinstance(entries, EntryBatch) else EntryBatch(entries)
-        self.json_values = self.json_values and batch.json_values
+        self.json_values = self.json_values and json_values
         piped = self.middleware.queries(source_id)
-        for entry_id, controls, rows in batch.entry_rows():
-            for control in controls:
+        for entry in entries:
+            for control in entry.controls:
                 report.controls += 1
                 self._apply_control(source_id, control)
-            for row in rows:
+            for change in entry.changes:
                 report.changes += 1
                 if self._probe is not None:
-                    self._probe.check_element(row[2])
-                delta = store.apply_row(row)
+                    self._probe.check_element(change.element.id)
+                delta = store.apply(change)
                 if delta is None:
                     report.duplicates += 1
                     continue
                 report.applied += 1
                 if self.applied is not None:
-                    self.applied.append((entry_id, change_from_row(row), delta))
+                    self.applied.append((entry.entry_id, change, delta))
                 for query_id in self.table.route(source_id, delta):
                     if query_id not in piped:
                         routed[query_id].append(delta)
                         report.routed += 1
                 if piped:
-                    self._pipe(source_id, entry_id, row, routed, report)
+                    self._pipe(source_id, entry.entry_id, change, routed, report)
         self._count(source_id, report)
         return routed, report
 
@@ -128,13 +129,13 @@ class Coordinator:
         self,
         source_id: str,
         entry_id: str,
-        row: Any,
+        change: ElementChange,
         routed: dict[str, list[ElementDelta]],
         report: BatchReport,
     ) -> None:
         """Run an applied change through the pipeline subscriptions of its source
         (:mod:`drasi_ray.coordinator.middleware`)."""
-        derived = self.middleware.apply(source_id, change_from_row(row))
+        derived = self.middleware.apply(source_id, change)
         for query_id, deltas in derived.deltas.items():
             routed[query_id].extend(deltas)
             report.routed += len(deltas)

@@ -25,7 +25,6 @@ from drasi_ray.model.results import (
     ControlSignal,
     Delivered,
     QueryResult,
-    make_query_result,
     now_ms,
 )
 from drasi_ray.query.engine import ContinuousQuery
@@ -96,9 +95,7 @@ class QueryRunner:
     def _result(self, diffs: list[dict[str, Any]], source_time_ms: int, at_ms: int) -> QueryResult:
         self.sequence += 1
         self.diffs_emitted += len(diffs)
-        # One per changed row at full rate: filled through the slots (the frozen dataclass's
-        # __init__ was ~7% of the query actor's CPU draining a backlog, bench.scale's profile).
-        return make_query_result(self.config.id, self.sequence, at_ms, source_time_ms, tuple(diffs))
+        return QueryResult(self.config.id, self.sequence, at_ms, source_time_ms, tuple(diffs))
 
     async def _emit(self, diffs: list[dict[str, Any]], source_time_ms: int) -> None:
         if diffs:
