@@ -75,7 +75,7 @@ class ConsumerUnderTest:
     def stats(self) -> dict[str, Any]:
         """The consumer's :class:`~drasi_ray.source.consumer.ConsumerStats` and the sink's
         counts."""
-        stats: dict[str, Any] = ray.get(self.consumer.stats.remote())
+        stats: dict[str, Any] = ray.get(self.consumer.stats.remote()).as_dict()
         stats["sink"] = ray.get(self.sink.counts.remote())
         return stats
 

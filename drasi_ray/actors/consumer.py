@@ -15,7 +15,6 @@ import asyncio
 import dataclasses
 import os
 from collections.abc import Sequence
-from typing import Any
 
 import psutil
 import ray
@@ -28,7 +27,7 @@ from drasi_ray.actors.wire import EntryPacket
 from drasi_ray.model.backoff import Backoff
 from drasi_ray.model.changes import DecodedEntry
 from drasi_ray.model.config import PlatformSourceConfig
-from drasi_ray.source.consumer import StreamConsumer, backend_for
+from drasi_ray.source.consumer import ConsumerReport, StreamConsumer, backend_for
 
 METRICS_INTERVAL_S = 5.0
 
@@ -123,10 +122,11 @@ class ConsumerActor:
         """The actor's process id (chaos tests SIGKILL it)."""
         return os.getpid()
 
-    def stats(self) -> dict[str, Any]:
-        stats = dataclasses.asdict(self._consumer.stats)
-        stats["name"] = self._consumer.name
-        stats["restarted"] = self._restarted
-        stats["in_flight"] = self._consumer.in_flight
-        stats["rss_bytes"] = psutil.Process().memory_info().rss
-        return stats
+    def stats(self) -> ConsumerReport:
+        return ConsumerReport(
+            stats=dataclasses.replace(self._consumer.stats, extra=dict(self._consumer.stats.extra)),
+            name=self._consumer.name,
+            restarted=self._restarted,
+            in_flight=self._consumer.in_flight,
+            rss_bytes=psutil.Process().memory_info().rss,
+        )

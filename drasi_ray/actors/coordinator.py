@@ -39,7 +39,7 @@ from drasi_ray.actors import names
 from drasi_ray.actors.line import Line, LineAddress, LineServer
 from drasi_ray.actors.runtime import PIPELINE_NICENESS, tune_for_latency, tune_gc, was_restarted
 from drasi_ray.actors.wire import DeltaPacket, EntryPacket
-from drasi_ray.coordinator.core import ApplyProbe, BatchReport, Coordinator
+from drasi_ray.coordinator.core import ApplyProbe, BatchReport, Coordinator, CoordinatorReport
 from drasi_ray.coordinator.records import change_record
 from drasi_ray.coordinator.routing import LabelFilter, SubscriptionTable
 from drasi_ray.coordinator.state import REDIS_TRANSIENT, StateStore
@@ -383,23 +383,10 @@ class CoordinatorActor:
             async with self._persist_lock:
                 await self._state.save_table(self._core.table.to_records())
 
-    async def stats(self) -> dict[str, Any]:
+    async def stats(self) -> CoordinatorReport:
         await self._loaded
-        stats = self._core.stats
-        return {
-            "batches": stats.batches,
-            "changes": stats.changes,
-            "applied": stats.applied,
-            "duplicates": stats.duplicates,
-            "controls": stats.controls,
-            "tombstones_forgotten": stats.tombstones_forgotten,
-            "restarted": self._restarted,
-            "line_calls": self._line_server.served,
-            "durable": await self._durable_counters(),
-            "elements": {source: len(store) for source, store in self._core.stores.items()},
-            "tombstones": {source: store.tombstones for source, store in self._core.stores.items()},
-            "queries": self._core.table.query_ids,
-        }
+        durable = await self._durable_counters()
+        return self._core.report(self._restarted, self._line_server.served, durable)
 
     async def _durable_counters(self) -> dict[str, dict[str, int]]:
         """Counters kept in Redis: they add up across restarts (None without durable state)."""

@@ -9,6 +9,7 @@ shell (:mod:`drasi_ray.actors.coordinator`) persists, delivers and recovers arou
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections import defaultdict
 from collections.abc import Sequence
@@ -63,6 +64,32 @@ class CoordinatorStats:
     controls: int = 0
     tombstones_forgotten: int = 0
     per_source: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class CoordinatorReport:
+    """The coordinator's live status (``DrasiRay.status()["coordinator"]``).
+
+    ``durable``: the counters kept in Redis per source (they add up across restarts; empty
+    without durable state); ``elements`` and ``tombstones``: per source, in memory now.
+    """
+
+    batches: int
+    changes: int
+    applied: int
+    duplicates: int
+    controls: int
+    tombstones_forgotten: int
+    restarted: bool
+    line_calls: int
+    durable: dict[str, dict[str, int]]
+    elements: dict[str, int]
+    tombstones: dict[str, int]
+    queries: list[str]
+
+    def as_dict(self) -> dict[str, Any]:
+        """The plain-data form (``status()``, JSON)."""
+        return dataclasses.asdict(self)
 
 
 class Coordinator:
@@ -156,6 +183,26 @@ class Coordinator:
         stats.duplicates += report.duplicates
         stats.controls += report.controls
         stats.per_source[source_id] = stats.per_source.get(source_id, 0) + report.applied
+
+    def report(
+        self, restarted: bool, line_calls: int, durable: dict[str, dict[str, int]]
+    ) -> CoordinatorReport:
+        """The live status, with what only the actor shell knows."""
+        stats, stores = self.stats, self.stores
+        return CoordinatorReport(
+            batches=stats.batches,
+            changes=stats.changes,
+            applied=stats.applied,
+            duplicates=stats.duplicates,
+            controls=stats.controls,
+            tombstones_forgotten=stats.tombstones_forgotten,
+            restarted=restarted,
+            line_calls=line_calls,
+            durable=durable,
+            elements={source: len(store) for source, store in stores.items()},
+            tombstones={source: store.tombstones for source, store in stores.items()},
+            queries=self.table.query_ids,
+        )
 
     def snapshot(self, query_id: str, sources: Sequence[str]) -> list[Element]:
         """Elements of ``sources`` that ``query_id``'s subscriptions select (for bootstrap)."""

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
@@ -79,6 +80,29 @@ class ConsumerStats:
     state: str = "starting"
     last_error: str | None = None
     extra: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerReport:
+    """One consumer actor's live status (``DrasiRay.status()["sources"][id][i]``): its
+    :class:`ConsumerStats` counters at one moment, and what only the actor knows."""
+
+    stats: ConsumerStats
+    name: str
+    restarted: bool
+    in_flight: int
+    rss_bytes: int
+
+    def as_dict(self) -> dict[str, Any]:
+        """The plain-data form: the counters, then the actor's fields, side by side."""
+        report = dataclasses.asdict(self.stats)
+        report.update(
+            name=self.name,
+            restarted=self.restarted,
+            in_flight=self.in_flight,
+            rss_bytes=self.rss_bytes,
+        )
+        return report
 
 
 def backend_for(settings: PlatformSourceConfig) -> RedisStreamBackend:

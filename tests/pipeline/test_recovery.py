@@ -104,7 +104,7 @@ def _bucket_totals() -> list[dict[str, float]]:
 
 def _applied(app: DrasiRay) -> int:
     """Changes the coordinator applied so far (mid-stream kills wait for some)."""
-    applied: int = ray.get(app.coordinator_actor().stats.remote())["applied"]
+    applied: int = ray.get(app.coordinator_actor().stats.remote()).applied
     return applied
 
 
