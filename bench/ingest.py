@@ -70,11 +70,12 @@ from bench.common import (
     timed,
 )
 from bench.sink import start_consumer
-from drasi_ray import DrasiRay, PlatformSource, Query
+from drasi_ray import DrasiRay
 from drasi_ray.actors.wire import EntryPacket
 from drasi_ray.model.config import PlatformSourceConfig
 from drasi_ray.source.decode import decode_entry
 from drasi_ray.streams import admin
+from drasi_ray.testing.apps import one_source_app
 from drasi_ray.testing.waiting import wait_until
 
 GROUP = "bench"
@@ -254,20 +255,18 @@ def _profiled(consumer_pid: int, sink_pid: int, profile_dir: Path | None) -> Exi
 
 def pipeline_app(url: str, stream: str, consumers: int) -> DrasiRay:
     """DrasiRay with one PlatformSource (batch 500, group start ``0``) and the filter query."""
-    app = DrasiRay(f"bench-ingest-{uuid.uuid4().hex[:8]}")
-    app.add_source(
-        PlatformSource.builder("sensors")
-        .with_redis_url(url)
-        .with_stream_key(stream)
-        .with_consumer_group(GROUP)
-        .with_consumers(consumers)
-        .with_batch_size(BATCH)
-        .with_block_ms(1000)
-        .with_start_id("0")
-        .build()
+    return one_source_app(
+        url,
+        stream,
+        {"hot": SENSOR_QUERY},
+        source_id="sensors",
+        prefix="bench-ingest",
+        consumer_group=GROUP,
+        consumers=consumers,
+        batch_size=BATCH,
+        block_ms=1000,
+        start_id="0",
     )
-    app.add_query(Query.cypher("hot").query(SENSOR_QUERY).from_source("sensors").build())
-    return app
 
 
 def time_pipeline_backlog(url: str, payloads: Sequence[bytes], consumers: int) -> float:
