@@ -42,8 +42,10 @@ def sensor_records(start: int, count: int, sensors: int) -> list[ChangeRecord]:
         }
         ms = BASE_MS + index * 10
         records.append(
-            (f"{ms}-0", ms, 0, 0, "update", "node", sensor, ("Sensor",), ms, properties, None, None,
-             True)
+            ChangeRecord(
+                f"{ms}-0", ms, 0, 0, "update", "node", sensor, ("Sensor",), ms, properties, None,
+                None, True,
+            )
         )  # fmt: skip
     return records
 

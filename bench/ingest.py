@@ -23,10 +23,9 @@ All sections read the same stream contents (the seeded sensor workload of
     (the peer alone ran at 53k-104k events/s on one day), so the ratio of two runs taken far
     apart says more about the drift than about the consumer; a pair is taken back to back.
 
-(m) **per-event CPU costs** in this process, no Ray or Redis: orjson alone, ``decode_rows`` into
-    the consumer's ``EntryBatch``, ``decode_entry``, and Ray's pickling of a decoded batch (the
-    ``EntryBatch`` of rows the consumer sends, one of built changes, and a plain
-    list for comparison), best of 15 batches of 500.
+(m) **per-event CPU costs** in this process, no Ray or Redis: orjson alone, ``decode_entry``
+    (what the consumer does), and Ray's pickling of a decoded batch (the ``EntryPacket`` the
+    consumer sends, and a plain list of the structs for comparison), best of 15 batches of 500.
 
 (a) and (b) are timed from the first XREADGROUP to the read that finds the stream drained.
 (c) and d-backlog use a *release*: the backlog (all events but one) is published, the consumer
@@ -71,11 +70,12 @@ from bench.common import (
     timed,
 )
 from bench.sink import start_consumer
-from drasi_ray import DrasiRay, PlatformSource, Query
-from drasi_ray.model.batch import EntryBatch, EntryBatchBuilder
+from drasi_ray import DrasiRay
+from drasi_ray.actors.wire import EntryPacket
 from drasi_ray.model.config import PlatformSourceConfig
-from drasi_ray.source.decode import decode_entry, decode_rows
+from drasi_ray.source.decode import decode_entry
 from drasi_ray.streams import admin
+from drasi_ray.testing.apps import one_source_app
 from drasi_ray.testing.waiting import wait_until
 
 GROUP = "bench"
@@ -255,20 +255,18 @@ def _profiled(consumer_pid: int, sink_pid: int, profile_dir: Path | None) -> Exi
 
 def pipeline_app(url: str, stream: str, consumers: int) -> DrasiRay:
     """DrasiRay with one PlatformSource (batch 500, group start ``0``) and the filter query."""
-    app = DrasiRay(f"bench-ingest-{uuid.uuid4().hex[:8]}")
-    app.add_source(
-        PlatformSource.builder("sensors")
-        .with_redis_url(url)
-        .with_stream_key(stream)
-        .with_consumer_group(GROUP)
-        .with_consumers(consumers)
-        .with_batch_size(BATCH)
-        .with_block_ms(1000)
-        .with_start_id("0")
-        .build()
+    return one_source_app(
+        url,
+        stream,
+        {"hot": SENSOR_QUERY},
+        source_id="sensors",
+        prefix="bench-ingest",
+        consumer_group=GROUP,
+        consumers=consumers,
+        batch_size=BATCH,
+        block_ms=1000,
+        start_id="0",
     )
-    app.add_query(Query.cypher("hot").query(SENSOR_QUERY).from_source("sensors").build())
-    return app
 
 
 def time_pipeline_backlog(url: str, payloads: Sequence[bytes], consumers: int) -> float:
@@ -327,10 +325,10 @@ def best_us_per_event(work: Callable[[], object], events: int, repeat: int = 15)
 def per_event_costs(payloads: Sequence[bytes]) -> list[tuple[str, float]]:
     """µs per event of each CPU step of one consumer batch (``BATCH`` entries).
 
-    The consumer validates each entry into change rows (``decode_rows``) and sends them as
-    the columns of an :class:`~drasi_ray.model.batch.EntryBatch`; the coordinator's unpickling
-    builds the typed changes. ``decode_entry`` (validate and build the changes in this
-    process) and a plain list of :class:`DecodedEntry` are measured for comparison.
+    The consumer decodes each entry into the change model's structs (``decode_entry``) and
+    sends them as an :class:`~drasi_ray.actors.wire.EntryPacket` (MessagePack); the
+    coordinator's unpickling decodes the structs back. A plain list of :class:`DecodedEntry`
+    (Ray's own pickling of the structs) is measured for comparison.
     """
     entries = [(f"1700000000000-{i}", {b"data": p}) for i, p in enumerate(payloads[:BATCH])]
     count = len(entries)
@@ -338,14 +336,11 @@ def per_event_costs(payloads: Sequence[bytes]) -> list[tuple[str, float]]:
     rows = [
         ("orjson.loads of the entry (what the peer does)",
          best_us_per_event(lambda: [orjson.loads(f[b"data"]) for _, f in entries], count)),
-        ("decode_rows into an EntryBatch (what the consumer does)",
-         best_us_per_event(functools.partial(_rows_batch, entries), count)),
-        ("decode_entry: JSON parse + validate + build changes",
+        ("decode_entry: JSON parse + validate + build changes (what the consumer does)",
          best_us_per_event(lambda: [decode_entry(i, f) for i, f in entries], count)),
     ]  # fmt: skip
     batches = (
-        ("EntryBatch of rows", _rows_batch(entries)),
-        ("EntryBatch of changes", EntryBatch(decoded)),
+        ("EntryPacket", EntryPacket(decoded, json_values=True)),
         ("list[DecodedEntry]", decoded),
     )
     for label, value in batches:
@@ -357,13 +352,6 @@ def per_event_costs(payloads: Sequence[bytes]) -> list[tuple[str, float]]:
              best_us_per_event(functools.partial(pickle.loads, blob), count)),
         ]  # fmt: skip
     return rows
-
-
-def _rows_batch(entries: Sequence[tuple[str, dict[bytes, bytes]]]) -> EntryBatch:
-    builder = EntryBatchBuilder()
-    for entry_id, fields in entries:
-        builder.add(entry_id, *decode_rows(entry_id, fields))
-    return builder.build()
 
 
 def _ray_dumps(value: object) -> bytes:

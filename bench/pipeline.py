@@ -33,10 +33,11 @@ import psutil
 import ray
 
 from bench.common import BASE_TS_NS, SENSOR_QUERY, sensor_properties
-from drasi_ray import DrasiRay, PlatformSource, Query
+from drasi_ray import DrasiRay
 from drasi_ray.model.changes import Op, node
 from drasi_ray.model.config import StateConfig
 from drasi_ray.source.decode import change_event, encode_cloud_event
+from drasi_ray.testing.apps import one_source_app
 
 GROUP = "bench"
 QUERY_ID = "hot"
@@ -120,23 +121,20 @@ def hot_app(
     ``durable`` False keeps the coordinator's state in memory only (no Redis write per batch);
     ``max_batch_size`` caps the adaptive reads (None: the source's default).
     """
-    app = DrasiRay(
-        f"bench-{prefix}-{uuid.uuid4().hex[:8]}", state_config=StateConfig(durable=durable)
+    return one_source_app(
+        url,
+        stream,
+        {QUERY_ID: SENSOR_QUERY},
+        source_id=SOURCE_ID,
+        prefix=f"bench-{prefix}",
+        state_config=StateConfig(durable=durable),
+        consumer_group=GROUP,
+        consumers=consumers,
+        batch_size=batch_size,
+        max_batch_size=max_batch_size,
+        block_ms=block_ms,
+        start_id="0",
     )
-    app.add_source(
-        PlatformSource.builder(SOURCE_ID)
-        .with_redis_url(url)
-        .with_stream_key(stream)
-        .with_consumer_group(GROUP)
-        .with_consumers(consumers)
-        .with_batch_size(batch_size)
-        .with_max_batch_size(max_batch_size)
-        .with_block_ms(block_ms)
-        .with_start_id("0")
-        .build()
-    )
-    app.add_query(Query.cypher(QUERY_ID).query(SENSOR_QUERY).from_source(SOURCE_ID).build())
-    return app
 
 
 def actor_pids(app: DrasiRay) -> dict[str, list[int]]:

@@ -46,11 +46,12 @@ from bench.common import (
     rate,
     record,
 )
-from drasi_ray import DrasiRay, PlatformSource, Query
+from drasi_ray import DrasiRay
 from drasi_ray.coordinator.store import ElementStore
 from drasi_ray.model.changes import Element, ElementChange, ElementDelta, Op, Timing, node, relation
 from drasi_ray.query.engine import ContinuousQuery
 from drasi_ray.source.decode import change_event, encode_cloud_event
+from drasi_ray.testing.apps import one_source_app
 
 FILTER_QUERY = (
     "MATCH (s:Sensor) WHERE s.temperature > 70 RETURN s.id AS id, s.temperature AS temperature"
@@ -410,17 +411,15 @@ def entry_payloads(changes: Sequence[ElementChange], per_entry: int) -> list[byt
 
 
 def pipeline_app(url: str, stream: str, query_text: str) -> DrasiRay:
-    app = DrasiRay(f"bench-query-{uuid.uuid4().hex[:8]}")
-    app.add_source(
-        PlatformSource.builder("graph")
-        .with_redis_url(url)
-        .with_stream_key(stream)
-        .with_batch_size(500)
-        .with_block_ms(200)
-        .build()
+    return one_source_app(
+        url,
+        stream,
+        {"q": query_text},
+        source_id="graph",
+        prefix="bench-query",
+        batch_size=500,
+        block_ms=200,
     )
-    app.add_query(Query.cypher("q").query(query_text).from_source("graph").build())
-    return app
 
 
 def run_pipeline(

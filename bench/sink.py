@@ -20,7 +20,7 @@ from drasi_ray.actors.consumer import ConsumerActor
 from drasi_ray.actors.line import LineAddress, LineServer
 from drasi_ray.actors.names import COORDINATOR, consumer_actor
 from drasi_ray.actors.runtime import tune_for_latency
-from drasi_ray.model.batch import EntryBatch
+from drasi_ray.actors.wire import EntryPacket
 from drasi_ray.model.config import PlatformSourceConfig
 
 SOURCE_ID = "bench"
@@ -44,11 +44,11 @@ class CountingSink:
         return await self._line_server.address()
 
     @ray.method(enable_task_events=False)  # as the coordinator's
-    async def apply_batch(self, source_id: str, entries: EntryBatch) -> int:
-        """Count the batch: its rows, without building the changes (as the coordinator)."""
+    async def apply_batch(self, source_id: str, entries: EntryPacket) -> int:
+        """Count the batch's entries and changes (unpacked as the coordinator receives it)."""
         self._batches += 1
         self._entries += len(entries)
-        self._changes += sum(len(rows) for _, _, rows in entries.entry_rows())
+        self._changes += sum(len(entry.changes) for entry in entries)
         return len(entries)
 
     def counts(self) -> dict[str, int]:
@@ -75,7 +75,7 @@ class ConsumerUnderTest:
     def stats(self) -> dict[str, Any]:
         """The consumer's :class:`~drasi_ray.source.consumer.ConsumerStats` and the sink's
         counts."""
-        stats: dict[str, Any] = ray.get(self.consumer.stats.remote())
+        stats: dict[str, Any] = ray.get(self.consumer.stats.remote()).as_dict()
         stats["sink"] = ray.get(self.sink.counts.remote())
         return stats
 

@@ -486,7 +486,7 @@ class DrasiRay:
         return {
             "app": self.app_id,
             "running": True,
-            "coordinator": ray.get(self._coordinator.stats.remote()),
+            "coordinator": ray.get(self._coordinator.stats.remote()).as_dict(),
             "sources": {
                 source_id: [_ask(actor.stats) for actor in actors]
                 for source_id, actors in self._consumers.items()
@@ -524,11 +524,13 @@ def _labels(labels: Iterable[str] | None) -> list[str] | None:
 
 
 def _ask(method: Any, timeout_s: float = 10.0) -> dict[str, Any]:
-    """Call an actor's status method; a dead or unresponsive actor is reported, not raised."""
+    """An actor's status report (a record with ``as_dict``) in its plain-data form; a dead or
+    unresponsive actor is reported, not raised."""
     try:
-        answer: dict[str, Any] = ray.get(method.remote(), timeout=timeout_s)
+        report = ray.get(method.remote(), timeout=timeout_s)
     except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError) as exc:
         return {"state": "unavailable", "error": type(exc).__name__}
+    answer: dict[str, Any] = report.as_dict()
     return answer
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import os
-from typing import Any
+from collections.abc import Sequence
 
 import psutil
 import ray
@@ -23,10 +23,11 @@ from drasi_ray.actors.line import Line
 from drasi_ray.actors.metrics import ConsumerMetrics, group_gauges
 from drasi_ray.actors.names import COORDINATOR
 from drasi_ray.actors.runtime import PIPELINE_NICENESS, tune_for_latency, tune_gc, was_restarted
+from drasi_ray.actors.wire import EntryPacket
 from drasi_ray.model.backoff import Backoff
-from drasi_ray.model.batch import EntryBatch
+from drasi_ray.model.changes import DecodedEntry
 from drasi_ray.model.config import PlatformSourceConfig
-from drasi_ray.source.consumer import StreamConsumer, backend_for
+from drasi_ray.source.consumer import ConsumerReport, StreamConsumer, backend_for
 
 METRICS_INTERVAL_S = 5.0
 
@@ -62,7 +63,7 @@ class ConsumerActor:
         self._consumer.start()
         self._metrics_task = asyncio.get_event_loop().create_task(self._record_metrics())
 
-    async def _dispatch(self, entries: EntryBatch) -> object:
+    async def _dispatch(self, entries: Sequence[DecodedEntry]) -> object:
         """One call per batch, never per event, on the line to the coordinator (a Ray call
         when the line is down: :mod:`drasi_ray.actors.line`).
 
@@ -71,7 +72,8 @@ class ConsumerActor:
         innocent entry towards ``max_deliveries``.
         """
         try:
-            report = await self._line.call("apply_batch", self._source_id, entries)
+            packet = EntryPacket(entries, json_values=True)  # decoded from JSON
+            report = await self._line.call("apply_batch", self._source_id, packet)
         except ray.exceptions.RayActorError:
             await self._await_coordinator()
             raise
@@ -120,10 +122,11 @@ class ConsumerActor:
         """The actor's process id (chaos tests SIGKILL it)."""
         return os.getpid()
 
-    def stats(self) -> dict[str, Any]:
-        stats = dataclasses.asdict(self._consumer.stats)
-        stats["name"] = self._consumer.name
-        stats["restarted"] = self._restarted
-        stats["in_flight"] = self._consumer.in_flight
-        stats["rss_bytes"] = psutil.Process().memory_info().rss
-        return stats
+    def stats(self) -> ConsumerReport:
+        return ConsumerReport(
+            stats=dataclasses.replace(self._consumer.stats, extra=dict(self._consumer.stats.extra)),
+            name=self._consumer.name,
+            restarted=self._restarted,
+            in_flight=self._consumer.in_flight,
+            rss_bytes=psutil.Process().memory_info().rss,
+        )

@@ -38,13 +38,13 @@ import ray
 from drasi_ray.actors import names
 from drasi_ray.actors.line import Line, LineAddress, LineServer
 from drasi_ray.actors.runtime import PIPELINE_NICENESS, tune_for_latency, tune_gc, was_restarted
-from drasi_ray.coordinator.core import ApplyProbe, BatchReport, Coordinator
+from drasi_ray.actors.wire import DeltaPacket, EntryPacket
+from drasi_ray.coordinator.core import ApplyProbe, BatchReport, Coordinator, CoordinatorReport
 from drasi_ray.coordinator.records import change_record
 from drasi_ray.coordinator.routing import LabelFilter, SubscriptionTable
 from drasi_ray.coordinator.state import REDIS_TRANSIENT, StateStore
 from drasi_ray.coordinator.store import ElementStore
 from drasi_ray.model.backoff import outlasting
-from drasi_ray.model.batch import DeltaBatch, ElementBatch
 from drasi_ray.model.changes import DecodedEntry, Element
 from drasi_ray.model.query_specs import MiddlewareSpec
 
@@ -204,7 +204,7 @@ class CoordinatorActor:
             replaced.line.close()
         link = self._queries[query_id] = _QueryLink(Line(handle), tuple(sources))
         elements = self._core.snapshot(query_id, sources)
-        await handle.bootstrap.remote(link.epoch, link.take_delivery(), ElementBatch(elements))
+        await handle.bootstrap.remote(link.epoch, link.take_delivery(), elements)
         link.ready = True
         return len(elements)
 
@@ -253,6 +253,9 @@ class CoordinatorActor:
     async def apply_batch(self, source_id: str, entries: Sequence[DecodedEntry]) -> BatchReport:
         """Apply one consumer batch; return once it is durable and its deltas are sent.
 
+        ``entries`` is a consumer's :class:`~drasi_ray.actors.wire.EntryPacket` (any other
+        sequence of decoded entries is applied as holding arbitrary Python values).
+
         The deltas go to the queries even when the state write fails: a retry of the batch
         finds its changes already applied (duplicates, routed nowhere), so holding the deltas
         back would lose them for the queries. The failure is raised afterwards, so the consumer
@@ -291,7 +294,8 @@ class CoordinatorActor:
         Deliveries are numbered in the step that updates the store, so each query sees deltas
         in store order; they run while the state is written to Redis and after.
         """
-        routed, report = self._core.apply_entries(source_id, entries)
+        json_values = isinstance(entries, EntryPacket) and entries.json_values
+        routed, report = self._core.apply_entries(source_id, entries, json_values)
         self._forward_applied(source_id)
         links = []
         for query_id, deltas in routed.items():
@@ -303,7 +307,7 @@ class CoordinatorActor:
                         "deliver",
                         link.epoch,
                         link.take_delivery(),
-                        DeltaBatch(deltas, self._core.json_values),
+                        DeltaPacket(deltas, self._core.json_values),
                     ),
                 )
                 links.append(link)
@@ -379,23 +383,10 @@ class CoordinatorActor:
             async with self._persist_lock:
                 await self._state.save_table(self._core.table.to_records())
 
-    async def stats(self) -> dict[str, Any]:
+    async def stats(self) -> CoordinatorReport:
         await self._loaded
-        stats = self._core.stats
-        return {
-            "batches": stats.batches,
-            "changes": stats.changes,
-            "applied": stats.applied,
-            "duplicates": stats.duplicates,
-            "controls": stats.controls,
-            "tombstones_forgotten": stats.tombstones_forgotten,
-            "restarted": self._restarted,
-            "line_calls": self._line_server.served,
-            "durable": await self._durable_counters(),
-            "elements": {source: len(store) for source, store in self._core.stores.items()},
-            "tombstones": {source: store.tombstones for source, store in self._core.stores.items()},
-            "queries": self._core.table.query_ids,
-        }
+        durable = await self._durable_counters()
+        return self._core.report(self._restarted, self._line_server.served, durable)
 
     async def _durable_counters(self) -> dict[str, dict[str, int]]:
         """Counters kept in Redis: they add up across restarts (None without durable state)."""

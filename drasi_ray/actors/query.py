@@ -25,14 +25,14 @@ from drasi_ray.actors.line import LineAddress, LineServer
 from drasi_ray.actors.metrics import QueryMetrics
 from drasi_ray.actors.names import COORDINATOR
 from drasi_ray.actors.runtime import PIPELINE_NICENESS, tune_for_latency, tune_gc, was_restarted
+from drasi_ray.actors.wire import ResultBatch
 from drasi_ray.coordinator.state import SequenceKeeper, StateStore
-from drasi_ray.model.batch import ResultBatch
 from drasi_ray.model.changes import Element, ElementDelta
 from drasi_ray.model.config import DispatchMode, QueryConfig
 from drasi_ray.model.query_specs import MiddlewareSpec
 from drasi_ray.model.reaction_specs import AnyReaction
 from drasi_ray.model.results import ControlSignal
-from drasi_ray.query.runner import InOrder, QueryRunner, grouping_keys
+from drasi_ray.query.runner import InOrder, QueryReport, QueryRunner, grouping_keys
 from drasi_ray.query.subscribers import SubscriberBuffer
 from drasi_ray.reactions.factory import ReactionSet
 
@@ -191,18 +191,6 @@ class QueryActor:
         await self._reactions.close(0.0)
         return flushed
 
-    def info(self) -> dict[str, Any]:
-        runner = self._runner
-        return {
-            "query_id": runner.config.id,
-            "line_calls": self._line_server.served,
-            "sequence": runner.sequence,
-            "diffs": runner.diffs_emitted,
-            "rows": len(runner.engine.results()),
-            "columns": list(runner.engine.column_names),
-            "reactions": self._reactions.status(),
-            "subscribers": {
-                sid: {"buffered": len(buf), "dropped": buf.dropped}
-                for sid, buf in runner.subscribers.items()
-            },
-        }
+    def info(self) -> QueryReport:
+        reactions = [report.as_dict() for report in self._reactions.status()]
+        return self._runner.report(self._line_server.served, reactions)

@@ -1,6 +1,6 @@
 """The change log: applied changes accumulated as Arrow blocks, spilled to Parquet past a size.
 
-Rows arrive as :data:`~drasi_ray.coordinator.records.ChangeRecord` tuples and are appended to
+Rows arrive as :class:`~drasi_ray.coordinator.records.ChangeRecord` structs and are appended to
 plain Python lists, one per column (cheap: no per-row objects). :meth:`ChangeLog.seal` turns the
 open rows into one Arrow table, column-wise, and hands it to a :class:`BlockStore` (Ray's object
 store in the actor, a list in unit tests). Once the sealed blocks together exceed
@@ -27,6 +27,7 @@ from itertools import accumulate, chain
 from pathlib import Path
 from typing import Any, Final, Generic, Protocol, TypeVar
 
+import msgspec
 import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -118,13 +119,13 @@ class _OpenRows:
         """Transpose ``records`` onto the column lists (one ``zip`` instead of a row loop)."""
         if not records:
             return
-        columns = list(zip(*records, strict=True))
+        columns = list(zip(*map(msgspec.structs.astuple, records), strict=True))
         self.source_id.extend([source_id] * len(records))
         for target, values in zip(self._record_columns(), columns, strict=True):
             target.extend(values)
 
     def _record_columns(self) -> tuple[list[Any], ...]:
-        """The column lists in :data:`ChangeRecord` field order."""
+        """The column lists in :class:`ChangeRecord` field order."""
         return (
             self.stream_id,
             self.version_ms,

@@ -9,6 +9,7 @@ shell (:mod:`drasi_ray.actors.coordinator`) persists, delivers and recovers arou
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections import defaultdict
 from collections.abc import Sequence
@@ -18,8 +19,6 @@ from typing import Any, Protocol
 from drasi_ray.coordinator.middleware import MiddlewareSubscriptions
 from drasi_ray.coordinator.routing import LabelFilter, SubscriptionTable
 from drasi_ray.coordinator.store import ElementStore
-from drasi_ray.model._construct import change_from_row
-from drasi_ray.model.batch import EntryBatch
 from drasi_ray.model.changes import (
     DecodedEntry,
     Element,
@@ -67,6 +66,32 @@ class CoordinatorStats:
     per_source: dict[str, int] = field(default_factory=dict)
 
 
+@dataclass(frozen=True, slots=True)
+class CoordinatorReport:
+    """The coordinator's live status (``DrasiRay.status()["coordinator"]``).
+
+    ``durable``: the counters kept in Redis per source (they add up across restarts; empty
+    without durable state); ``elements`` and ``tombstones``: per source, in memory now.
+    """
+
+    batches: int
+    changes: int
+    applied: int
+    duplicates: int
+    controls: int
+    tombstones_forgotten: int
+    restarted: bool
+    line_calls: int
+    durable: dict[str, dict[str, int]]
+    elements: dict[str, int]
+    tombstones: dict[str, int]
+    queries: list[str]
+
+    def as_dict(self) -> dict[str, Any]:
+        """The plain-data form (``status()``, JSON)."""
+        return dataclasses.asdict(self)
+
+
 class Coordinator:
     """The coordinator's state and logic, without Ray (tested directly)."""
 
@@ -91,36 +116,39 @@ class Coordinator:
         return store
 
     def apply_entries(
-        self, source_id: str, entries: Sequence[DecodedEntry]
+        self, source_id: str, entries: Sequence[DecodedEntry], json_values: bool = False
     ) -> tuple[dict[str, list[ElementDelta]], BatchReport]:
-        """Apply a batch to the store; return the deltas each query must see, in order."""
+        """Apply a batch to the store; return the deltas each query must see, in order.
+
+        ``json_values``: every property value of the batch is a JSON value (decoded from
+        JSON); once a batch that is not is applied, :attr:`json_values` is False for good.
+        """
         store = self.store(source_id)
         routed: dict[str, list[ElementDelta]] = defaultdict(list)
         report = BatchReport()
-        batch = entries if isinstance(entries, EntryBatch) else EntryBatch(entries)
-        self.json_values = self.json_values and batch.json_values
+        self.json_values = self.json_values and json_values
         piped = self.middleware.queries(source_id)
-        for entry_id, controls, rows in batch.entry_rows():
-            for control in controls:
+        for entry in entries:
+            for control in entry.controls:
                 report.controls += 1
                 self._apply_control(source_id, control)
-            for row in rows:
+            for change in entry.changes:
                 report.changes += 1
                 if self._probe is not None:
-                    self._probe.check_element(row[2])
-                delta = store.apply_row(row)
+                    self._probe.check_element(change.element.id)
+                delta = store.apply(change)
                 if delta is None:
                     report.duplicates += 1
                     continue
                 report.applied += 1
                 if self.applied is not None:
-                    self.applied.append((entry_id, change_from_row(row), delta))
+                    self.applied.append((entry.entry_id, change, delta))
                 for query_id in self.table.route(source_id, delta):
                     if query_id not in piped:
                         routed[query_id].append(delta)
                         report.routed += 1
                 if piped:
-                    self._pipe(source_id, entry_id, row, routed, report)
+                    self._pipe(source_id, entry.entry_id, change, routed, report)
         self._count(source_id, report)
         return routed, report
 
@@ -128,13 +156,13 @@ class Coordinator:
         self,
         source_id: str,
         entry_id: str,
-        row: Any,
+        change: ElementChange,
         routed: dict[str, list[ElementDelta]],
         report: BatchReport,
     ) -> None:
         """Run an applied change through the pipeline subscriptions of its source
         (:mod:`drasi_ray.coordinator.middleware`)."""
-        derived = self.middleware.apply(source_id, change_from_row(row))
+        derived = self.middleware.apply(source_id, change)
         for query_id, deltas in derived.deltas.items():
             routed[query_id].extend(deltas)
             report.routed += len(deltas)
@@ -155,6 +183,26 @@ class Coordinator:
         stats.duplicates += report.duplicates
         stats.controls += report.controls
         stats.per_source[source_id] = stats.per_source.get(source_id, 0) + report.applied
+
+    def report(
+        self, restarted: bool, line_calls: int, durable: dict[str, dict[str, int]]
+    ) -> CoordinatorReport:
+        """The live status, with what only the actor shell knows."""
+        stats, stores = self.stats, self.stores
+        return CoordinatorReport(
+            batches=stats.batches,
+            changes=stats.changes,
+            applied=stats.applied,
+            duplicates=stats.duplicates,
+            controls=stats.controls,
+            tombstones_forgotten=stats.tombstones_forgotten,
+            restarted=restarted,
+            line_calls=line_calls,
+            durable=durable,
+            elements={source: len(store) for source, store in stores.items()},
+            tombstones={source: store.tombstones for source, store in stores.items()},
+            queries=self.table.query_ids,
+        )
 
     def snapshot(self, query_id: str, sources: Sequence[str]) -> list[Element]:
         """Elements of ``sources`` that ``query_id``'s subscriptions select (for bootstrap)."""

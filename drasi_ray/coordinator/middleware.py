@@ -43,7 +43,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from drasi_ray.coordinator.store import ElementStore
-from drasi_ray.model._construct import make_change
 from drasi_ray.model.changes import Element, ElementChange, ElementDelta, Op, Timing, Version
 from drasi_ray.model.errors import MiddlewareError
 from drasi_ray.model.query_specs import MiddlewareSpec
@@ -143,7 +142,7 @@ def _through(subscription: _Subscription, change: ElementChange) -> list[Element
     for position, output in enumerate(outputs):
         version: Version = (ms, seq, (index << OUTPUT_BITS) | position)
         delta = subscription.store.apply(
-            make_change(output.op, output.element, version, change.timing)
+            ElementChange(output.op, output.element, version, change.timing)
         )
         if delta is not None:
             deltas.append(delta)
@@ -156,7 +155,7 @@ def _rebuild(subscription: _Subscription, source: ElementStore) -> None:
     elements: Iterable[Element] = source.elements()
     for element in elements:
         version = source.head_version(element.id) or (0, 0, 0)
-        change = make_change(Op.INSERT, element, version, _REBUILD_TIMING)
+        change = ElementChange(Op.INSERT, element, version, _REBUILD_TIMING)
         try:
             _through(subscription, change)
         except MiddlewareError:

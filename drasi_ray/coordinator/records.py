@@ -1,39 +1,40 @@
 """The change record: what the coordinator forwards to the change log for one applied change.
 
-Kept free of pyarrow, pyspark and Ray so the coordinator can import it on its hot path. A
-record is a plain tuple (cheap to pickle across the Ray call that carries a whole batch):
-
-    (stream_id, version_ms, version_seq, change_index, op, kind, element_id, labels,
-     effective_from_ms, properties, start_id, end_id, present)
-
-``op`` is ``insert``/``update``/``delete``. The element fields describe the element as the
-store holds it *after* the change (its full, merged property map), or, for a delete that removed
-it, as it was *before*; ``present`` says whether the element exists after the change (a delete
-can leave an element standing when newer updates already arrived). So the newest record of an
-element is its state, which is what ``latest_state`` relies on.
+Kept free of pyarrow, pyspark and Ray so the coordinator can import it on its hot path. A record is
+a frozen ``msgspec.Struct`` (cheap to build and to pickle across the Ray call that carries a whole
+batch). ``op`` is ``insert``/``update``/``delete``. The element fields describe the element as the
+store holds it *after* the change (its full, merged property map), or, for a delete that removed it,
+as it was *before*; ``present`` says whether the element exists after the change (a delete can leave
+an element standing when newer updates already arrived). So the newest record of an element is its
+state, which is what ``latest_state`` relies on.
 """
 
 from __future__ import annotations
 
-from typing import Any, Final, TypeAlias
+from typing import Any, Final
+
+import msgspec
 
 from drasi_ray.model.changes import ElementChange, ElementDelta, Op
 
-ChangeRecord: TypeAlias = tuple[
-    str,
-    int,
-    int,
-    int,
-    str,
-    str,
-    str,
-    tuple[str, ...],
-    int,
-    dict[str, Any],
-    str | None,
-    str | None,
-    bool,
-]
+
+class ChangeRecord(msgspec.Struct, frozen=True, gc=False):
+    """One applied change as the change log stores it (fields in its column order)."""
+
+    stream_id: str
+    version_ms: int
+    version_seq: int
+    change_index: int
+    op: str
+    kind: str
+    element_id: str
+    labels: tuple[str, ...]
+    effective_from: int
+    properties: dict[str, Any]
+    start_id: str | None
+    end_id: str | None
+    present: bool
+
 
 OP_NAMES: Final[dict[Op, str]] = {Op.INSERT: "insert", Op.UPDATE: "update", Op.DELETE: "delete"}
 
@@ -44,7 +45,7 @@ def change_record(stream_id: str, change: ElementChange, delta: ElementDelta) ->
     if element is None:  # the store never emits a delta with neither side
         element = change.element
     version_ms, version_seq, change_index = change.version
-    return (
+    return ChangeRecord(
         stream_id,
         version_ms,
         version_seq,

@@ -62,18 +62,11 @@ Values are stored as JSON: a tuple nested in a property comes back as a list.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator
 from typing import Any, Final
 
 import orjson
 
-from drasi_ray.model._construct import (
-    KIND_BY_VALUE,
-    OP_BY_CODE,
-    ChangeRow,
-    make_delta,
-    make_element,
-)
 from drasi_ray.model.changes import (
     Element,
     ElementChange,
@@ -91,9 +84,6 @@ _NEVER: Final[Version] = (-1, -1, -1)
 """Older than every real version: the reset/head of a record nothing has set yet."""
 
 RECORD_FORMAT: Final = 2
-
-_Head = tuple[ElementKind, tuple[str, ...], str | None, str | None, int]
-"""What the newest insert/update sets: kind, labels, start id, end id, effective_from."""
 
 
 class _Record:
@@ -139,15 +129,20 @@ class _Record:
         self.values = {}
         self.versions = {}
 
-    def set_head(self, head: _Head, version: Version) -> None:
+    def set_head(self, element: Element, version: Version) -> None:
+        """Take what the newest insert/update sets: kind, labels, endpoints and time."""
         self.head = version
         self.alive = True
-        self.kind, self.labels, self.start_id, self.end_id, self.effective_from = head
+        self.kind = element.kind
+        self.labels = element.labels
+        self.start_id = element.start_id
+        self.end_id = element.end_id
+        self.effective_from = element.effective_from
 
-    def insert(self, properties: Mapping[str, Any], head: _Head, version: Version) -> None:
+    def insert(self, element: Element, version: Version) -> None:
         """Replace: only the insert's properties and those set by newer versions remain."""
         self.reset = version
-        values: dict[str, Any] = dict(properties)
+        values: dict[str, Any] = dict(element.properties)
         versions = dict.fromkeys(values, version)
         for key, set_by in self.versions.items():
             if set_by > version:  # an update newer than this insert, applied before it arrived
@@ -156,21 +151,21 @@ class _Record:
         self.values = values
         self.versions = versions
         if version > self.head:
-            self.set_head(head, version)
+            self.set_head(element, version)
 
-    def update(self, properties: Mapping[str, Any], head: _Head, version: Version) -> bool:
+    def update(self, element: Element, version: Version) -> bool:
         """Merge; returns whether anything was written (False: every part was set by newer)."""
         wrote = False
         values = self.values
         versions = self.versions
-        for key, value in properties.items():
+        for key, value in element.properties.items():
             set_by = versions.get(key)
             if set_by is None or set_by < version:
                 values[key] = value
                 versions[key] = version
                 wrote = True
         if version > self.head:
-            self.set_head(head, version)
+            self.set_head(element, version)
             wrote = True
         return wrote
 
@@ -188,7 +183,7 @@ class _Record:
     def build(self, element_id: str) -> Element | None:
         if not self.alive or self.kind is None:
             return None
-        return make_element(
+        return Element(
             self.kind,
             element_id,
             self.labels,
@@ -222,40 +217,23 @@ class ElementStore:
         bookkeeping. The delta's ``after.effective_from`` is that of the newest change that set
         the element; its ``source_time_ms`` is the applied change's ``effective_from``.
         """
-        element = change.element
-        head = (element.kind, element.labels, element.start_id, element.end_id,
-                element.effective_from)  # fmt: skip
-        return self._apply(change.op, element.id, element.properties, head, change.version)
-
-    def apply_row(self, row: ChangeRow) -> ElementDelta | None:
-        """:meth:`apply` of the change a :data:`~drasi_ray.model._construct.ChangeRow` stands for,
-        without building it (the coordinator's hot path)."""
-        op, kind, element_id, labels, properties, start, end, effective, version = row[:9]
-        head = (KIND_BY_VALUE[kind], labels, start, end, effective)
-        return self._apply(OP_BY_CODE[op], element_id, properties, head, version)
-
-    def _apply(
-        self,
-        op: Op,
-        element_id: str,
-        properties: Mapping[str, Any],
-        head: _Head,
-        version: Version,
-    ) -> ElementDelta | None:
+        element, version = change.element, change.version
+        element_id = element.id
         record = self._records.get(element_id)
         if record is None:
             record = self._records[element_id] = _Record()
         elif version <= record.reset:
             return None
+        op = change.op
         if op is Op.UPDATE:
-            if not record.update(properties, head, version):
+            if not record.update(element, version):
                 return None
         elif op is Op.INSERT:
-            record.insert(properties, head, version)
+            record.insert(element, version)
         else:
             record.delete(version)
         self._dirty.add(element_id)
-        return self._settle(record, element_id, version, head[4])
+        return self._settle(record, element_id, version, element.effective_from)
 
     def _settle(
         self, record: _Record, element_id: str, version: Version, source_time_ms: int
@@ -275,7 +253,7 @@ class ElementStore:
         elif same_element(before, after):
             return None
         record.element = after
-        return make_delta(before, after, version, source_time_ms)
+        return ElementDelta(before, after, version, source_time_ms)
 
     def get(self, element_id: str) -> Element | None:
         """The element as it stands, or ``None`` if it does not exist (or is deleted)."""

@@ -1,5 +1,11 @@
 """The change model: typed, immutable values decoded at the stream boundary.
 
+Every value here is a ``msgspec.Struct(frozen=True, gc=False)``: the one representation of a
+change from the decoder to the query engine. Structs are built in C (a fraction of a frozen
+dataclass's construction cost), compare and hash by field, pickle as themselves, and travel
+between actors as MessagePack (:mod:`drasi_ray.actors.wire`) with their field types kept.
+``gc=False``: they hold no reference cycles, so the garbage collector never walks them.
+
 A *change* is what a producer said happened to one graph element (SEMANTICS.md §1). Where and
 how often it was delivered (stream, entry id, delivery count) is a :class:`Delivery` and is kept
 apart: redelivery and reclaim change the delivery, never the change.
@@ -14,8 +20,9 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from typing import Any, NoReturn, TypeAlias
+
+import msgspec
 
 Version: TypeAlias = tuple[int, int, int]
 """(entry ms, entry seq, index in the entry's data array); compares as in-order application."""
@@ -70,8 +77,7 @@ class FrozenMap(dict[str, Any]):
 EMPTY_PROPERTIES = FrozenMap()
 
 
-@dataclass(frozen=True, slots=True)
-class Element:
+class Element(msgspec.Struct, frozen=True, gc=False, array_like=True):
     """One node or relation as the graph holds it.
 
     ``effective_from`` is the element's time in milliseconds (``ts_ns // 1_000_000`` of the
@@ -82,7 +88,7 @@ class Element:
     kind: ElementKind
     id: str
     labels: tuple[str, ...]
-    properties: FrozenMap = field(default_factory=FrozenMap)
+    properties: FrozenMap = msgspec.field(default_factory=FrozenMap)
     start_id: str | None = None
     end_id: str | None = None
     effective_from: int = 0
@@ -135,8 +141,7 @@ def relation(
     )
 
 
-@dataclass(frozen=True, slots=True)
-class Timing:
+class Timing(msgspec.Struct, frozen=True, gc=False, array_like=True):
     """Profiling timestamps carried through the pipeline (nanoseconds since the epoch)."""
 
     source_ns: int
@@ -144,8 +149,7 @@ class Timing:
     reactivator_end_ns: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class ElementChange:
+class ElementChange(msgspec.Struct, frozen=True, gc=False, array_like=True):
     """A producer's statement that an element was inserted, updated (upserted) or deleted.
 
     ``element`` is the state *after* the change for inserts and updates (an update may carry
@@ -162,8 +166,7 @@ class ElementChange:
         return self.element.effective_from
 
 
-@dataclass(frozen=True, slots=True)
-class SubscriptionControl:
+class SubscriptionControl(msgspec.Struct, frozen=True, gc=False, tag=True, array_like=True):
     """A ``SourceSubscription`` control event: a query (un)subscribing to labels.
 
     ``op`` INSERT subscribes, UPDATE replaces the label filters, DELETE unsubscribes.
@@ -177,8 +180,7 @@ class SubscriptionControl:
     version: Version = ZERO_VERSION
 
 
-@dataclass(frozen=True, slots=True)
-class UnknownControl:
+class UnknownControl(msgspec.Struct, frozen=True, gc=False, tag=True, array_like=True):
     """A control event of a type drasi_ray does not define; logged and skipped."""
 
     control_type: str
@@ -188,8 +190,7 @@ class UnknownControl:
 ControlEvent: TypeAlias = SubscriptionControl | UnknownControl
 
 
-@dataclass(frozen=True, slots=True)
-class DecodedEntry:
+class DecodedEntry(msgspec.Struct, frozen=True, gc=False, array_like=True):
     """One stream entry, decoded: either element changes or control events, never both."""
 
     entry_id: str
@@ -197,8 +198,7 @@ class DecodedEntry:
     controls: tuple[ControlEvent, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
-class Delivery:
+class Delivery(msgspec.Struct, frozen=True, gc=False, array_like=True):
     """How an entry reached a consumer. Not part of the change: reclaims alter only this."""
 
     stream: str
@@ -206,8 +206,7 @@ class Delivery:
     delivery_count: int = 1
 
 
-@dataclass(frozen=True, slots=True)
-class ElementDelta:
+class ElementDelta(msgspec.Struct, frozen=True, gc=False, array_like=True):
     """What applying one change did to the graph: the element before and after.
 
     ``before is None`` means the element did not exist; ``after is None`` means it no longer

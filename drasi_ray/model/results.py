@@ -12,11 +12,10 @@ import enum
 import time
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from drasi_ray.model._construct import slot_setters
+import msgspec
 
 
 class ControlSignal(str, enum.Enum):
@@ -26,8 +25,7 @@ class ControlSignal(str, enum.Enum):
     STOPPED = "stopped"
 
 
-@dataclass(frozen=True, slots=True)
-class QueryResult:
+class QueryResult(msgspec.Struct, frozen=True, gc=False):
     """The diffs of one applied change, for one query.
 
     ``results`` holds diff dicts: ``{"type": "ADD", "data": row}``, ``{"type": "DELETE",
@@ -40,13 +38,7 @@ class QueryResult:
     sequence: int
     timestamp_ms: int
     source_time_ms: int
-    results: tuple[dict[str, Any], ...] = field(default_factory=tuple)
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        # A flat tuple rebuilt through the slots (results cross Ray to every subscriber): about
-        # half the cost of the dataclass default to pickle and unpickle.
-        fields = (self.query_id, self.sequence, self.timestamp_ms, self.source_time_ms)
-        return (make_query_result, (*fields, self.results))
+    results: tuple[dict[str, Any], ...] = ()
 
     @property
     def added(self) -> list[dict[str, Any]]:
@@ -61,31 +53,7 @@ class QueryResult:
         return [diff for diff in self.results if diff["type"] in ("UPDATE", "aggregation")]
 
 
-_QR_ID, _QR_SEQUENCE, _QR_TIMESTAMP, _QR_SOURCE_TIME, _QR_RESULTS = slot_setters(
-    QueryResult, ("query_id", "sequence", "timestamp_ms", "source_time_ms", "results")
-)
-
-
-def make_query_result(
-    query_id: str,
-    sequence: int,
-    timestamp_ms: int,
-    source_time_ms: int,
-    results: tuple[dict[str, Any], ...],
-) -> QueryResult:
-    """A :class:`QueryResult` of values taken from another one, filled in through its slots
-    without the dataclass ``__init__`` (unpickling; a module function, pickled by reference)."""
-    result = object.__new__(QueryResult)
-    _QR_ID(result, query_id)
-    _QR_SEQUENCE(result, sequence)
-    _QR_TIMESTAMP(result, timestamp_ms)
-    _QR_SOURCE_TIME(result, source_time_ms)
-    _QR_RESULTS(result, results)
-    return result
-
-
-@dataclass(frozen=True, slots=True)
-class ControlResult:
+class ControlResult(msgspec.Struct, frozen=True, gc=False):
     """A lifecycle signal of a query (bootstrap started/completed, running, stopped)."""
 
     query_id: str

@@ -40,7 +40,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from drasi_ray.model._construct import make_delta
 from drasi_ray.model.changes import ZERO_VERSION, Element, ElementDelta
 from drasi_ray.model.errors import UnsupportedQueryError
 from drasi_ray.model.query_specs import QueryJoin
@@ -150,7 +149,7 @@ class ContinuousQuery:
         index = self._index
         if len(index) or self._solutions.optionals:
             for element in elements:
-                self.apply(make_delta(index.element(element.id), element, ZERO_VERSION, 0))
+                self.apply(ElementDelta(index.element(element.id), element, ZERO_VERSION, 0))
             return
         wants = index.wants
         for element in elements:

@@ -72,7 +72,7 @@ def same_value(left: Any, right: Any) -> bool:
         return left.keys() == right.keys() and all(same_value(left[k], right[k]) for k in left)
     if isinstance(left, (list, tuple)):
         return len(left) == len(right) and all(map(same_value, left, right))
-    if dataclasses.is_dataclass(left):
+    if isinstance(left, Element):
         return bool(left == right) and same_value(
             getattr(left, "properties", None), getattr(right, "properties", None)
         )

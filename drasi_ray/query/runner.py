@@ -10,9 +10,11 @@ is :mod:`drasi_ray.actors.query`.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import gc
 import logging
 from collections.abc import Callable, Coroutine, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -25,7 +27,6 @@ from drasi_ray.model.results import (
     ControlSignal,
     Delivered,
     QueryResult,
-    make_query_result,
     now_ms,
 )
 from drasi_ray.query.engine import ContinuousQuery
@@ -33,6 +34,33 @@ from drasi_ray.query.expressions import contains_aggregate
 from drasi_ray.query.subscribers import SubscriberBuffer
 
 logger = logging.getLogger("drasi_ray.query")
+
+
+@dataclass(frozen=True, slots=True)
+class SubscriberReport:
+    """One subscriber's buffer: results waiting, and (broadcast mode) results dropped."""
+
+    buffered: int
+    dropped: int
+
+
+@dataclass(frozen=True, slots=True)
+class QueryReport:
+    """A query actor's live status (``DrasiRay.status()["queries"][id]``). ``reactions`` are
+    :class:`~drasi_ray.reactions.base.ReactionReport` values in their plain-data form."""
+
+    query_id: str
+    line_calls: int
+    sequence: int
+    diffs: int
+    rows: int
+    columns: list[str]
+    reactions: list[dict[str, Any]]
+    subscribers: dict[str, SubscriberReport]
+
+    def as_dict(self) -> dict[str, Any]:
+        """The plain-data form (``status()``, JSON)."""
+        return dataclasses.asdict(self)
 
 
 def grouping_keys(query: ContinuousQuery) -> list[str]:
@@ -96,13 +124,27 @@ class QueryRunner:
     def _result(self, diffs: list[dict[str, Any]], source_time_ms: int, at_ms: int) -> QueryResult:
         self.sequence += 1
         self.diffs_emitted += len(diffs)
-        # One per changed row at full rate: filled through the slots (the frozen dataclass's
-        # __init__ was ~7% of the query actor's CPU draining a backlog, bench.scale's profile).
-        return make_query_result(self.config.id, self.sequence, at_ms, source_time_ms, tuple(diffs))
+        return QueryResult(self.config.id, self.sequence, at_ms, source_time_ms, tuple(diffs))
 
     async def _emit(self, diffs: list[dict[str, Any]], source_time_ms: int) -> None:
         if diffs:
             await self.publish(self._result(diffs, source_time_ms, now_ms()))
+
+    def report(self, line_calls: int, reactions: list[dict[str, Any]]) -> QueryReport:
+        """The live status, with what only the actor shell knows."""
+        return QueryReport(
+            query_id=self.config.id,
+            line_calls=line_calls,
+            sequence=self.sequence,
+            diffs=self.diffs_emitted,
+            rows=len(self.engine.results()),
+            columns=list(self.engine.column_names),
+            reactions=reactions,
+            subscribers={
+                sid: SubscriberReport(len(buffer), buffer.dropped)
+                for sid, buffer in self.subscribers.items()
+            },
+        )
 
     async def apply(self, deltas: Sequence[ElementDelta]) -> int:
         """Apply deltas in order; one QueryResult per delta that changed the result set,

@@ -21,8 +21,10 @@ import abc
 import asyncio
 import collections
 import contextlib
+import dataclasses
 import logging
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from drasi_ray.model.backoff import Backoff
@@ -32,6 +34,23 @@ from drasi_ray.model.results import ControlResult, Delivered
 logger = logging.getLogger("drasi_ray.reaction")
 
 R = TypeVar("R")
+
+
+@dataclass(frozen=True, slots=True)
+class ReactionReport:
+    """One reaction's live status: ``state`` is starting, running, retrying or stopped."""
+
+    kind: str
+    state: str
+    delivered: int
+    queued: int
+    dropped: int
+    failures: int
+    last_error: str | None
+
+    def as_dict(self) -> dict[str, Any]:
+        """The plain-data form (``status()``, JSON)."""
+        return dataclasses.asdict(self)
 
 
 class Reaction(abc.ABC, Generic[R]):
@@ -186,13 +205,13 @@ class ReactionWorker:
             await self.reaction.close()
         self.state = "stopped"
 
-    def status(self) -> dict[str, Any]:
-        return {
-            "kind": self.reaction.kind,
-            "state": self.state,
-            "delivered": self.delivered,
-            "queued": len(self._queue),
-            "dropped": self.dropped,
-            "failures": self.failures,
-            "last_error": self.last_error,
-        }
+    def status(self) -> ReactionReport:
+        return ReactionReport(
+            kind=self.reaction.kind,
+            state=self.state,
+            delivered=self.delivered,
+            queued=len(self._queue),
+            dropped=self.dropped,
+            failures=self.failures,
+            last_error=self.last_error,
+        )

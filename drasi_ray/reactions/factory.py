@@ -14,7 +14,7 @@ from drasi_ray.model.reaction_specs import (
     PlatformReaction,
 )
 from drasi_ray.model.results import Delivered
-from drasi_ray.reactions.base import Reaction, ReactionWorker
+from drasi_ray.reactions.base import Reaction, ReactionReport, ReactionWorker
 from drasi_ray.reactions.callback import FunctionReaction
 from drasi_ray.reactions.jsonl import JsonLinesFileReaction
 from drasi_ray.reactions.log import LoggingReaction
@@ -89,5 +89,5 @@ class ReactionSet:
     async def close(self, timeout_s: float) -> None:
         await asyncio.gather(*(w.close(timeout_s) for w in self.workers))
 
-    def status(self) -> list[dict[str, Any]]:
+    def status(self) -> list[ReactionReport]:
         return [worker.status() for worker in self.workers]

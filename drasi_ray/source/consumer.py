@@ -36,22 +36,23 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from drasi_ray.model.backoff import Backoff
-from drasi_ray.model.batch import EntryBatch, EntryBatchBuilder
+from drasi_ray.model.changes import DecodedEntry
 from drasi_ray.model.config import PlatformSourceConfig
 from drasi_ray.model.errors import DecodeError, GroupMissingError, StreamError
-from drasi_ray.source.decode import decode_rows
+from drasi_ray.source.decode import decode_entry
 from drasi_ray.streams.backend import RedisStreamBackend
 from drasi_ray.streams.records import DeadLetter, Rejection, StreamEntry
 
 logger = logging.getLogger("drasi_ray.consumer")
 
-Dispatch = Callable[[EntryBatch], Awaitable[object]]
+Dispatch = Callable[[tuple[DecodedEntry, ...]], Awaitable[object]]
 """Hands one decoded batch downstream; returns when it is applied (raises if it was not). What
 it returns may list entries to dead-letter in a ``rejected`` attribute (:class:`Rejection`)."""
 
@@ -81,6 +82,29 @@ class ConsumerStats:
     extra: dict[str, int] = field(default_factory=dict)
 
 
+@dataclass(frozen=True, slots=True)
+class ConsumerReport:
+    """One consumer actor's live status (``DrasiRay.status()["sources"][id][i]``): its
+    :class:`ConsumerStats` counters at one moment, and what only the actor knows."""
+
+    stats: ConsumerStats
+    name: str
+    restarted: bool
+    in_flight: int
+    rss_bytes: int
+
+    def as_dict(self) -> dict[str, Any]:
+        """The plain-data form: the counters, then the actor's fields, side by side."""
+        report = dataclasses.asdict(self.stats)
+        report.update(
+            name=self.name,
+            restarted=self.restarted,
+            in_flight=self.in_flight,
+            rss_bytes=self.rss_bytes,
+        )
+        return report
+
+
 def backend_for(settings: PlatformSourceConfig) -> RedisStreamBackend:
     """The stream backend a consumer with ``settings`` needs.
 
@@ -102,7 +126,7 @@ class _Screened:
     whether they are applied downstream (set before the ack is sent)."""
 
     ids: list[str]
-    batch: EntryBatch | None
+    batch: tuple[DecodedEntry, ...] | None
     entries: Sequence[StreamEntry] = ()
     applied: asyncio.Event = field(default_factory=asyncio.Event)
 
@@ -461,7 +485,7 @@ class StreamConsumer:
             await self._done_with(len(entries))
             raise
         return _Screened(
-            [entry.id for entry in entries], decoded.build() if decoded else None, entries
+            [entry.id for entry in entries], tuple(decoded) if decoded else None, entries
         )
 
     async def _dispatch_and_ack(self, screened: _Screened) -> None:
@@ -494,9 +518,9 @@ class StreamConsumer:
 
     def _screen(
         self, entries: Sequence[StreamEntry], counts: dict[str, int]
-    ) -> tuple[EntryBatchBuilder, list[DeadLetter]]:
-        decoded = EntryBatchBuilder()
-        add = decoded.add  # per-entry hot loop: names bound once
+    ) -> tuple[list[DecodedEntry], list[DeadLetter]]:
+        decoded: list[DecodedEntry] = []
+        add = decoded.append  # per-entry hot loop: names bound once
         dead: list[DeadLetter] = []
         limit = self.settings.max_deliveries
         max_bytes = self.settings.max_payload_bytes
@@ -511,7 +535,7 @@ class StreamConsumer:
                 reason = self._refusal(size, deliveries, limit)
             else:
                 try:
-                    add(entry_id, *decode_rows(entry_id, fields))
+                    add(decode_entry(entry_id, fields))
                     continue
                 except DecodeError as exc:
                     reason = exc.reason
@@ -557,7 +581,7 @@ class StreamConsumer:
         )
         self.stats.dead_lettered += len(dead)
 
-    async def _dispatch_renewing(self, ids: list[str], batch: EntryBatch) -> object:
+    async def _dispatch_renewing(self, ids: list[str], batch: tuple[DecodedEntry, ...]) -> object:
         """Dispatch, renewing our claim on ``ids`` while it runs so peers do not steal them.
 
         A live but slow batch would otherwise look idle to the peers' reclaim timers after

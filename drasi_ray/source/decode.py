@@ -35,9 +35,8 @@ msgspec parses it straight into typed structs in C, and the few checks the types
 are repeated in Python. Every other entry (control events, anything malformed or unusual) takes
 the checked path: ``orjson`` plus plain ``type(x) is T`` checks, which also produce the exact
 reasons. A differential property test (tests/pure/test_decode.py) holds the two paths to the same
-result on every input. The consumer keeps changes as plain rows (:func:`decode_rows`); the
-coordinator applies the rows and builds objects only where it needs them. ``bench.ingest``
-section (m) measures both against ``orjson.loads`` alone.
+result on every input. Both build the change model's structs directly (no intermediate form).
+``bench.ingest`` section (m) measures the decoding against ``orjson.loads`` alone.
 
 The encoders at the end (:func:`encode_cloud_event`, :func:`change_event`,
 :func:`subscription_event`) produce this format, for producers, tests and the demo;
@@ -55,14 +54,16 @@ from typing import Annotated, Any, ClassVar, Final, Literal
 import msgspec
 import orjson
 
-from drasi_ray.model._construct import OP_BY_CODE, ChangeRow, change_from_row, make_entry
 from drasi_ray.model.changes import (
     ControlEvent,
     DecodedEntry,
     Element,
+    ElementChange,
     ElementKind,
+    FrozenMap,
     Op,
     SubscriptionControl,
+    Timing,
     UnknownControl,
     Version,
 )
@@ -71,7 +72,6 @@ from drasi_ray.model.errors import DecodeError
 __all__ = [
     "change_event",
     "decode_entry",
-    "decode_rows",
     "encode_cloud_event",
     "subscription_event",
 ]
@@ -80,10 +80,11 @@ _log = logging.getLogger("drasi_ray.decode")
 
 _ENTRY_FIELDS: Final = (b"data", b"event", b"payload", b"message")
 _TABLES: Final = {
-    "node": ElementKind.NODE.value,
-    "rel": ElementKind.RELATION.value,
-    "relation": ElementKind.RELATION.value,
+    "node": ElementKind.NODE,
+    "rel": ElementKind.RELATION,
+    "relation": ElementKind.RELATION,
 }
+_OPS: Final = {op.value: op for op in Op}
 _I64_MAX: Final = 2**63 - 1  # orjson already gives floats below i64 min and above u64 max;
 _I64_MIN: Final = -(2**63)  # msgspec gives ints: both are made floats, at any depth
 _U64_MAX: Final = 2**64 - 1
@@ -120,38 +121,24 @@ def decode_entry(entry_id: str, fields: Mapping[bytes, bytes]) -> DecodedEntry:
     Raises :class:`DecodeError` naming the offending field if the entry or any of its events is
     malformed; nothing of a rejected entry is returned.
     """
-    controls, rows = decode_rows(entry_id, fields)
-    if controls:
-        return DecodedEntry(entry_id, controls=controls)
-    return make_entry(entry_id, tuple(map(change_from_row, rows)))
+    changes = _typed_changes(entry_id, fields)
+    if changes is not None:
+        return DecodedEntry(entry_id, changes)
+    return _checked_entry(entry_id, fields)
 
 
-def decode_rows(
-    entry_id: str, fields: Mapping[bytes, bytes]
-) -> tuple[tuple[ControlEvent, ...], list[ChangeRow]]:
-    """:func:`decode_entry`'s validation, with the changes left as :data:`ChangeRow` values.
-
-    Same contract and errors; the consumer uses it to put validated changes on the wire
-    without building objects it would only take apart again (the receiver builds them).
-    Returns ``(controls, [])`` for a control entry and ``((), rows)`` otherwise.
-    """
-    rows = _typed_rows(entry_id, fields)
-    if rows is not None:
-        return (), rows
-    return _checked_rows(entry_id, fields)
-
-
-def _checked_rows(
-    entry_id: str, fields: Mapping[bytes, bytes]
-) -> tuple[tuple[ControlEvent, ...], list[ChangeRow]]:
-    """:func:`decode_rows` by the checked path alone (every entry, exact reasons)."""
+def _checked_entry(entry_id: str, fields: Mapping[bytes, bytes]) -> DecodedEntry:
+    """:func:`decode_entry` by the checked path alone (every entry, exact reasons)."""
     events = _read_events(fields)
     if not events:
-        return (), []
+        return DecodedEntry(entry_id)
     ms, seq = _entry_position(entry_id)
     if _is_control(events[0]):
-        return _decode_controls(entry_id, events, ms, seq), []
-    return (), [_decode_change(event, (ms, seq, index)) for index, event in enumerate(events)]
+        return DecodedEntry(entry_id, controls=_decode_controls(entry_id, events, ms, seq))
+    return DecodedEntry(
+        entry_id,
+        tuple(_decode_change(event, (ms, seq, index)) for index, event in enumerate(events)),
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -201,21 +188,21 @@ class _BeforePayload(msgspec.Struct, gc=False):
 
 
 class _Insert(msgspec.Struct, tag="i", tag_field="op", gc=False):
-    OP: ClassVar[str] = "i"
+    OP: ClassVar[Op] = Op.INSERT
     payload: _AfterPayload
     reactivatorStart_ns: Any = None
     reactivatorEnd_ns: Any = None
 
 
 class _Update(msgspec.Struct, tag="u", tag_field="op", gc=False):
-    OP: ClassVar[str] = "u"
+    OP: ClassVar[Op] = Op.UPDATE
     payload: _AfterPayload
     reactivatorStart_ns: Any = None
     reactivatorEnd_ns: Any = None
 
 
 class _Delete(msgspec.Struct, tag="d", tag_field="op", gc=False):
-    OP: ClassVar[str] = "d"
+    OP: ClassVar[Op] = Op.DELETE
     payload: _BeforePayload
     reactivatorStart_ns: Any = None
     reactivatorEnd_ns: Any = None
@@ -226,11 +213,13 @@ class _TypedEnvelope(msgspec.Struct, gc=False):
 
 
 _TYPED = msgspec.json.Decoder(_TypedEnvelope)
-_RELATION: Final = ElementKind.RELATION.value
+_RELATION: Final = ElementKind.RELATION
 
 
-def _typed_rows(entry_id: str, fields: Mapping[bytes, bytes]) -> list[ChangeRow] | None:
-    """The rows of a well-formed change entry, parsed and type-checked by msgspec in C.
+def _typed_changes(
+    entry_id: str, fields: Mapping[bytes, bytes]
+) -> tuple[ElementChange, ...] | None:
+    """The changes of a well-formed change entry, parsed and type-checked by msgspec in C.
 
     ``None`` whenever the entry is anything else (a control entry, a malformed one, a shape
     the typed decoder does not take): the checked path then decides, with its exact reasons.
@@ -257,14 +246,14 @@ def _typed_rows(entry_id: str, fields: Mapping[bytes, bytes]) -> list[ChangeRow]
         if type(db) is str and len(db) == 5 and db.lower() == "drasi":  # a control entry
             return None
     ms, seq = _entry_position(entry_id)
-    rows: list[ChangeRow] = []
-    append = rows.append
+    changes: list[ElementChange] = []
+    append = changes.append
     for index, event in enumerate(events):
         source = event.payload.source
         data = event.payload.element
         kind = _TABLES[source.table]
         start_id, end_id = data.startId, data.endId
-        if kind == _RELATION:
+        if kind is _RELATION:
             if start_id is None or end_id is None:
                 return None
         else:
@@ -276,14 +265,10 @@ def _typed_rows(entry_id: str, fields: Mapping[bytes, bytes]) -> list[ChangeRow]
         ts_ns = source.ts_ns
         if ts_ns > _U64_MAX:
             return None
-        append(
-            (
-                event.OP, kind, data.id, data.labels,
-                {} if properties is None else _properties(properties, False),
-                start_id, end_id, ts_ns // _NS_PER_MS, (ms, seq, index), ts_ns, start_ns, end_ns,
-            )
-        )  # fmt: skip
-    return rows
+        values = FrozenMap() if properties is None else FrozenMap(_properties(properties, False))
+        element = Element(kind, data.id, data.labels, values, start_id, end_id, ts_ns // _NS_PER_MS)
+        append(ElementChange(event.OP, element, (ms, seq, index), Timing(ts_ns, start_ns, end_ns)))
+    return tuple(changes)
 
 
 def _payload_field(fields: Mapping[bytes, bytes]) -> tuple[bytes, bytes] | None:
@@ -349,8 +334,8 @@ def _is_control(event: Any) -> bool:
     return type(db) is str and len(db) == 5 and db.lower() == "drasi"
 
 
-def _decode_change(event: Any, version: Version) -> ChangeRow:
-    """One data event -> its :data:`ChangeRow`. Raises :class:`DecodeError`."""
+def _decode_change(event: Any, version: Version) -> ElementChange:
+    """One data event -> its :class:`ElementChange`. Raises :class:`DecodeError`."""
     payload = _payload(event)
     op = _op(event)
     source = payload.get("source")
@@ -365,9 +350,9 @@ def _decode_change(event: Any, version: Version) -> ChangeRow:
     if type(element_id) is not str or not element_id:
         raise DecodeError(_BAD_ID)
     labels = _labels(data.get("labels"))
-    properties = _properties(data.get("properties"), op == "d")
+    properties = _properties(data.get("properties"), op is Op.DELETE)
     start_id = end_id = None
-    if kind == "relation":
+    if kind is _RELATION:
         start_id = data.get("startId")
         if type(start_id) is not str:
             raise DecodeError(_BAD_START)
@@ -379,11 +364,10 @@ def _decode_change(event: Any, version: Version) -> ChangeRow:
     if start_ns is not None or end_ns is not None:  # profiling data is rare: skip the checks
         start_ns = _optional_ns(start_ns)
         end_ns = _optional_ns(end_ns)
-    effective_from = ts_ns // _NS_PER_MS
-    return (
-        op, kind, element_id, labels, properties, start_id, end_id, effective_from, version,
-        ts_ns, start_ns, end_ns,
-    )  # fmt: skip
+    element = Element(
+        kind, element_id, labels, FrozenMap(properties), start_id, end_id, ts_ns // _NS_PER_MS
+    )
+    return ElementChange(op, element, version, Timing(ts_ns, start_ns, end_ns))
 
 
 def _payload(event: Any) -> dict[str, Any]:
@@ -395,18 +379,19 @@ def _payload(event: Any) -> dict[str, Any]:
     return payload
 
 
-def _op(event: dict[str, Any]) -> str:
-    """The event's operation code (``i``, ``u`` or ``d``)."""
+def _op(event: dict[str, Any]) -> Op:
+    """The event's operation (its code ``i``, ``u`` or ``d``)."""
     code = event.get("op")
     if type(code) is not str:
         raise DecodeError(_BAD_OP)
-    if code not in OP_BY_CODE:
+    op = _OPS.get(code)
+    if op is None:
         raise DecodeError(f"unknown operation type '{code}'")
-    return code
+    return op
 
 
-def _table_kind(table: Any) -> str:
-    """The element kind's value (``node`` or ``relation``) of a ``payload.source.table``."""
+def _table_kind(table: Any) -> ElementKind:
+    """The element kind of a ``payload.source.table``."""
     if type(table) is not str:
         raise DecodeError(_BAD_TABLE)
     kind = _TABLES.get(table)
@@ -415,9 +400,9 @@ def _table_kind(table: Any) -> str:
     return kind
 
 
-def _element_data(op: str, payload: dict[str, Any]) -> dict[str, Any]:
+def _element_data(op: Op, payload: dict[str, Any]) -> dict[str, Any]:
     """``after`` for inserts and updates, ``before`` for deletes."""
-    if op == "d":
+    if op is Op.DELETE:
         data = payload.get("before")
         if type(data) is not dict:
             raise DecodeError(_BAD_BEFORE)
@@ -501,7 +486,7 @@ def _decode_control(entry_id: str, event: Any, version: Version) -> ControlEvent
         raise DecodeError(_BAD_TABLE)
     if control_type != _SUBSCRIPTION:
         return UnknownControl(control_type, version)
-    op = Op(_op(event))
+    op = _op(event)
     data = payload.get("before" if op is Op.DELETE else "after")
     data = data if type(data) is dict else {}
     query_id = data.get("queryId")

@@ -16,8 +16,9 @@ The rules, once:
 - "drained up to X": the group delivered every entry up to X and none of them is pending
   (:func:`drained`).
 
-Synchronous clients must be plain redis-py clients speaking RESP2 (the defaults); the replies
-are read raw (``execute_command``), as the backend reads them.
+Synchronous clients must be plain redis-py clients speaking RESP2 (the defaults). Their
+``XINFO`` replies come as dicts, the asyncio client's as flat lists: :func:`flat_info` reads
+both.
 """
 
 from __future__ import annotations
@@ -42,13 +43,16 @@ def text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
-def flat_info(raw: list[Any]) -> dict[str, Any]:
-    """``[b"name", v, b"pending", v, ...]`` (an ``XINFO`` record) -> ``{"name": v, ...}``."""
+def flat_info(raw: list[Any] | dict[Any, Any]) -> dict[str, Any]:
+    """An ``XINFO`` record as ``{"name": v, ...}``: from the raw ``[b"name", v, ...]`` (the
+    asyncio client) or from the dict redis-py's synchronous client already made of it."""
+    if isinstance(raw, dict):
+        return {text(key): value for key, value in raw.items()}
     it = iter(raw)
-    return {key.decode(): value for key, value in zip(it, it, strict=False)}
+    return {text(key): value for key, value in zip(it, it, strict=False)}
 
 
-def group_record(groups_reply: Iterable[list[Any]] | None, group: str) -> dict[str, Any] | None:
+def group_record(groups_reply: Iterable[Any] | None, group: str) -> dict[str, Any] | None:
     """``group``'s record in an ``XINFO GROUPS`` reply (None: no such group, or no stream)."""
     wanted = group.encode()
     for raw in groups_reply or ():
@@ -58,7 +62,7 @@ def group_record(groups_reply: Iterable[list[Any]] | None, group: str) -> dict[s
     return None
 
 
-def consumers_of(consumers_reply: Iterable[list[Any]]) -> tuple[ConsumerInfo, ...]:
+def consumers_of(consumers_reply: Iterable[Any]) -> tuple[ConsumerInfo, ...]:
     """An ``XINFO CONSUMERS`` reply as records."""
     infos = (flat_info(raw) for raw in consumers_reply)
     return tuple(ConsumerInfo(text(i["name"]), int(i["pending"]), int(i["idle"])) for i in infos)
@@ -80,7 +84,7 @@ def progress_of(
     )
 
 
-def last_id_of(stream_reply: list[Any] | None) -> str:
+def last_id_of(stream_reply: Any) -> str:
     """The ``last-generated-id`` of an ``XINFO STREAM`` reply (``0-0`` without a stream)."""
     return NO_ID if stream_reply is None else text(flat_info(stream_reply)["last-generated-id"])
 

@@ -31,7 +31,6 @@ import redis.asyncio as aioredis
 from redis import exceptions as rexc
 
 from drasi_ray.model import keys, urls
-from drasi_ray.model._construct import slot_setters
 from drasi_ray.model.changes import parse_entry_id
 from drasi_ray.model.errors import AckError, GroupMissingError, StreamError
 from drasi_ray.streams import admin, redis_errors, resp
@@ -69,24 +68,16 @@ def _pairs(flat: list[bytes]) -> dict[bytes, bytes]:
     return dict(zip(it, it, strict=False))
 
 
-# Entries are built through their slots (per-entry hot path, see drasi_ray.model._construct).
-_ENTRY_ID, _ENTRY_FIELDS = slot_setters(StreamEntry, ("id", "fields"))
-
-
 def _entries(raw: Iterable[Any]) -> tuple[list[StreamEntry], int]:
     """Parse ``[[id, [f, v, ...] | nil] | nil, ...]`` -> entries, and the count of bare nils."""
     out: list[StreamEntry] = []
     nils = 0
-    new = object.__new__
     for item in raw:
         if item is None:
             nils += 1
             continue
         fields = item[1]
-        entry = new(StreamEntry)
-        _ENTRY_ID(entry, item[0].decode())
-        _ENTRY_FIELDS(entry, None if fields is None else _pairs(fields))
-        out.append(entry)
+        out.append(StreamEntry(item[0].decode(), None if fields is None else _pairs(fields)))
     return out, nils
 
 

@@ -8,12 +8,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+import msgspec
+
 Fields = Mapping[bytes, bytes]
 """An entry's field/value pairs, raw bytes as Redis stores them."""
 
 
-@dataclass(frozen=True, slots=True)
-class StreamEntry:
+class StreamEntry(msgspec.Struct, frozen=True, gc=False):
     """One stream entry as read from Redis.
 
     ``fields is None`` means the entry is still pending in the group but its data was deleted

@@ -22,10 +22,9 @@ from typing import Any
 from drasi_ray.actors.subscription import Subscription
 from drasi_ray.app import DrasiRay
 from drasi_ray.model.config import RayConfig
-from drasi_ray.query.definition import Query
 from drasi_ray.source.decode import encode_cloud_event
-from drasi_ray.source.platform import PlatformSource
 from drasi_ray.streams.publisher import Publisher
+from drasi_ray.testing.apps import one_source_app
 
 REL_TOLERANCE = 1e-9
 
@@ -76,23 +75,19 @@ def run_case(
     idle_timeout: float = 30.0,
 ) -> CaseOutcome:
     """Run one case in a fresh app; return its outcome (mismatches per step and query)."""
-    tag = uuid.uuid4().hex[:8]
-    stream = f"scenario-{scenario['name']}-{case['name']}-{tag}"
-    app = DrasiRay(f"conformance-{tag}", ray_config=ray_config)
-    source_id = scenario.get("source_id") or "source"
-    app.add_source(
-        PlatformSource.builder(source_id)
-        .with_redis_url(redis_url)
-        .with_stream_key(stream)
-        .with_consumers(consumers)
-        .with_batch_size(50)
-        .with_block_ms(100)
-        .with_dispatch_buffer_capacity(100_000)
-        .build()
+    stream = f"scenario-{scenario['name']}-{case['name']}-{uuid.uuid4().hex[:8]}"
+    queries = {query_id: scenario["queries"][query_id] for query_id in case["queries"]}
+    app = one_source_app(
+        redis_url,
+        stream,
+        queries,
+        source_id=scenario.get("source_id") or "source",
+        prefix="conformance",
+        dispatch_buffer_capacity=100_000,
+        ray_config=ray_config,
+        consumers=consumers,
+        batch_size=50,
     )
-    for query_id in case["queries"]:
-        text = scenario["queries"][query_id]
-        app.add_query(Query.cypher(query_id).query(text).from_source(source_id).build())
     outcome = CaseOutcome(scenario["name"], case["name"])
     app.start()
     try:

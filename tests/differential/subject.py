@@ -1,10 +1,10 @@
 """drasi_ray's run of a case, in process, along the path a change takes in the app.
 
 Each change is written as a platform CloudEvent and decoded by the consumer's decoder
-(:func:`drasi_ray.source.decode.decode_rows`, into an :class:`~drasi_ray.model.batch.EntryBatch`
-as the consumer builds it), applied by the coordinator's core (:class:`Coordinator`: the
-versioned element store, then routing by label), carried to each query as a pickled
-:class:`~drasi_ray.model.batch.DeltaBatch` (what a Ray call carries) and applied by the query's
+(:func:`drasi_ray.source.decode.decode_entry`, as the consumer decodes it), applied by the
+coordinator's core (:class:`Coordinator`: the versioned element store, then routing by label),
+carried to each query as a pickled :class:`~drasi_ray.actors.wire.DeltaPacket` (what a call
+carries) and applied by the query's
 :class:`~drasi_ray.query.engine.ContinuousQuery`. The diffs are then written as JSON by
 :func:`drasi_ray.model.encoding.dumps` and read back, so they hold exactly what a user reads:
 the same JSON values drasi-lib hands its Python callbacks.
@@ -21,13 +21,13 @@ from typing import Any
 
 import orjson
 
+from drasi_ray.actors.wire import DeltaPacket
 from drasi_ray.coordinator.core import Coordinator
 from drasi_ray.coordinator.routing import LabelFilter
-from drasi_ray.model.batch import DeltaBatch, EntryBatchBuilder
 from drasi_ray.model.encoding import dumps
 from drasi_ray.model.errors import QuerySyntaxError
 from drasi_ray.query.engine import ContinuousQuery
-from drasi_ray.source.decode import decode_rows, encode_cloud_event
+from drasi_ray.source.decode import decode_entry, encode_cloud_event
 from tests.differential.model import SOURCE_ID, Case, CaseRun, QueryRun, QuerySpec, empty_steps
 
 
@@ -56,13 +56,12 @@ class DrasiRaySubject:
     def apply(self, position: int, event: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
         """The diffs of each query for the platform ``event`` at stream ``position``."""
         entry_id = f"{position + 1}-0"
-        controls, rows = decode_rows(entry_id, {b"data": encode_cloud_event([event])})
-        builder = EntryBatchBuilder()
-        builder.add(entry_id, controls, rows)
-        routed, _report = self.coordinator.apply_entries(SOURCE_ID, builder.build())
+        entry = decode_entry(entry_id, {b"data": encode_cloud_event([event])})
+        routed, _report = self.coordinator.apply_entries(SOURCE_ID, [entry], json_values=True)
         diffs: dict[str, list[dict[str, Any]]] = {}
         for query_id, deltas in routed.items():
-            carried = pickle.loads(pickle.dumps(DeltaBatch(deltas, self.coordinator.json_values)))
+            packet = DeltaPacket(deltas, self.coordinator.json_values)
+            carried = pickle.loads(pickle.dumps(packet))
             produced = self.engines[query_id].apply_batch(carried)
             diffs[query_id] = [diff for step in produced for diff in as_users_read(step)]
         return diffs

@@ -13,11 +13,12 @@ from pathlib import Path
 import pytest
 import redis
 
-from drasi_ray import DrasiRay, PlatformSource, Query
+from drasi_ray import DrasiRay
 from drasi_ray.model.changes import Op, node
 from drasi_ray.ops import cli
 from drasi_ray.source.decode import change_event, encode_cloud_event
 from drasi_ray.streams.publisher import Publisher
+from drasi_ray.testing.apps import one_source_app
 from drasi_ray.testing.waiting import wait_until
 
 SENSOR_QUERY = "MATCH (s:Sensor) RETURN s.id AS id, s.temperature AS temperature"
@@ -95,19 +96,16 @@ def test_publish_run_status_shows_lag_falling_to_zero(
 
 
 def _app(redis_url: str, consumers: int = 1, start_id: str = "$") -> DrasiRay:
-    app = DrasiRay(f"ops-{uuid.uuid4().hex[:8]}")
-    app.add_source(
-        PlatformSource.builder("sensors")
-        .with_redis_url(redis_url)
-        .with_stream_key("sensor-changes")
-        .with_consumers(consumers)
-        .with_block_ms(100)
-        .with_start_id(start_id)
-        .with_claim_idle_ms(1000)
-        .build()
+    return one_source_app(
+        redis_url,
+        "sensor-changes",
+        {"all-sensors": SENSOR_QUERY},
+        source_id="sensors",
+        prefix="ops",
+        consumers=consumers,
+        start_id=start_id,
+        claim_idle_ms=1000,
     )
-    app.add_query(Query.cypher("all-sensors").query(SENSOR_QUERY).from_source("sensors").build())
-    return app
 
 
 def test_replay_applies_history_the_group_skipped(

@@ -14,10 +14,11 @@ import uuid
 
 import redis
 
-from drasi_ray import DispatchMode, DrasiRay, PlatformSource, Query
+from drasi_ray import DispatchMode, DrasiRay
 from drasi_ray.model.changes import Op, node
 from drasi_ray.source.decode import change_event, encode_cloud_event
 from drasi_ray.streams.publisher import Publisher
+from drasi_ray.testing.apps import one_source_app
 
 CHANGES = 50_000
 MAX_IN_FLIGHT = 200
@@ -35,21 +36,18 @@ def _payloads() -> list[bytes]:
 
 
 def _app(url: str, stream: str, mode: DispatchMode) -> DrasiRay:
-    app = DrasiRay(f"backpressure-{uuid.uuid4().hex[:8]}")
-    app.add_source(
-        PlatformSource.builder("ticks")
-        .with_redis_url(url)
-        .with_stream_key(stream)
-        .with_consumers(CONSUMERS)
-        .with_batch_size(100)
-        .with_block_ms(100)
-        .with_dispatch_mode(mode)
-        .with_dispatch_buffer_capacity(50)
-        .with_max_in_flight(MAX_IN_FLIGHT)
-        .build()
+    return one_source_app(
+        url,
+        stream,
+        {"ticks": QUERY},
+        source_id="ticks",
+        prefix="backpressure",
+        dispatch_mode=mode,
+        dispatch_buffer_capacity=50,
+        consumers=CONSUMERS,
+        batch_size=100,
+        max_in_flight=MAX_IN_FLIGHT,
     )
-    app.add_query(Query.cypher("ticks").query(QUERY).from_source("ticks").build())
-    return app
 
 
 def test_slow_subscriber_bounds_unacked_and_memory(ray_session: None, redis_url: str) -> None:

@@ -14,10 +14,10 @@ import uuid
 import pytest
 import ray
 
-from drasi_ray import DrasiRay, PlatformSource, Query
 from drasi_ray.model.changes import Op, node
 from drasi_ray.source.decode import change_event, encode_cloud_event
 from drasi_ray.streams.publisher import Publisher
+from drasi_ray.testing.apps import one_source_app
 
 ITEMS = 1_000
 VERSIONS = 10
@@ -36,19 +36,17 @@ def _payloads() -> list[bytes]:
 
 def _run(redis_url: str, consumers: int, kill: str | None) -> tuple[list[dict], dict]:
     stream = f"items-{uuid.uuid4().hex[:8]}"
-    app = DrasiRay(f"failover-{uuid.uuid4().hex[:8]}")
-    app.add_source(
-        PlatformSource.builder("items")
-        .with_redis_url(redis_url)
-        .with_stream_key(stream)
-        .with_consumers(consumers)
-        .with_batch_size(100)
-        .with_block_ms(100)
-        .with_claim_idle_ms(1_000)
-        .with_reclaim_interval_ms(200)
-        .build()
+    app = one_source_app(
+        redis_url,
+        stream,
+        {"items": QUERY},
+        source_id="items",
+        prefix="failover",
+        consumers=consumers,
+        batch_size=100,
+        claim_idle_ms=1_000,
+        reclaim_interval_ms=200,
     )
-    app.add_query(Query.cypher("items").query(QUERY).from_source("items").build())
     app.start()
     try:
         payloads = _payloads()

@@ -25,6 +25,7 @@ from drasi_ray.model.changes import Op, node
 from drasi_ray.model.config import RayConfig
 from drasi_ray.source.decode import change_event, encode_cloud_event
 from drasi_ray.streams.publisher import Publisher
+from drasi_ray.testing.apps import one_source_app
 from drasi_ray.testing.embedded_redis import EmbeddedRedis, find_redis_server
 from drasi_ray.testing.waiting import wait_until
 
@@ -77,19 +78,16 @@ def _app(
     ray_config: RayConfig | None = None,
     **source: Any,
 ) -> DrasiRay:
-    builder = (
-        PlatformSource.builder("sensors")
-        .with_redis_url(redis_url)
-        .with_stream_key(stream)
-        .with_consumers(consumers)
-        .with_block_ms(100)
+    return one_source_app(
+        redis_url,
+        stream,
+        {"hot": SENSOR_QUERY},
+        source_id="sensors",
+        prefix="e2e",
+        ray_config=ray_config,
+        consumers=consumers,
+        **source,
     )
-    for key, value in source.items():
-        builder = getattr(builder, f"with_{key}")(value)
-    app = DrasiRay(f"e2e-{uuid.uuid4().hex[:8]}", ray_config=ray_config)
-    app.add_source(builder.build())
-    app.add_query(Query.cypher("hot").query(SENSOR_QUERY).from_source("sensors").build())
-    return app
 
 
 @pytest.fixture

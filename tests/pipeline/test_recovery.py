@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 import ray
@@ -23,6 +24,7 @@ from drasi_ray.model import keys
 from drasi_ray.model.changes import Op, node
 from drasi_ray.source.decode import change_event, encode_cloud_event
 from drasi_ray.streams.publisher import Publisher
+from drasi_ray.testing.apps import one_source_app
 from drasi_ray.testing.embedded_redis import EmbeddedRedis
 from drasi_ray.testing.failpoints import Failpoints
 from drasi_ray.testing.waiting import wait_until
@@ -49,23 +51,20 @@ def _expected_rows() -> list[dict[str, int]]:
     return [{"id": item, "value": last * ITEMS + item} for item in range(ITEMS)]
 
 
-def _app(url: str, stream: str, consumers: int = 2, **options: object) -> DrasiRay:
-    app = DrasiRay(f"recovery-{uuid.uuid4().hex[:8]}", **options)  # type: ignore[arg-type]
-    app.add_source(
-        PlatformSource.builder("items")
-        .with_redis_url(url)
-        .with_stream_key(stream)
-        .with_consumers(consumers)
-        .with_batch_size(50)
-        .with_block_ms(100)
-        .with_claim_idle_ms(1_000)
-        .with_reclaim_interval_ms(200)
-        .with_dispatch_buffer_capacity(1_000_000)
-        .build()
+def _app(url: str, stream: str, consumers: int = 2, **options: Any) -> DrasiRay:
+    return one_source_app(
+        url,
+        stream,
+        {"items": QUERY, "buckets": COUNT_QUERY},
+        source_id="items",
+        prefix="recovery",
+        dispatch_buffer_capacity=1_000_000,
+        consumers=consumers,
+        batch_size=50,
+        claim_idle_ms=1_000,
+        reclaim_interval_ms=200,
+        **options,
     )
-    app.add_query(Query.cypher("items").query(QUERY).from_source("items").build())
-    app.add_query(Query.cypher("buckets").query(COUNT_QUERY).from_source("items").build())
-    return app
 
 
 def _publish_half(url: str, stream: str, first: bool) -> None:
@@ -104,7 +103,7 @@ def _bucket_totals() -> list[dict[str, float]]:
 
 def _applied(app: DrasiRay) -> int:
     """Changes the coordinator applied so far (mid-stream kills wait for some)."""
-    applied: int = ray.get(app.coordinator_actor().stats.remote())["applied"]
+    applied: int = ray.get(app.coordinator_actor().stats.remote()).applied
     return applied
 
 

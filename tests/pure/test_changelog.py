@@ -40,7 +40,7 @@ def record(
     op: str = "update",
     labels: tuple[str, ...] = ("Sensor",),
 ) -> ChangeRecord:
-    return (
+    return ChangeRecord(
         f"{ms}-0",
         ms,
         0,
@@ -191,8 +191,8 @@ def test_coordinator_forwards_applied_changes_only_never_duplicates() -> None:
     coordinator.apply_entries("src", [first, first, same_content, update])
     coordinator.apply_entries("src", [update])  # a redelivery
     records = [change_record(*applied) for applied in coordinator.applied]
-    assert [(r[0], r[4]) for r in records] == [("5-0", "insert"), ("7-0", "update")]
-    assert records[1][9] == {"t": 1.0, "u": 2}  # the element's full state after the update
+    assert [(r.stream_id, r.op) for r in records] == [("5-0", "insert"), ("7-0", "update")]
+    assert records[1].properties == {"t": 1.0, "u": 2}  # the element's full state after it
 
 
 def test_delete_record_carries_the_state_before_and_relations_their_ends() -> None:
@@ -205,11 +205,11 @@ def test_delete_record_carries_the_state_before_and_relations_their_ends() -> No
         "src", [DecodedEntry("1-0", (insert,)), DecodedEntry("2-0", (delete,))]
     )
     records = [change_record(*applied) for applied in coordinator.applied]
-    assert [(r[4], r[5], r[10], r[11], r[12]) for r in records] == [
+    assert [(r.op, r.kind, r.start_id, r.end_id, r.present) for r in records] == [
         ("insert", "relation", "a", "b", True),
         ("delete", "relation", "a", "b", False),
     ]
-    assert records[1][9] == {"since": 2020}
+    assert records[1].properties == {"since": 2020}
 
 
 def test_analytics_config_rejects_unknown_keys_and_defaults_off() -> None:

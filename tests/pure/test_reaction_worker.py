@@ -43,5 +43,6 @@ def test_a_result_json_cannot_hold_is_dropped_alone_not_with_its_batch(tmp_path:
     assert [line["sequence"] for line in lines] == [1, 3]
     assert [line["results"][0]["data"]["v"] for line in lines] == [4, 9]
     status = worker.status()
-    assert (status["delivered"], status["dropped"]) == (2, 1)
-    assert "render" in status["last_error"] and "Integer" in status["last_error"]
+    assert (status.delivered, status.dropped) == (2, 1)
+    assert status.last_error is not None
+    assert "render" in status.last_error and "Integer" in status.last_error

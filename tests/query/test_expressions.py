@@ -9,8 +9,7 @@ from typing import Any
 
 import pytest
 
-from drasi_ray.model._construct import make_delta
-from drasi_ray.model.changes import ZERO_VERSION, node, relation
+from drasi_ray.model.changes import ZERO_VERSION, ElementDelta, node, relation
 from drasi_ray.model.errors import QueryError, QueryEvaluationError
 from drasi_ray.query import ast
 from drasi_ray.query.engine import ContinuousQuery
@@ -317,7 +316,7 @@ def test_access_type_errors(text: str, message: str) -> None:
 
 def test_a_null_index_from_a_property_refuses_the_row() -> None:
     query = ContinuousQuery("q", "MATCH (n:A) RETURN n.xs[n.i] AS x")
-    delta = make_delta(None, node("a1", ["A"], {"xs": [1, 2]}), ZERO_VERSION, 0)
+    delta = ElementDelta(None, node("a1", ["A"], {"xs": [1, 2]}), ZERO_VERSION, 0)
     assert query.apply(delta) == []
     assert any("list index" in message for message in query.take_evaluation_errors())
 

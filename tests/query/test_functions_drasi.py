@@ -8,8 +8,7 @@ from typing import Any
 
 import pytest
 
-from drasi_ray.model._construct import make_delta
-from drasi_ray.model.changes import ZERO_VERSION, node
+from drasi_ray.model.changes import ZERO_VERSION, ElementDelta, node
 from drasi_ray.model.errors import QueryEvaluationError
 from drasi_ray.query.engine import ContinuousQuery
 from tests.query._helpers import evaluate, same_typed
@@ -18,7 +17,7 @@ from tests.query._helpers import evaluate, same_typed
 def _returned(expression: str, properties: dict[str, Any]) -> Any:
     """The value a continuous query returns for ``expression`` over one new node."""
     query = ContinuousQuery("q", f"MATCH (n:A) RETURN {expression} AS v")
-    diffs = query.apply(make_delta(None, node("a1", ["A"], properties), ZERO_VERSION, 0))
+    diffs = query.apply(ElementDelta(None, node("a1", ["A"], properties), ZERO_VERSION, 0))
     assert query.take_evaluation_errors() == []
     assert [diff["type"] for diff in diffs] == ["ADD"]
     return diffs[0]["data"]["v"]

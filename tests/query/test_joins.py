@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 
 from drasi_ray import AppConfig, ConfigError, Query
-from drasi_ray.model._construct import make_delta
 from drasi_ray.model.changes import Element, ElementDelta, node, relation
 from drasi_ray.model.query_specs import QueryJoin
 from drasi_ray.query.engine import ContinuousQuery
@@ -43,7 +42,7 @@ class Graph:
 
     def _apply(self, before: Element | None, after: Element | None) -> list[dict[str, Any]]:
         self.clock += 1
-        delta: ElementDelta = make_delta(before, after, (self.clock, 0, 0), self.clock)
+        delta = ElementDelta(before, after, (self.clock, 0, 0), self.clock)
         if after is None:
             self.elements.pop(delta.element.id, None)
         else:

@@ -7,9 +7,9 @@ a mapping are kept; the element's id, properties and endpoints are unchanged.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
 from typing import Any
 
+import msgspec
 from pydantic import Field
 
 from drasi_ray.source.middleware.base import Change, ConfigModel, ElementLookup, parse_config
@@ -29,4 +29,4 @@ class Relabel:
     def process(self, change: Change, index: ElementLookup) -> list[Change]:
         element = change.element
         labels = tuple(self._mappings.get(label, label) for label in element.labels)
-        return [Change(change.op, replace(element, labels=labels))]
+        return [Change(change.op, msgspec.structs.replace(element, labels=labels))]

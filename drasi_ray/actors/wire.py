@@ -1,0 +1,196 @@
+"""How batches cross between actors: MessagePack in C, compressed when large.
+
+One call carries one batch: an :class:`EntryPacket` (consumer -> coordinator: decoded entries),
+a :class:`DeltaPacket` (coordinator -> query actor: element deltas) and a :class:`ResultBatch`
+(query actor -> subscriber: results). The actor shells wrap what their Ray-free cores hand them
+and unwrap what they receive; the cores see only the change model's structs.
+
+A packet whose property values are all JSON values (``json_values``: they were decoded from
+JSON, or loaded from the JSON state) pickles as one MessagePack blob of the structs (msgspec
+encodes and decodes them in C, field types kept), lz4-compressed above :data:`COMPRESS_ABOVE`.
+Any other packet (a test's tuple-valued property, an integer beyond 64 bits, a lone surrogate)
+pickles as its structs: MessagePack would turn a tuple into a list. A delta travels with its
+``before`` only when it has no ``after`` (a delete): the query takes an element's previous
+state from its own index (:meth:`drasi_ray.query.engine.ContinuousQuery.apply`), so shipping it
+would double the bytes for nothing; received, such a delta has ``before=None``.
+
+``bench.ingest`` section (m) measures these costs against Ray's own pickling.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any, Generic, TypeVar
+
+import lz4.block
+import msgspec
+
+from drasi_ray.model.changes import DecodedEntry, ElementDelta, FrozenMap
+from drasi_ray.model.results import ControlResult, ControlSignal, Delivered, QueryResult
+
+T = TypeVar("T")
+
+COMPRESS_ABOVE = 90 * 1024
+"""Blobs larger than this (bytes) travel lz4-compressed: just under the 100 KiB
+(``max_direct_call_object_size``) above which Ray passes a call's arguments through its object
+store, which costs more per call than lz4 (README, "Machine facts"); a smaller blob is sent as
+it is (compressing it would save no call cost)."""
+
+
+def _frozen_map(kind: type, value: Any) -> Any:
+    """msgspec's decode hook: element properties arrive as a dict and become a FrozenMap."""
+    if kind is FrozenMap:
+        return FrozenMap(value)
+    raise NotImplementedError(f"no wire decoding for {kind}")
+
+
+_ENCODER = msgspec.msgpack.Encoder()
+_ENTRIES = msgspec.msgpack.Decoder(list[DecodedEntry], dec_hook=_frozen_map)
+_DELTAS = msgspec.msgpack.Decoder(list[ElementDelta], dec_hook=_frozen_map)
+
+
+class _Packet(Sequence[T], Generic[T]):
+    """An immutable sequence of structs and whether every property value is a JSON value."""
+
+    __slots__ = ("items", "json_values")
+
+    def __init__(self, items: Sequence[T], json_values: bool = False) -> None:
+        self.items: tuple[T, ...] = tuple(items)
+        self.json_values = json_values
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __getitem__(self, index: Any) -> Any:
+        return self.items[index]
+
+    def __iter__(self) -> Iterator[T]:
+        return iter(self.items)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, type(self)) and self.items == other.items
+
+    def __hash__(self) -> int:
+        return hash(self.items)
+
+    def _wire_items(self) -> tuple[T, ...]:
+        return self.items
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        items = self._wire_items()
+        if self.json_values:
+            packed = _packed(items)
+            if packed is not None:
+                return (_unpack, (type(self).__name__, *packed))
+        return (type(self), (items, False))
+
+
+class EntryPacket(_Packet[DecodedEntry]):
+    """A consumer's decoded entries on their way to the coordinator."""
+
+    __slots__ = ()
+
+
+class DeltaPacket(_Packet[ElementDelta]):
+    """Deltas on their way to a query actor (``before`` only for deletes, see the module)."""
+
+    __slots__ = ()
+
+    def _wire_items(self) -> tuple[ElementDelta, ...]:
+        return tuple(
+            delta
+            if delta.before is None or delta.after is None
+            else ElementDelta(None, delta.after, delta.version, delta.source_time_ms)
+            for delta in self.items
+        )
+
+
+_DECODERS: dict[str, tuple[Any, Any]] = {
+    EntryPacket.__name__: (EntryPacket, _ENTRIES),
+    DeltaPacket.__name__: (DeltaPacket, _DELTAS),
+}
+
+
+def _packed(items: Sequence[Any]) -> tuple[bytes, bool] | None:
+    """``(items as MessagePack, compressed?)``, or None when a value does not fit MessagePack
+    (a lone surrogate in a string, an integer beyond 64 bits, a type it does not know): the
+    caller pickles instead."""
+    try:
+        blob = _ENCODER.encode(items)
+    except (UnicodeEncodeError, OverflowError, TypeError):
+        return None
+    if len(blob) > COMPRESS_ABOVE:
+        return lz4.block.compress(blob, store_size=True), True
+    return blob, False
+
+
+def _unpack(kind: str, blob: bytes, compressed: bool) -> _Packet[Any]:
+    packet_type, decoder = _DECODERS[kind]
+    items = decoder.decode(lz4.block.decompress(blob) if compressed else blob)
+    packet: _Packet[Any] = packet_type(items, json_values=True)
+    return packet
+
+
+class ResultBatch(Sequence[Delivered]):
+    """An immutable sequence of query results and control signals, as a subscriber's poll
+    returns them, pickled as five flat columns.
+
+    Ray serializes a returned list with MessagePack and hands each object MessagePack cannot
+    carry to a cloudpickle pickler *of its own*, several times the cost of the columns of one
+    batch, and the query actor would pay it for every result it hands to every subscriber.
+    """
+
+    __slots__ = ("_items",)
+
+    def __init__(self, items: Sequence[Delivered]) -> None:
+        self._items = tuple(items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __getitem__(self, index: Any) -> Any:
+        return self._items[index]
+
+    def __iter__(self) -> Iterator[Delivered]:
+        return iter(self._items)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ResultBatch) and self._items == other._items
+
+    def __hash__(self) -> int:
+        return hash(self._items)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        columns: tuple[list[Any], ...] = ([], [], [], [], [])
+        query_ids, sequences, timestamps, source_times_or_signals, diffs = columns
+        for item in self._items:
+            query_ids.append(item.query_id)
+            sequences.append(item.sequence)
+            timestamps.append(item.timestamp_ms)
+            if isinstance(item, QueryResult):
+                source_times_or_signals.append(item.source_time_ms)
+                diffs.append(item.results)
+            else:
+                source_times_or_signals.append(item.signal.value)
+                diffs.append(None)
+        return (_rebuild_results, columns)
+
+
+def _rebuild_results(
+    query_ids: list[str],
+    sequences: list[int],
+    timestamps: list[int],
+    source_times_or_signals: list[Any],
+    diffs: list[tuple[dict[str, Any], ...] | None],
+) -> ResultBatch:
+    """A control signal is the row whose diffs are ``None``; its fourth column is the signal."""
+    return ResultBatch(
+        [
+            ControlResult(query_id, sequence, at_ms, ControlSignal(fourth))
+            if results is None
+            else QueryResult(query_id, sequence, at_ms, fourth, results)
+            for query_id, sequence, at_ms, fourth, results in zip(
+                query_ids, sequences, timestamps, source_times_or_signals, diffs, strict=True
+            )
+        ]
+    )
