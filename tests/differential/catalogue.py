@@ -215,8 +215,14 @@ _QUERIES: tuple[tuple[str, str], ...] = (
         "sum_avg_by_name",
         "MATCH (a:A) RETURN a.name AS name, sum(a.x) AS total, avg(coalesce(a.x, 0)) AS mean",
     ),
-    ("min_max", "MATCH (n:B) RETURN min(n.x) AS lo, max(n.x) AS hi"),
-    ("min_max_grouped", "MATCH (n:C) RETURN n.flag AS flag, min(n.y) AS lo, max(n.y) AS hi"),
+    (
+        "min_max",
+        "MATCH (n:B) WHERE n.x IS NOT NULL RETURN min(n.x) AS lo, max(n.x) AS hi",
+    ),
+    (
+        "min_max_grouped",
+        "MATCH (n:C) WHERE n.y IS NOT NULL RETURN n.flag AS flag, min(n.y) AS lo, max(n.y) AS hi",
+    ),
     ("collect_names", "MATCH (a:A) RETURN a.flag AS flag, collect(a.name) AS names"),
     ("collect_values", "MATCH (n:B) RETURN collect(n.l) AS lists, collect(n.m) AS maps"),
     ("count_values", "MATCH (n:C) RETURN count(n.x) AS xs, count(n) AS nodes, sum(n.y) AS ys"),
@@ -229,7 +235,8 @@ _QUERIES: tuple[tuple[str, str], ...] = (
     ("aggregate_no_group", "MATCH (a)-[r:S]->(b) RETURN count(r) AS n, collect(r.kind) AS kinds"),
     (
         "aggregate_expression",
-        "MATCH (a:A) RETURN a.flag AS flag, max(a.x) - min(a.x) AS spread, count(a) * 2 AS twice",
+        "MATCH (a:A) WHERE a.x IS NOT NULL "
+        "RETURN a.flag AS flag, max(a.x) - min(a.x) AS spread, count(a) * 2 AS twice",
     ),
     ("max_change_time", "MATCH (a:B) RETURN max(drasi.changeDateTime(a)) AS latest"),
     ("group_by_target", "MATCH (a:A)-[:R]->(b) RETURN b.name AS name, count(a) AS n"),
