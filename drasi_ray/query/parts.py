@@ -532,9 +532,10 @@ class AggregatingPart:
     # ------------------------------------------------------------------ row changes
 
     def process(self, context: Context) -> list[Context]:
-        """This part's aggregation contexts for one incoming row change."""
-        if context.silent:
-            return []  # Drasi does not see it: the group keeps what it had
+        """This part's aggregation contexts for one incoming row change. A change Drasi does
+        not report (``silent``: an OPTIONAL MATCH null row an update replaced or brought
+        back) still changes the group, and is reported as the group's change: Drasi keeps
+        the null row's contribution, counting it twice (docs/conformance.md)."""
         kind = context.kind
         if kind is Kind.ADDING:
             return self._adding(context)
