@@ -103,7 +103,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     started = time.perf_counter()
     drasi = run_oracle(cases, queries)
     ours = {case.name: run_drasi_ray(case, queries) for case in cases}
-    outcome = compare_runs(drasi, ours)
+    outcome = compare_runs(drasi, ours, {query.id: query.text for query in queries})
     lines = _summary(queries, cases, outcome, time.perf_counter() - started)
     print_lines(lines)
     if args.show:

@@ -2,7 +2,8 @@
 
 Every test belongs to one tier, by its directory, marked so that ``pytest -m <tier>`` runs it:
 
-- ``pure`` (``tests/pure``, ``tests/query``): no server, no Ray; seconds, run freely;
+- ``pure`` (``tests/pure``, ``tests/query``, ``tests/differential``): no server, no Ray (the
+  differential tests run drasi-lib in a child process); seconds, run freely;
 - ``redis`` (``tests/redis``): a real Redis (``redis_url``), no Ray;
 - ``ray`` (``tests/ray``): a local Ray (``ray_session``);
 - ``pipeline`` (``tests/pipeline``): the whole app on Ray and Redis, Spark, crash tests;
@@ -30,6 +31,7 @@ TESTS = Path(__file__).parent
 TIER_OF_DIRECTORY = {
     "pure": "pure",
     "query": "pure",
+    "differential": "pure",
     "redis": "redis",
     "ray": "ray",
     "pipeline": "pipeline",

@@ -100,7 +100,9 @@ class DeltaPacket(_Packet[ElementDelta]):
         return tuple(
             delta
             if delta.before is None or delta.after is None
-            else ElementDelta(None, delta.after, delta.version, delta.source_time_ms)
+            else ElementDelta(
+                None, delta.after, delta.version, delta.source_time_ms, delta.inserted
+            )
             for delta in self.items
         )
 

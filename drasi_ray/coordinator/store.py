@@ -233,10 +233,15 @@ class ElementStore:
         else:
             record.delete(version)
         self._dirty.add(element_id)
-        return self._settle(record, element_id, version, element.effective_from)
+        return self._settle(record, element_id, version, element.effective_from, op is Op.INSERT)
 
     def _settle(
-        self, record: _Record, element_id: str, version: Version, source_time_ms: int
+        self,
+        record: _Record,
+        element_id: str,
+        version: Version,
+        source_time_ms: int,
+        inserted: bool,
     ) -> ElementDelta | None:
         """Rebuild the visible element after a write; a delta if it differs from before."""
         before = record.element
@@ -253,7 +258,7 @@ class ElementStore:
         elif same_element(before, after):
             return None
         record.element = after
-        return ElementDelta(before, after, version, source_time_ms)
+        return ElementDelta(before, after, version, source_time_ms, inserted)
 
     def get(self, element_id: str) -> Element | None:
         """The element as it stands, or ``None`` if it does not exist (or is deleted)."""

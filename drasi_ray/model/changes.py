@@ -212,12 +212,15 @@ class ElementDelta(msgspec.Struct, frozen=True, gc=False, array_like=True):
     ``before is None`` means the element did not exist; ``after is None`` means it no longer
     does. The store emits a delta only when something visible changed, so a redelivery or a
     duplicate produces none. ``source_time_ms`` is the change's ``effective_from``.
+    ``inserted``: the change was an insert (op ``i``), not an update that upserted an unknown
+    element; Drasi reports the OPTIONAL MATCH rows of the two differently.
     """
 
     before: Element | None
     after: Element | None
     version: Version
     source_time_ms: int
+    inserted: bool = False
 
     @property
     def element(self) -> Element:

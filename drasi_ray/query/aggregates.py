@@ -21,12 +21,13 @@ from __future__ import annotations
 
 import heapq
 import math
+from collections import deque
 from collections.abc import Callable, Hashable
 from typing import Any, Protocol
 
 from drasi_ray.model.errors import QueryEvaluationError
 from drasi_ray.query import temporal
-from drasi_ray.query.values import hashable_key, is_number, type_name
+from drasi_ray.query.values import hashable_key, is_number, strict_key, type_name
 
 
 class Accumulator(Protocol):
@@ -162,6 +163,35 @@ class _Summing:
     def _mixed(self) -> bool:
         """Numbers and durations at once: such a group has no sum or average (null)."""
         return self._numbers.count > 0 and self._durations.count > 0
+
+    def _of_durations(self, argument: Any) -> bool | None:
+        """Whether the group's total is of durations (None: numbers and durations mixed, which
+        has no total). An empty group takes the kind of ``argument``, as Drasi types it."""
+        numbers, durations = self._numbers.count, self._durations.count
+        if numbers and durations:
+            return None
+        if numbers or durations:
+            return bool(durations)
+        return type(argument) is temporal.Duration
+
+    def typed_total(self, argument: Any) -> float | temporal.Duration | None:
+        """The total read over a row whose argument is ``argument`` (see
+        :meth:`_of_durations`)."""
+        kind = self._of_durations(argument)
+        if kind is None:
+            return None
+        return self._durations.total if kind else self._numbers.value()
+
+    def typed_mean(self, argument: Any) -> float | temporal.Duration | None:
+        """The mean read over a row whose argument is ``argument``; 0.0 for no values."""
+        kind = self._of_durations(argument)
+        if kind is None:
+            return None
+        durations, numbers = self._durations, self._numbers
+        if kind and durations.count:
+            mean: temporal.Duration = temporal.divide(durations.total, durations.count)
+            return mean
+        return numbers.value() / numbers.count if numbers.count else 0.0
 
 
 class Sum(_Summing):
@@ -338,19 +368,44 @@ class Max(_Extreme):
 
 
 class Collect:
-    """``collect(x)``: the non-null values, in the order their rows arrived."""
+    """``collect(x)``: the non-null values, in the order they were added. As Drasi's, taking
+    a value back removes the first equal one (not necessarily the one that row added), and
+    a row that changes takes its value back and adds the new one at the end.
 
-    __slots__ = ("_values",)
+    Values are kept by arrival number, with a queue of numbers per distinct value (Integer and
+    Float apart, as Drasi compares them), so both steps cost O(1); only building the list is
+    O(n), as Drasi's copy of it is.
+    """
+
+    __slots__ = ("_numbers", "_serial", "_values")
 
     def __init__(self) -> None:
-        self._values: dict[Hashable, Any] = {}
+        self._values: dict[int, Any] = {}
+        self._numbers: dict[Any, deque[int]] = {}
+        self._serial = 0
 
     def add(self, token: Hashable, value: Any) -> None:
-        if value is not None:
-            self._values[token] = value
+        if value is None:
+            return
+        self._serial += 1
+        self._values[self._serial] = value
+        key = strict_key(value)
+        queue = self._numbers.get(key)
+        if queue is None:
+            self._numbers[key] = deque((self._serial,))
+        else:
+            queue.append(self._serial)
 
     def remove(self, token: Hashable, value: Any) -> None:
-        self._values.pop(token, None)
+        if value is None:
+            return
+        key = strict_key(value)
+        queue = self._numbers.get(key)
+        if not queue:
+            return
+        del self._values[queue.popleft()]
+        if not queue:
+            del self._numbers[key]
 
     def result(self) -> list[Any]:
         return list(self._values.values())
@@ -427,3 +482,64 @@ def check_argument(name: str, value: Any) -> None:
 def identity_value(name: str) -> Any:
     """The value of aggregate ``name`` over an empty group."""
     return _FACTORIES[name]().result()
+
+
+_I64_LIMIT = 2**63
+
+
+def _truncated(number: float) -> int:
+    """``number`` as Rust's ``as i64`` makes it: toward zero, saturating, NaN to 0."""
+    if math.isnan(number):
+        return 0
+    if number >= _I64_LIMIT:
+        return _I64_LIMIT - 1
+    if number < -_I64_LIMIT:
+        return -_I64_LIMIT
+    return int(number)
+
+
+def _extreme_value(accumulator: Accumulator, argument: Any, snapshot: bool) -> Any:
+    value = accumulator.result()
+    if snapshot and type(argument) is int and type(value) is float:
+        return _truncated(value)
+    return value
+
+
+def _sum_value(accumulator: Accumulator, argument: Any, snapshot: bool) -> Any:
+    if isinstance(accumulator, _Summing) and argument is not None:
+        return accumulator.typed_total(argument)
+    return accumulator.result()
+
+
+def _avg_value(accumulator: Accumulator, argument: Any, snapshot: bool) -> Any:
+    if isinstance(accumulator, _Summing) and argument is not None:
+        return accumulator.typed_mean(argument)
+    return accumulator.result()
+
+
+_TYPED_VALUES: dict[str, Callable[[Accumulator, Any, bool], Any]] = {
+    "min": _extreme_value,
+    "max": _extreme_value,
+    "sum": _sum_value,
+    "avg": _avg_value,
+}
+
+
+def aggregate_value(name: str, accumulator: Accumulator, argument: Any, snapshot: bool) -> Any:
+    """What Drasi's aggregate ``name`` gives, evaluated over a row whose argument is
+    ``argument``: when applying or taking back that row (``snapshot=False``), or when reading
+    the group as it stands without changing it (``snapshot=True``, what Drasi does for the
+    ``before`` of a diff).
+
+    Drasi types some results by that argument: ``min``/``max`` read as a snapshot give an
+    Integer for an Integer argument (the Float extreme truncated toward zero: ``2.5`` reads as
+    ``2``) and a Float otherwise, while applying gives a Float; ``sum`` and ``avg`` give a
+    Duration over durations (an empty group: for a duration argument) and null over numbers
+    and durations mixed, where Drasi fails. Drasi's ``min``/``max`` also give null for a null
+    argument, which hides the group's extreme: we give the extreme (docs/conformance.md).
+    Other aggregates give :meth:`Accumulator.result` whatever the row.
+    """
+    typed = _TYPED_VALUES.get(name)
+    if typed is None or isinstance(accumulator, Distinct):
+        return accumulator.result()
+    return typed(accumulator, argument, snapshot)

@@ -5,26 +5,28 @@
 1. updates its own :class:`~drasi_ray.query.indexes.GraphIndex` (only the labels it needs);
 2. asks :class:`~drasi_ray.query.solutions.MatchSolutions` which MATCH rows the change
    removed, added or altered — solved outwards from the changed element, never by a rescan;
-3. runs those row changes through the query parts (:mod:`drasi_ray.query.parts`): each WITH
-   part filters, projects or aggregates and hands its own row changes to the next;
-4. returns the last part's diffs in SEMANTICS.md §4 form.
+3. runs each row change through the query parts on its own (:mod:`drasi_ray.query.parts`),
+   as Drasi runs each solution: each WITH part filters, projects or aggregates it and hands
+   its own row changes to the next;
+4. collects the last part's diffs as Drasi does at the end of a change
+   (:class:`~drasi_ray.query.contexts.Collector`) and returns them in SEMANTICS.md §4 form.
 
 Cost per change is proportional to the rows the change touches, plus O(log n) per touched
 aggregate value; no work depends on the size of the graph or of the result.
 
-Decisions where SEMANTICS.md leaves room (each covered by tests/query/test_engine.py):
+The diffs are Drasi's (drasi-lib, checked by tests/differential), where Drasi does not crash
+and is not plainly wrong (docs/conformance.md lists where we part). Decisions worth knowing:
 
 - A row is identified by the ids of the elements its MATCH variables bind, so a property
   change of a bound element is an UPDATE; a relation whose endpoints change is DELETE + ADD.
-- OPTIONAL MATCH: when a required row's null row gives way to a match (or the last match
-  goes), that is one UPDATE; further matches of the same row are ADDs. (Drasi also reports a
-  *second* match as an update from a null row that no longer exists; we do not.) A WHERE
-  after an OPTIONAL MATCH filters the whole row, as Drasi's grammar (not openCypher) has it.
-- Aggregating last part: a new group, and a group a new row entered, is always reported
-  (``before`` = identity values for a new group), even when ``after`` equals ``before``, as
-  Drasi does; a row that existed but failed the part's WHERE and now passes gives
-  ``before: null``. An aggregating WITH passes only non-empty groups to the next part (an
-  emptied group leaves it, as Drasi's default-state reconciliation does).
+- OPTIONAL MATCH rows change as Drasi reports them (:mod:`drasi_ray.query.solutions`): a new
+  match from an inserted element is an UPDATE from the null row, also for a second match; a
+  match lost with a deleted element is an UPDATE to the null row, also when other matches
+  remain (the query's result set, :meth:`ContinuousQuery.results`, holds the rows there are).
+  A WHERE after an OPTIONAL MATCH filters the whole row, as Drasi's grammar has it.
+- Aggregating last part: a new row is always reported, even when the group's row stays the
+  same; a row that existed but failed the part's WHERE and now passes gives ``before: null``;
+  a group that empties in an aggregating WITH leaves it (its row is DELETEd downstream).
 - One relation may bind several relation variables (Drasi's: no openCypher relationship
   uniqueness), so a self-loop matches ``(a)-[:R]->(b)-[:R]->(c)``.
 - An OPTIONAL MATCH may join on the variables of an earlier one (a null there gives a null
@@ -32,7 +34,8 @@ Decisions where SEMANTICS.md leaves room (each covered by tests/query/test_engin
   clauses of later parts), a leading OPTIONAL MATCH, and a MATCH that uses a variable of an
   OPTIONAL MATCH before it are rejected with UnsupportedQueryError.
 - A row whose evaluation raises a type error is treated as not passing and reported through
-  :meth:`ContinuousQuery.take_evaluation_errors`; it never leaves the state half-updated.
+  :meth:`ContinuousQuery.take_evaluation_errors`; a row whose evaluation divides by zero is
+  dropped while it does (Drasi skips its changes: docs/conformance.md).
 """
 
 from __future__ import annotations
@@ -44,12 +47,13 @@ from drasi_ray.model.changes import ZERO_VERSION, Element, ElementDelta
 from drasi_ray.model.errors import UnsupportedQueryError
 from drasi_ray.model.query_specs import QueryJoin
 from drasi_ray.query import ast
+from drasi_ray.query.contexts import Collector, Context, Diff, Kind
 from drasi_ray.query.expressions import contains_aggregate
 from drasi_ray.query.indexes import GraphIndex, LabelFilter
 from drasi_ray.query.joins import JoinIndex, active_joins
 from drasi_ray.query.parser import parse_query
-from drasi_ray.query.parts import AggregatingPart, Diff, EvaluationErrors, ProjectingPart
-from drasi_ray.query.solutions import MatchSolutions, RowChange
+from drasi_ray.query.parts import AggregatingPart, EvaluationErrors, ProjectingPart
+from drasi_ray.query.solutions import ChangeKind, MatchSolutions, RowChange
 
 Part = ProjectingPart | AggregatingPart
 
@@ -102,19 +106,21 @@ class ContinuousQuery:
             self._parts.append(_make_part(part.projection, where, params, last, self._errors))
             where = part.projection.where
         self.column_names: tuple[str, ...] = tuple(i.name for i in self.query.returns.items)
+        self.row_changes = 0
+        """MATCH row changes evaluated so far (one per row a change added, removed or altered):
+        the query's work, and how many rows one change reached."""
         self.is_aggregating: bool = isinstance(self._parts[-1], AggregatingPart)
-        self._intermediate = tuple(self._parts[:-1])
-        self._last = self._parts[-1]
 
     def apply(self, delta: ElementDelta) -> list[Diff]:
         """The diffs one applied change causes (empty if the query does not see it).
 
         The element's previous state is the one in this query's index, so ``delta.before`` is
-        read only for the id of a delete (no ``after``); :class:`~drasi_ray.batch.DeltaBatch`
-        relies on this and ships ``before`` for deletes only.
+        read only for the id of a delete (no ``after``); :class:`~drasi_ray.actors.wire.
+        DeltaPacket` relies on this and ships ``before`` for deletes only.
         """
         after = delta.after
         index = self._index
+        deleted = after is None
         if after is None:
             before = delta.before
             assert before is not None, "a delta has a before or an after"
@@ -126,46 +132,62 @@ class ContinuousQuery:
         current = index.element(element_id)
         if current is None and after is None:
             return []
+        kind = ChangeKind.UPDATE
+        if deleted:
+            kind = ChangeKind.DELETE
+        elif delta.inserted:
+            kind = ChangeKind.INSERT
         same_shape = index.replace(current, after)
-        changes = self._solutions.changes(index, element_id, after, same_shape)
-        for part in self._intermediate:
-            if not changes:
-                return []
-            changes = part.process(changes)
-        return self._last.diffs(changes) if changes else []
+        changes = self._solutions.changes(index, element_id, after, same_shape, kind)
+        return self._evaluate(changes) if changes else []
 
     def apply_batch(self, deltas: Sequence[ElementDelta]) -> list[list[Diff]]:
         """:meth:`apply` each delta in order; one diff list per delta."""
         return [self.apply(delta) for delta in deltas]
+
+    def _evaluate(self, changes: Iterable[RowChange]) -> list[Diff]:
+        """Run each MATCH row change through the parts; the result diffs of all of them."""
+        collector = Collector()
+        for change in changes:
+            self.row_changes += 1
+            for context in self._through_parts(_first_context(change)):
+                collector.add(context)
+        last = self._parts[-1]
+        for context in collector.kept():
+            last.record(context)
+        return collector.diffs()
+
+    def _through_parts(self, first: Context) -> list[Context]:
+        contexts = [first]
+        for part in self._parts:
+            following: list[Context] = []
+            for context in contexts:
+                following.extend(part.process(context))
+            if not following:
+                return following
+            contexts = following
+        return contexts
 
     def bootstrap(self, elements: Iterable[Element]) -> None:
         """Load an existing graph without emitting diffs (any element order works).
 
         A query that holds nothing yet and has no OPTIONAL MATCH takes the bulk path: every
         element goes into the index first, then each MATCH row is solved once and the rows
-        run through the parts in batches (:meth:`MatchSolutions.bulk_load`). Otherwise each
-        element is applied as a change. Both give the same result rows.
+        run through the parts (:meth:`MatchSolutions.bulk_load`). Otherwise each element is
+        applied as a change. Both give the same result rows.
         """
         index = self._index
         if len(index) or self._solutions.optionals:
             for element in elements:
-                self.apply(ElementDelta(index.element(element.id), element, ZERO_VERSION, 0))
+                current = index.element(element.id)
+                self.apply(ElementDelta(current, element, ZERO_VERSION, 0, current is None))
             return
         wants = index.wants
         for element in elements:
             if wants(element):
                 index.replace(index.element(element.id), element)
         for changes in self._solutions.bulk_load(index, BOOTSTRAP_BATCH):
-            self._feed(changes)
-
-    def _feed(self, changes: list[RowChange]) -> None:
-        """Run row changes through every part, dropping the diffs (bootstrap is silent)."""
-        for part in self._intermediate:
-            if not changes:
-                return
-            changes = part.process(changes)
-        if changes:
-            self._last.diffs(changes)
+            self._evaluate(changes)
 
     def take_evaluation_errors(self) -> list[str]:
         """Messages of the rows refused since the last call because evaluating them raised a
@@ -174,9 +196,22 @@ class ContinuousQuery:
         return self._errors.drain()
 
     def results(self) -> list[dict[str, Any]]:
-        """The current result rows (aggregating: one per group ever seen, emptied groups at
-        identity values). Fresh dicts: the caller may keep or mutate them."""
+        """The current result rows (aggregating: the last reported row of every group ever
+        seen, emptied groups at identity values). Fresh dicts: the caller may keep or mutate
+        them."""
         return self._parts[-1].results()
+
+
+def _first_context(change: RowChange) -> Context:
+    """The first part's context of a MATCH row change."""
+    old, new, row = change.old_key, change.new_key, change.row
+    if old is None:
+        kind = Kind.ADDING
+    elif new is None:
+        kind = Kind.REMOVING
+    else:
+        kind = Kind.UPDATING
+    return Context(kind, old, new, change.before, row, phantom=change.phantom, silent=change.silent)
 
 
 def _make_part(

@@ -30,9 +30,9 @@ from drasi_ray.query.values import (
     I64_MAX,
     I64_MIN,
     equals,
-    hashable_key,
     is_list,
     is_number,
+    strict_key,
     to_string,
     type_name,
 )
@@ -506,13 +506,14 @@ def tail(value: Any) -> list[Any] | None:
 
 
 def coll_distinct(value: Any) -> list[Any] | None:
-    """``coll.distinct(list)``: the items in first-seen order, each value once (by ``=``)."""
+    """``coll.distinct(list)``: the items in first-seen order, each value once. As Drasi's,
+    an Integer and an equal Float are two values (``[2, 2.0]`` stays as it is)."""
     if value is None:
         return None
     seen: set[Any] = set()
     result = []
     for item in _sequence("coll.distinct", value):
-        key = hashable_key(item)
+        key = strict_key(item)
         if key not in seen:
             seen.add(key)
             result.append(item)

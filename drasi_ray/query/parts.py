@@ -1,40 +1,69 @@
-"""Query parts: filter the incoming rows, then project (or group and aggregate) them.
+"""Query parts: filter a row, then project it (or group and aggregate it), one row change at
+a time, with the rules of Drasi's query-part evaluator (drasi-core ``QueryPartEvaluator``).
 
-A query part is everything up to one WITH or the final RETURN. Each part keeps, per incoming
-row identity, what it made of that row, so a row change costs O(1) projections plus, when
-aggregating, O(log n) accumulator updates — never a rescan:
+A query part is everything up to one WITH or the final RETURN. It receives the
+:class:`~drasi_ray.query.contexts.Context` of one row's change and returns those of its own
+rows for the next part (the last part's are the result diffs). What makes the diffs Drasi's:
 
-- :class:`ProjectingPart` (no aggregate): the projected row, or :data:`FILTERED` when the row
-  exists upstream but fails the part's WHERE (or its evaluation dropped it);
-- :class:`AggregatingPart`: the row's contribution (group, aggregate arguments) so it can be
-  taken back exactly, and the per-group accumulators.
+- A projecting part (no aggregate) turns ADDING / UPDATING / REMOVING into the same, or into
+  an ADDING or REMOVING when the row starts or stops passing its WHERE.
+- An aggregating part turns each into an AGGREGATION of the row's group: ``before`` is the
+  group read as it stands (Drasi's *snapshot*), ``after`` the group once the row is applied
+  or taken back. A row that moves between groups gives two (the new group first). Snapshots
+  and applied values differ in type where Drasi's do (:func:`~drasi_ray.query.aggregates.
+  aggregate_value`), which is why a group whose values did not change can still be reported.
+- A part after an aggregating part receives AGGREGATION contexts and follows Drasi's
+  bookkeeping of each group's last reported row and its identity row (:class:`_Signatures`):
+  a group that empties leaves the part (its row is removed), one that fills again comes back.
 
-The WHERE a part applies is the one that precedes its projection: the MATCH WHERE for the
-first part, the previous WITH's WHERE for later parts (Drasi's layout), which is what makes
-"the row existed but did not pass" observable (SEMANTICS.md §4, ``before: null``).
+Each part keeps, per incoming row identity, what it made of that row (the projected row, or
+the row's contribution to its group: group, values and aggregate arguments), so it reads a
+row's previous state without evaluating the previous row again, and takes a contribution back
+exactly. Cost per row change: O(1) projections plus O(log n) accumulator updates, no rescan.
 
-A part that is not last feeds the next one :class:`RowChange` values; the last part turns its
-changes into result diffs (SEMANTICS.md §4).
+The WHERE a part applies is the one before its projection: the MATCH WHERE for the first part,
+the previous WITH's WHERE for later parts (Drasi's layout). A row whose evaluation divides by
+zero (:class:`RowDropped`) is dropped while it does, and comes back when it no longer does.
+Drasi skips such a row's change instead, and then also every later change whose previous row
+divided by zero, which leaves a row out of the results for good (docs/conformance.md).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Hashable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Hashable, Mapping
+from dataclasses import dataclass
 from typing import Any, TypeAlias
 
 from drasi_ray.model.changes import Element
 from drasi_ray.model.errors import QueryEvaluationError
-from drasi_ray.query import ast, temporal
-from drasi_ray.query.aggregates import Accumulator, accumulator_factory, check_argument
+from drasi_ray.query import ast
+from drasi_ray.query.aggregates import (
+    Accumulator,
+    accumulator_factory,
+    aggregate_value,
+    check_argument,
+)
+from drasi_ray.query.contexts import (
+    Context,
+    Key,
+    Kind,
+    adding,
+    aggregation,
+    removing,
+    updating,
+)
 from drasi_ray.query.expressions import compile_expression, compile_predicate, contains_aggregate
 from drasi_ray.query.failures import RowDropped
-from drasi_ray.query.matching import Key, Predicate, Row, safe_predicate
-from drasi_ray.query.solutions import RowChange
-from drasi_ray.query.values import EVALUATION_FAILURES, hashable_key, to_output
+from drasi_ray.query.matching import Predicate, Row, safe_predicate
+from drasi_ray.query.values import (
+    EVALUATION_FAILURES,
+    hashable_key,
+    same_values,
+    strict_key,
+    to_output,
+)
 
-Diff: TypeAlias = dict[str, Any]
 Evaluator: TypeAlias = Callable[[Row], Any]
 
 AGGREGATE_PREFIX = " agg"
@@ -61,57 +90,11 @@ ABSENT: Any = _Marker("ABSENT")
 """State of a row identity the part has never seen (or that is gone)."""
 
 
-def same_value(left: Any, right: Any) -> bool:
-    """Value equality for change detection: numbers by value, ``true`` distinct from ``1``,
-    elements equal only if their labels, endpoints and properties are all equal."""
-    if type(left) is not type(right):
-        return hashable_key_or_none(left) == hashable_key_or_none(right) and not (
-            isinstance(left, bool) or isinstance(right, bool)
-        )
-    if isinstance(left, dict):
-        return left.keys() == right.keys() and all(same_value(left[k], right[k]) for k in left)
-    if isinstance(left, (list, tuple)):
-        return len(left) == len(right) and all(map(same_value, left, right))
-    if isinstance(left, Element):
-        return bool(left == right) and same_value(
-            getattr(left, "properties", None), getattr(right, "properties", None)
-        )
-    return bool(left == right)
-
-
-def hashable_key_or_none(value: Any) -> Any:
-    try:
-        return hashable_key(value)
-    except Exception:  # an unkeyable value only ever equals itself
-        return id(value)
-
-
-_SCALARS = (str, float, int)
-
-
-def same_row(left: Mapping[str, Any], right: Mapping[str, Any]) -> bool:
-    """:func:`same_value` on every column (and the same columns). Strings and numbers of one
-    type, the usual columns, are compared inline."""
-    if left.keys() != right.keys():
-        return False
-    for name, first in left.items():
-        second = right[name]
-        if first is second:
-            continue
-        kind = type(first)
-        if kind is type(second) and kind in _SCALARS:
-            if first != second:
-                return False
-        elif not same_value(first, second):
-            return False
-    return True
-
-
 class EvaluationErrors:
     """Rows refused because evaluating them failed (:data:`EVALUATION_FAILURES`).
 
-    Such a row is treated as not passing (like a division by zero), so one bad value cannot
-    wedge the query; the messages are kept (the first ``limit``) for the owner to report.
+    Such a row is treated as not passing, so one bad value cannot wedge the query; the
+    messages are kept (the first ``limit``) for the owner to report.
     """
 
     def __init__(self, limit: int = 100) -> None:
@@ -139,14 +122,69 @@ def _compile_filter(where: ast.Expr | None, parameters: Mapping[str, Any]) -> Pr
     return safe_predicate(compile_predicate(where, parameters))
 
 
+class _Signatures:
+    """Drasi's record, per group of the previous part, of the group row this part last
+    applied and of the group's identity row (its row before its first member).
+
+    It decides whether an AGGREGATION context's ``before`` is taken back (``revert``: it is
+    what was last applied) and whether its ``after`` is applied (``apply``: it is not the
+    identity row a group returns to when it empties).
+    """
+
+    __slots__ = ("_current", "_identity")
+
+    def __init__(self) -> None:
+        self._current: dict[Hashable, Any] = {}
+        self._identity: dict[Hashable, Any] = {}
+
+    def decide(self, context: Context) -> tuple[bool, bool]:
+        """``(revert, apply)`` for ``context``; records what is applied."""
+        group = context.new_key
+        before, after = context.before, context.after
+        revert = before is not None
+        if revert and context.default_before:
+            current = self._current.get(group)
+            if current is None:
+                self._identity[group] = _row_key(before)
+                revert = False
+            else:
+                revert = current == _row_key(before)
+        after_key = _row_key(after)
+        apply = True
+        if context.default_after:
+            identity = self._identity.get(group)
+            if identity is not None and identity == after_key:
+                self._current.pop(group, None)
+                apply = False
+        if apply:
+            self._current[group] = after_key
+        return revert, apply
+
+
+def _row_key(row: Mapping[str, Any]) -> Any:
+    return tuple(sorted((name, strict_key(value)) for name, value in row.items()))
+
+
+def _output_row(row: dict[str, Any], errors: EvaluationErrors) -> dict[str, Any]:
+    """``row`` with every value in its result form (a last part's rows)."""
+    for name, value in row.items():
+        if type(value) not in _PLAIN:
+            try:
+                row[name] = to_output(value)
+            except EVALUATION_FAILURES as error:
+                errors.record(error)
+                row[name] = None
+    return row
+
+
 # --------------------------------------------------------------------------- projection
 
 
 class ProjectingPart:
     """A WITH / RETURN without aggregates: one output row per passing input row.
 
-    ``last`` parts keep output-form rows (elements turned into property maps) and emit
-    ADD / UPDATE / DELETE; earlier parts keep raw values and emit :class:`RowChange`.
+    A last part keeps result-form rows (elements turned into property maps); the rows it
+    reported are the query's current result set (:meth:`record`, :meth:`results`).
     """
 
     def __init__(
@@ -163,80 +201,117 @@ class ProjectingPart:
             (i.name, compile_expression(i.expression, parameters)) for i in projection.items
         ]
         self._last = last
-        self._state: dict[Key, Any] = {}
+        self._state: dict[Key | None, Any] = {}
+        self._reported: dict[Key | None, dict[str, Any]] = {}
+        self._signatures = _Signatures()
 
-    def _evaluate(self, row: Row | None) -> Any:
-        if row is None:
-            return ABSENT
+    def _evaluate(self, row: Row) -> Any:
+        """The projected row, or FILTERED if it fails the WHERE or a value is refused."""
         if self._filter is not None and not self._filter(row):
             return FILTERED
         try:
             projected = {name: evaluate(row) for name, evaluate in self._items}
-            if self._last:
-                for name, value in projected.items():
-                    if type(value) not in _PLAIN:  # plain values are their own output form
-                        projected[name] = to_output(value)
         except RowDropped:
             return FILTERED
         except EVALUATION_FAILURES as error:
             self._errors.record(error)
             return FILTERED
-        return projected
+        return _output_row(projected, self._errors) if self._last else projected
 
-    def _step(self, change: RowChange) -> tuple[Any, Any]:
-        """Apply one change to the state; return (before, after) states of the row."""
-        before = ABSENT if change.old_key is None else self._state.pop(change.old_key, ABSENT)
-        after = self._evaluate(change.row)
-        if change.new_key is not None and after is not ABSENT:
-            self._state[change.new_key] = after
-        return before, after
+    def _before(self, context: Context) -> Any:
+        """What this part made of the row before the change: its state, or (for a row it
+        never held, such as a replaced OPTIONAL MATCH null row) ``context.before``
+        evaluated."""
+        state = self._state.get(context.old_key, ABSENT)
+        if state is ABSENT and context.before is not None:
+            return self._evaluate(context.before)
+        return state
 
-    def process(self, changes: Sequence[RowChange]) -> list[RowChange]:
-        """Intermediate part: the changes of this part's (unfiltered-by-next) output rows."""
-        out: list[RowChange] = []
-        for change in changes:
-            before, after = self._step(change)
-            had, has = isinstance(before, dict), isinstance(after, dict)
-            if had and has and change.old_key == change.new_key and same_row(before, after):
-                continue
-            if had or has:
-                out.append(
-                    RowChange(
-                        change.old_key if had else None,
-                        change.new_key if has else None,
-                        after if has else None,
-                    )
-                )
-        return out
+    def process(self, context: Context) -> list[Context]:
+        """This part's contexts for one incoming row change."""
+        kind = context.kind
+        if kind is Kind.ADDING:
+            return self._adding(context)
+        if kind is Kind.UPDATING:
+            return self._updating(context)
+        if kind is Kind.REMOVING:
+            return self._removing(context)
+        return self._aggregation(context)
 
-    def diffs(self, changes: Sequence[RowChange]) -> list[Diff]:
-        """Last part: ADD / UPDATE / DELETE diffs (UPDATE only if the projection changed)."""
-        out: list[Diff] = []
-        for change in changes:
-            before, after = self._step(change)
-            had, has = isinstance(before, dict), isinstance(after, dict)
-            if had and has:
-                if not same_row(before, after):
-                    out.append({"type": "UPDATE", "before": before, "after": after})
-            elif had:
-                out.append({"type": "DELETE", "data": before})
-            elif has:
-                out.append({"type": "ADD", "data": after})
-        return out
+    def _store(self, key: Key | None, row: Any, context: Context) -> None:
+        if not context.phantom:
+            self._state[key] = row
+
+    def _adding(self, context: Context) -> list[Context]:
+        after = self._evaluate(context.after)
+        self._store(context.new_key, after, context)
+        return [] if after is FILTERED else [adding(context.new_key, after, context)]
+
+    def _removing(self, context: Context) -> list[Context]:
+        before = self._before(context)
+        self._state.pop(context.old_key, None)
+        return [removing(context.old_key, before, context)] if isinstance(before, dict) else []
+
+    def _updating(self, context: Context) -> list[Context]:
+        if context.before is not None and _unchanged(context):
+            # Drasi ignores it, but reads the row as it now is next time: 2 and 2.0 are equal
+            # here, not in what the next change reports.
+            self._state[context.new_key] = self._evaluate(context.after)
+            return []
+        before = self._before(context)
+        after = self._evaluate(context.after)
+        self._state.pop(context.old_key, None)
+        self._store(context.new_key, after, context)
+        old, new = context.old_key, context.new_key
+        if after is FILTERED:
+            return [removing(old, before, context)] if isinstance(before, dict) else []
+        if isinstance(before, dict):
+            return [updating(old, new, before, after, context)]
+        return [adding(new, after, context)]
+
+    def _aggregation(self, context: Context) -> list[Context]:
+        """A group's row changed in the (aggregating) part before this one."""
+        if _unchanged_group(context):
+            return []
+        revert, apply = self._signatures.decide(context)
+        before_row = context.before
+        before = self._evaluate(before_row) if before_row is not None else ABSENT
+        after = self._evaluate(context.after) if apply else FILTERED
+        self._state.pop(context.old_key, None)
+        if after is not FILTERED:
+            self._state[context.new_key] = after
+        old, new = context.old_key, context.new_key
+        if after is FILTERED:
+            return [removing(old, before, context)] if isinstance(before, dict) else []
+        if isinstance(before, dict) and revert:
+            return [updating(old, new, before, after, context)]
+        return [adding(new, after, context)]
+
+    def record(self, context: Context) -> None:
+        """Keep a reported row change (a last part's) in the result set."""
+        kind = context.kind
+        if kind is not Kind.ADDING:
+            self._reported.pop(context.old_key, None)
+        if kind is not Kind.REMOVING and not context.phantom:
+            self._reported[context.new_key] = context.after
 
     def results(self) -> list[dict[str, Any]]:
-        return [dict(row) for row in self._state.values() if isinstance(row, dict)]
+        return [dict(row) for row in self._reported.values()]
+
+
+def _unchanged(context: Context) -> bool:
+    return same_values(context.before, context.after)
+
+
+def _unchanged_group(context: Context) -> bool:
+    """Drasi ignores a group change whose rows are equal unless a row joined or left the
+    group."""
+    if context.before is None or context.default_before or context.default_after:
+        return False
+    return _unchanged(context)
 
 
 # --------------------------------------------------------------------------- aggregation
-
-
-def _output_value(value: Any, errors: EvaluationErrors) -> Any:
-    try:
-        return to_output(value)
-    except EVALUATION_FAILURES as error:
-        errors.record(error)
-        return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -250,36 +325,23 @@ class _AggregateCall:
 
 @dataclass(frozen=True, slots=True)
 class _Contribution:
-    """What one input row gave its group: kept so it can be taken back exactly."""
+    """What one input row gives its group (kept so it can be taken back exactly): the group,
+    the grouping values, the aggregate arguments, the row (for computed items) and whether
+    the row passes the part's WHERE."""
 
     group: Hashable
     values: tuple[Any, ...]
     arguments: tuple[Any, ...]
     row: Row
+    passes: bool = True
 
 
 @dataclass(slots=True)
 class _Group:
-    """One group's accumulators. ``values`` and ``row`` come from the latest row added to it:
-    a group of a graph element is keyed by the element's id, so when the element's properties
-    change the group stays and its grouping value must show the element as it is now."""
+    """One group's accumulators and how many rows it holds."""
 
-    values: tuple[Any, ...]
     accumulators: list[Accumulator]
-    row: Row
     rows: int = 0
-    output: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass(slots=True)
-class _Touch:
-    """A group's state when a change first touched it (for the collapsed diff), and whether a
-    new row (one the part had not seen) entered it during the change."""
-
-    before: dict[str, Any] | None
-    present: bool
-    created: bool
-    entered: bool = False
 
 
 class AggregateRewriter:
@@ -307,13 +369,16 @@ class AggregateRewriter:
         return expr
 
 
+_GROUPING, _AGGREGATE, _EXPRESSION = 0, 1, 2
+"""How a group's row fills an item: a grouping value (by position), an aggregate result as
+is (by call number), or an expression over the row and the results."""
+
+
 class AggregatingPart:
     """A WITH / RETURN with aggregates: rows grouped by the non-aggregate items.
 
-    Emptied groups stay, at identity values. Aggregation diffs of one group within one
-    :meth:`diffs` call collapse to (first before, last after). A last part emits
-    ``{"type": "aggregation", ...}`` diffs; an earlier part passes on the rows of its
-    non-empty groups, keyed by group.
+    Groups are kept while they hold rows; a last part's reported group rows, emptied groups
+    at identity values included, are the query's result set (:meth:`record`, :meth:`results`).
     """
 
     def __init__(
@@ -328,30 +393,34 @@ class AggregatingPart:
         self._filter = _compile_filter(where, parameters)
         self._last = last
         rewriter = AggregateRewriter()
-        self._keys: list[tuple[str, Evaluator]] = []
-        self._outputs: list[tuple[str, Evaluator]] = []
+        keys: list[tuple[str, Evaluator]] = []
+        outputs: list[tuple[str, Evaluator]] = []
         for item in projection.items:
             if contains_aggregate(item.expression):
                 rewritten = rewriter.rewrite(item.expression)
-                self._outputs.append((item.name, compile_expression(rewritten, parameters)))
+                outputs.append((item.name, compile_expression(rewritten, parameters)))
             else:
-                self._keys.append((item.name, compile_expression(item.expression, parameters)))
+                keys.append((item.name, compile_expression(item.expression, parameters)))
         self._calls = [_compile_call(v, call, parameters) for v, call in rewriter.calls]
-        self._key_names = [name for name, _ in self._keys]
-        self._key_evaluators = tuple(evaluate for _, evaluate in self._keys)
+        self._key_evaluators = tuple(evaluate for _, evaluate in keys)
         self._arguments = tuple(call.argument or _count_all for call in self._calls)
         self._checks = tuple(_argument_check(call.name) for call in self._calls)
-        self._recipe = _output_recipe(projection, self._key_names, self._outputs, self._calls)
+        self._recipe = _output_recipe(projection, [n for n, _ in keys], outputs, self._calls)
         self._needs_scope = any(kind == _EXPRESSION for _, kind, _ in self._recipe)
-        self._state: dict[Key, Any] = {}
+        self._state: dict[Key | None, Any] = {}
         self._groups: dict[Hashable, _Group] = {}
+        self._signatures = _Signatures()
+        self._results: dict[Hashable, dict[str, Any]] = {}
+        self._identity: Any = None
 
     # ------------------------------------------------------------------ evaluation
 
-    def _contribution(self, row: Row | None) -> Any:
-        if row is None:
-            return ABSENT
-        if self._filter is not None and not self._filter(row):
+    def _contribution(self, row: Row, filtered: bool = True) -> Any:
+        """The row's contribution; FILTERED if it fails the WHERE (unless ``filtered`` is
+        false: then it is evaluated all the same, with ``passes`` false) or a value is
+        refused."""
+        passes = self._filter is None or self._filter(row)
+        if not passes and filtered:
             return FILTERED
         try:
             values = tuple([evaluate(row) for evaluate in self._key_evaluators])
@@ -364,30 +433,44 @@ class AggregatingPart:
         except EVALUATION_FAILURES as error:
             self._errors.record(error)
             return FILTERED
-        return _Contribution(group, values, arguments, row)
+        return _Contribution(group, values, arguments, row, passes)
 
-    def _output(self, group: _Group) -> dict[str, Any]:
-        """The group's row, in item order: grouping values, aggregate results, and items
-        computed from them (evaluated over the group's last row plus the results)."""
-        results = [accumulator.result() for accumulator in group.accumulators]
+    def _fresh(self) -> list[Accumulator]:
+        """Accumulators of a group that holds no row (they read the identity values)."""
+        return [call.factory() for call in self._calls]
+
+    def _group(self, key: Hashable) -> _Group:
+        group = self._groups.get(key)
+        if group is None:
+            group = self._groups[key] = _Group([call.factory() for call in self._calls])
+        return group
+
+    def _row(self, item: _Contribution, snapshot: bool) -> dict[str, Any]:
+        """The row of ``item``'s group as Drasi projects ``item``'s row: its grouping values,
+        the aggregates (read as a snapshot, or as just applied or taken back), and the items
+        computed from them over ``item``'s row."""
+        group = self._groups.get(item.group)
+        accumulators = group.accumulators if group is not None else self._fresh()
+        results = [
+            aggregate_value(call.name, accumulator, argument, snapshot)
+            for call, accumulator, argument in zip(
+                self._calls, accumulators, item.arguments, strict=True
+            )
+        ]
         scope: dict[str, Any] = {}
         if self._needs_scope:
-            scope = dict(group.row)
+            scope = dict(item.row)
             for call, result in zip(self._calls, results, strict=True):
                 scope[call.variable] = result
         ordered: dict[str, Any] = {}
         for name, kind, source in self._recipe:
             if kind == _GROUPING:
-                ordered[name] = group.values[source]
+                ordered[name] = item.values[source]
             elif kind == _AGGREGATE:
                 ordered[name] = results[source]
             else:
                 ordered[name] = self._computed(source, scope)
-        if self._last:
-            for name, value in ordered.items():
-                if type(value) not in _PLAIN:
-                    ordered[name] = _output_value(value, self._errors)
-        return ordered
+        return _output_row(ordered, self._errors) if self._last else ordered
 
     def _computed(self, evaluate: Evaluator, scope: Row) -> Any:
         try:
@@ -398,107 +481,163 @@ class AggregatingPart:
             self._errors.record(error)
             return None
 
-    # ------------------------------------------------------------------ group updates
+    def _apply(self, item: _Contribution, token: Hashable) -> dict[str, Any]:
+        group = self._group(item.group)
+        for accumulator, value in zip(group.accumulators, item.arguments, strict=True):
+            accumulator.add(token, value)
+        group.rows += 1
+        return self._row(item, snapshot=False)
 
-    def _touch(
-        self, touched: dict[Hashable, _Touch], item: _Contribution, crossing: bool
-    ) -> _Group:
-        group = self._groups.get(item.group)
-        created = group is None
-        if group is None:
-            accumulators = [call.factory() for call in self._calls]
-            group = _Group(item.values, accumulators, item.row)
-            group.output = self._empty_output(group, item.arguments)
-            self._groups[item.group] = group
-        if item.group not in touched:
-            before = None if crossing else group.output
-            touched[item.group] = _Touch(before, group.rows > 0, created)
-        return group
+    def _revert(self, item: _Contribution, token: Hashable) -> dict[str, Any]:
+        group = self._group(item.group)
+        for accumulator, value in zip(group.accumulators, item.arguments, strict=True):
+            accumulator.remove(token, value)
+        group.rows -= 1
+        row = self._row(item, snapshot=False)
+        if group.rows <= 0 and self._reads_identity(group):
+            del self._groups[item.group]  # a fresh group reads the same
+        return row
 
-    def _empty_output(self, group: _Group, arguments: tuple[Any, ...]) -> dict[str, Any]:
-        """A new group's row before its first row: the identity values. An accumulator that
-        will take a duration first takes and gives back that row's arguments, so its identity
-        is of that kind (Drasi's: a new group's ``sum`` of durations was PT0S, not 0.0)."""
-        if any(type(value) is temporal.Duration for value in arguments):
-            for accumulator, value in zip(group.accumulators, arguments, strict=True):
-                accumulator.add(None, value)
-                accumulator.remove(None, value)
-        return self._output(group)
+    def _reads_identity(self, group: _Group) -> bool:
+        """Whether an empty group's accumulators read as a fresh group's: not so when Drasi's
+        ``collect`` could not take a value back (it kept ``2`` when told to take ``2.0``)."""
+        if self._identity is None:
+            self._identity = strict_key([accumulator.result() for accumulator in self._fresh()])
+        reads = strict_key([accumulator.result() for accumulator in group.accumulators])
+        return bool(reads == self._identity)
 
-    def _apply(self, touched: dict[Hashable, _Touch], change: RowChange) -> None:
-        before = ABSENT if change.old_key is None else self._state.pop(change.old_key, ABSENT)
-        after = self._contribution(change.row)
-        if isinstance(before, _Contribution):
-            group = self._touch(touched, before, crossing=False)
-            for accumulator, value in zip(group.accumulators, before.arguments, strict=True):
-                accumulator.remove(change.old_key, value)
-            group.rows -= 1
-            group.row = before.row
-        if isinstance(after, _Contribution):
-            group = self._touch(touched, after, crossing=before is FILTERED)
-            if before is ABSENT:
-                touched[after.group].entered = True
-            for accumulator, value in zip(group.accumulators, after.arguments, strict=True):
-                accumulator.add(change.new_key, value)
-            group.rows += 1
-            group.row = after.row
-            group.values = after.values
-        if change.new_key is not None and after is not ABSENT:
-            self._state[change.new_key] = after
+    def _reconcile(
+        self,
+        before: _Contribution | None,
+        before_row: dict[str, Any] | None,
+        after: _Contribution,
+        after_row: dict[str, Any],
+        snapshot: dict[str, Any] | None,
+    ) -> list[Context]:
+        """Drasi's aggregation contexts of a row change: one for the row's group, or two when
+        the row moved: the new group, as joined by a new row, then the old group, as left by
+        a removed row."""
+        new_key = (after.group,)
+        if before is None or before_row is None:
+            return [aggregation(None, new_key, None, after_row)]
+        if before.group == after.group:
+            return [aggregation(new_key, new_key, before_row, after_row)]
+        old_key = (before.group,)
+        old_after = self._row(before, snapshot=True)
+        return [
+            aggregation(None, new_key, snapshot, after_row, default_before=True),
+            aggregation(old_key, old_key, before_row, old_after, default_after=True),
+        ]
 
-    def _run(self, changes: Sequence[RowChange]) -> dict[Hashable, _Touch]:
-        touched: dict[Hashable, _Touch] = {}
-        for change in changes:
-            self._apply(touched, change)
-        for key in touched:
-            group = self._groups[key]
-            group.output = self._output(group)
-        return touched
+    # ------------------------------------------------------------------ row changes
 
-    def diffs(self, changes: Sequence[RowChange]) -> list[Diff]:
-        """Last part: one aggregation diff per group that is new, changed, crossed in, or that a
-        new row entered. As Drasi, a new row is reported even when the group's row stays the
-        same (``max`` of a smaller value): only updates and removals that change nothing are
-        silent."""
-        out: list[Diff] = []
-        for key, touch in self._run(changes).items():
-            after = self._groups[key].output
-            if (
-                touch.created
-                or touch.entered
-                or touch.before is None
-                or not same_row(touch.before, after)
-            ):
-                out.append({"type": "aggregation", "before": touch.before, "after": dict(after)})
-        return out
+    def process(self, context: Context) -> list[Context]:
+        """This part's aggregation contexts for one incoming row change. A change Drasi does
+        not report (``silent``: an OPTIONAL MATCH null row an update replaced or brought
+        back) still changes the group, and is reported as the group's change: Drasi keeps
+        the null row's contribution, counting it twice (docs/conformance.md)."""
+        kind = context.kind
+        if kind is Kind.ADDING:
+            return self._adding(context)
+        if kind is Kind.UPDATING:
+            return self._updating(context)
+        if kind is Kind.REMOVING:
+            return self._removing(context)
+        return self._aggregation(context)
 
-    def process(self, changes: Sequence[RowChange]) -> list[RowChange]:
-        """Intermediate part: changes of the non-empty groups' rows, keyed by group."""
-        out: list[RowChange] = []
-        for key, touch in self._run(changes).items():
-            group = self._groups[key]
-            has = group.rows > 0
-            row_key: Key = (key,)
-            unchanged = touch.before is not None and same_row(touch.before, group.output)
-            if touch.present and has and unchanged:
-                continue
-            if touch.present or has:
-                out.append(
-                    RowChange(
-                        row_key if touch.present else None,
-                        row_key if has else None,
-                        group.output if has else None,
-                    )
-                )
-        return out
+    def _held(self, key: Key | None) -> Any:
+        return self._state.get(key, ABSENT)
+
+    def _adding(self, context: Context) -> list[Context]:
+        if context.phantom:
+            return []
+        item = self._contribution(context.after)
+        self._state[context.new_key] = item
+        if not isinstance(item, _Contribution):
+            return []
+        snapshot = self._row(item, snapshot=True)
+        after = self._apply(item, context.new_key)
+        return [aggregation(None, (item.group,), snapshot, after, default_before=True)]
+
+    def _removing(self, context: Context) -> list[Context]:
+        item = self._state.pop(context.old_key, ABSENT)
+        if not isinstance(item, _Contribution):
+            return []
+        key = (item.group,)
+        snapshot = self._row(item, snapshot=True)
+        after = self._revert(item, context.old_key)
+        return [aggregation(key, key, snapshot, after, default_after=True)]
+
+    def _updating(self, context: Context) -> list[Context]:
+        if context.before is not None and _unchanged(context):
+            # Drasi ignores it (the group keeps what the row gave it) but takes the row back
+            # as it now is next time.
+            self._state[context.new_key] = self._contribution(context.after)
+            return []
+        before = self._held(context.old_key)
+        after = ABSENT if context.phantom else self._contribution(context.after)
+        self._state.pop(context.old_key, None)
+        if after is not ABSENT:
+            self._state[context.new_key] = after
+        snapshot = self._row(after, snapshot=True) if isinstance(after, _Contribution) else None
+        held = isinstance(before, _Contribution)
+        before_row = reverted = None
+        if held:
+            before_row = self._row(before, snapshot=True)
+            reverted = self._revert(before, context.old_key)
+        elif before is ABSENT and context.before is not None:
+            # A null row that an earlier match already replaced: Drasi reads the group as the
+            # null row would, and takes back a row it does not hold (we do not).
+            phantom = self._contribution(context.before)
+            if isinstance(phantom, _Contribution) and isinstance(after, _Contribution):
+                before_row = self._row(phantom, snapshot=True)
+                after_row = self._apply(after, context.new_key)
+                return self._reconcile(phantom, before_row, after, after_row, snapshot)
+        if not isinstance(after, _Contribution):
+            if held and reverted is not None:
+                key = (before.group,)
+                return [aggregation(key, key, before_row, reverted)]
+            return []
+        after_row = self._apply(after, context.new_key)
+        return self._reconcile(before if held else None, before_row, after, after_row, snapshot)
+
+    def _aggregation(self, context: Context) -> list[Context]:
+        """A group's row changed in the aggregating part before this one: take its old row
+        back and apply its new one, as :class:`_Signatures` decides."""
+        if _unchanged_group(context):
+            return []
+        revert, apply = self._signatures.decide(context)
+        after = self._contribution(context.after, filtered=False)
+        before = None
+        if context.before is not None:
+            before = self._contribution(context.before, filtered=False)
+        if not isinstance(after, _Contribution) or (before is not None and before is FILTERED):
+            return []
+        snapshot = self._row(after, snapshot=True)
+        before_row = self._row(before, snapshot=True) if before is not None else None
+        reverted = None
+        if before is not None and before.passes and revert:
+            reverted = self._revert(before, context.old_key)
+        if not after.passes or not apply:
+            if reverted is not None and before is not None:
+                return self._reconcile(before, before_row, before, reverted, snapshot)
+            if before is not None and before.passes:
+                return [removing((before.group,), before_row, context)]
+            return []
+        after_row = self._apply(after, context.new_key)
+        return self._reconcile(before, before_row, after, after_row, snapshot)
+
+    # ------------------------------------------------------------------ results
+
+    def record(self, context: Context) -> None:
+        """Keep a reported group row (a last part's result row) as the group's result."""
+        if context.kind is Kind.REMOVING:
+            self._results.pop(context.old_key, None)
+        else:
+            self._results[context.new_key] = dict(context.after)
 
     def results(self) -> list[dict[str, Any]]:
-        return [dict(group.output) for group in self._groups.values()]
-
-
-_GROUPING, _AGGREGATE, _EXPRESSION = 0, 1, 2
-"""How :meth:`AggregatingPart._output` fills an item: a grouping value (by position), an
-aggregate result as is (by call number), or an expression over the row and the results."""
+        return [dict(row) for row in self._results.values()]
 
 
 def _output_recipe(

@@ -15,9 +15,16 @@ without rescanning the graph:
 
 A row's identity (:data:`Key`) is the tuple of the element ids its variables bind (None for a
 null optional variable), so a property change of a bound element keeps the row's identity and
-becomes an update downstream. When a required row's null row is replaced by a matched row (or
-the last match goes and the null row returns), the change is reported as one *renaming*
-update, which the result diff turns into an UPDATE, as Drasi does.
+becomes an update downstream. Only rows that hold the changed element change (as Drasi solves
+only from it), and OPTIONAL MATCH rows change as Drasi reports them:
+
+- an element *inserted* into an OPTIONAL MATCH clause turns each new match into an update
+  from the row's null row (the clause's variables, and those of the clauses joined on them,
+  null), even when the null row already gave way to an earlier match;
+- an element *deleted* from one turns each lost match into an update to the null row, even
+  when other matches remain (that null row is then *phantom*: reported, not a result row);
+- an element *updated* into or out of one adds or removes its matches; the null row that this
+  replaces or brings back changes *silently* (Drasi does not report it).
 
 The WHERE clauses are not applied here: ANDed, they are the filter of the first query part,
 so rows that fail it still exist (Drasi's "row starts passing WHERE"). That includes a WHERE
@@ -28,6 +35,7 @@ drops the row whose ``b`` is null), where openCypher would make it a condition o
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, NamedTuple
 
@@ -44,19 +52,34 @@ from drasi_ray.query.matching import (
 )
 
 
+class ChangeKind(enum.Enum):
+    """What happened to the changed element (Drasi treats an insert and an update of
+    OPTIONAL MATCH rows differently)."""
+
+    INSERT = "insert"
+    UPDATE = "update"
+    DELETE = "delete"
+
+
 class RowChange(NamedTuple):
-    """One row of a stage's output changed.
+    """One MATCH row changed.
 
     ``old_key`` is the identity the row had before (None: it did not exist), ``new_key`` the
     identity it has now (None: it is gone) and ``row`` its new content (None when gone). A
     plain update has ``old_key == new_key``; different keys mean the row was replaced in place
-    (an OPTIONAL MATCH null row becoming a match). A named tuple: one is made per row per
-    change, and tuples are the cheapest immutable records to build.
+    (an OPTIONAL MATCH null row and a match, see :class:`MatchSolutions`), and ``before`` is
+    then the replaced row when it is a null row. ``phantom``: the new row is not a result row
+    (Drasi reports a lost match as becoming the null row even when other matches remain);
+    ``silent``: the row changes without Drasi reporting it. A named tuple: one is made per row
+    per change, and tuples are the cheapest immutable records to build.
     """
 
     old_key: Key | None
     new_key: Key | None
     row: Row | None
+    before: Row | None = None
+    phantom: bool = False
+    silent: bool = False
 
 
 class _Optional:
@@ -113,7 +136,9 @@ class MatchSolutions:
                 bound.extend(optional.new_names)
         # Where each variable's element id sits in a full row's key.
         self._key_position = {name: position for position, name in enumerate(bound)}
+        self._names = tuple(bound)
         self._width = len(self.required)
+        self._clause_blanks = _clause_blanks(self.optionals, self._width)
         self._by_element: dict[str, set[Key]] = {}
         self._by_required: dict[Key, list[Key]] = {}
         # Rows depend only on the graph's shape (ids, labels, endpoints) unless a pattern
@@ -171,18 +196,21 @@ class MatchSolutions:
         changed_id: str,
         after: Element | None,
         same_shape: bool = False,
+        kind: ChangeKind = ChangeKind.UPDATE,
     ) -> list[RowChange]:
         """Row changes caused by element ``changed_id`` now being ``after`` (None: absent or
         no longer wanted by the index). ``same_shape``: only its properties changed (see
         :meth:`GraphIndex.replace`); when no pattern predicate reads properties, its rows are
-        then exactly the rows it was in, re-read from the index instead of solved again."""
+        then exactly the rows it was in, re-read from the index instead of solved again.
+        ``kind`` says whether the element was inserted, updated or deleted, which decides how
+        OPTIONAL MATCH rows change (see the module docstring)."""
         if same_shape and self._shape_only:
             if self._lone:
                 return self._lone_row(after)
             return self._reread(index, changed_id)
         if not self.optionals:
             return self._required_changes(index, changed_id, after)
-        return self._optional_changes(index, changed_id, after)
+        return self._optional_changes(index, changed_id, after, kind)
 
     def _lone_row(self, after: Element | None) -> list[RowChange]:
         """The update of the one row of a single-variable pattern (same shape as before, so
@@ -269,7 +297,7 @@ class MatchSolutions:
             yield rows
 
     def _optional_changes(
-        self, index: GraphIndex, changed_id: str, after: Element | None
+        self, index: GraphIndex, changed_id: str, after: Element | None, kind: ChangeKind
     ) -> list[RowChange]:
         width = self._width
         touched = {key[:width] for key in self._by_element.get(changed_id, ())}
@@ -284,7 +312,7 @@ class MatchSolutions:
         result: list[RowChange] = []
         for required_key in touched | valid.keys():
             new = self._full_rows(index, required_key, valid.get(required_key))
-            result.extend(self._diff_required(required_key, new))
+            result.extend(self._diff_required(index, required_key, new, changed_id, kind))
         return result
 
     def _required_row(self, index: GraphIndex, key: Key) -> Row | None:
@@ -350,18 +378,31 @@ class MatchSolutions:
             ]
         return dict(partial)
 
-    def _diff_required(self, required_key: Key, new: dict[Key, Row]) -> list[RowChange]:
+    def _diff_required(
+        self,
+        index: GraphIndex,
+        required_key: Key,
+        new: dict[Key, Row],
+        changed_id: str,
+        kind: ChangeKind,
+    ) -> list[RowChange]:
+        """The changes of one required row's full rows (see the module docstring): rows that
+        hold the changed element and stay are updates; rows that come or go are paired with
+        their null rows as Drasi reports them."""
         old = self._by_required.get(required_key, [])
-        removed = sorted((key for key in old if key not in new), key=_sortable)
-        added = sorted((key for key in new if key not in old), key=_sortable)
-        pairs = _pair_null_rows(removed, added, self._width)
-        result = [RowChange(key, key, new[key]) for key in old if key in new]
-        for old_key, new_key in pairs:
-            result.append(RowChange(old_key, new_key, new[new_key]))
-        paired_old = {old_key for old_key, _ in pairs}
-        paired_new = {new_key for _, new_key in pairs}
-        result.extend(RowChange(k, None, None) for k in removed if k not in paired_old)
-        result.extend(RowChange(None, k, new[k]) for k in added if k not in paired_new)
+        old_set = set(old)
+        removed = [key for key in old if key not in new]
+        added = [key for key in new if key not in old_set]
+        result = [RowChange(key, key, new[key]) for key in old if key in new and changed_id in key]
+        pairs = _Pairing(removed, added)
+        if kind is ChangeKind.INSERT:
+            self._pair_inserted(pairs, new, changed_id, result)
+        elif kind is ChangeKind.DELETE:
+            self._pair_deleted(index, pairs, new, changed_id, result)
+        else:
+            self._pair_updated(pairs, new, changed_id, result)
+        result.extend(RowChange(k, None, None) for k in removed if k not in pairs.taken_removed)
+        result.extend(RowChange(None, k, new[k]) for k in added if k not in pairs.taken_added)
         for key in removed:
             self._unregister(key)
         for key in added:
@@ -371,6 +412,74 @@ class MatchSolutions:
         else:
             self._by_required.pop(required_key, None)
         return result
+
+    def _pair_inserted(
+        self, pairs: _Pairing, new: dict[Key, Row], changed_id: str, result: list[RowChange]
+    ) -> None:
+        """Each new match through the inserted element is an update from its null row."""
+        for key in pairs.added:
+            blank = self._blank_positions(key, changed_id)
+            if blank is None:
+                continue
+            null_key, null_row = _nulled(key, new[key], blank, self._names)
+            result.append(RowChange(null_key, key, new[key], before=null_row))
+            pairs.take(null_key, key)
+
+    def _pair_deleted(
+        self,
+        index: GraphIndex,
+        pairs: _Pairing,
+        new: dict[Key, Row],
+        changed_id: str,
+        result: list[RowChange],
+    ) -> None:
+        """Each match lost with the deleted element is an update to its null row."""
+        for key in pairs.removed:
+            blank = self._blank_positions(key, changed_id)
+            if blank is None:
+                continue
+            null_key, null_row = _nulled(key, self._row_of(index, key), blank, self._names)
+            phantom = null_key not in new
+            result.append(RowChange(key, null_key, null_row, phantom=phantom))
+            pairs.take(key, null_key)
+
+    def _pair_updated(
+        self, pairs: _Pairing, new: dict[Key, Row], changed_id: str, result: list[RowChange]
+    ) -> None:
+        """Matches an update adds or removes are reported; the null row they replace or bring
+        back changes silently."""
+        for key in pairs.added:
+            blank = self._blank_positions(key, changed_id)
+            if blank is not None:
+                null_key, _ = _nulled(key, new[key], blank, self._names)
+                if null_key in pairs.removed_set and null_key not in pairs.taken_removed:
+                    result.append(RowChange(null_key, None, None, silent=True))
+                    pairs.taken_removed.add(null_key)
+        for key in pairs.removed:
+            blank = self._blank_positions(key, changed_id)
+            if blank is not None:
+                null_key, _ = _nulled(key, None, blank, self._names)
+                if null_key in pairs.added_set and null_key not in pairs.taken_added:
+                    result.append(RowChange(None, null_key, new[null_key], silent=True))
+                    pairs.taken_added.add(null_key)
+
+    def _blank_positions(self, key: Key, changed_id: str) -> frozenset[int] | None:
+        """The key positions nulled in ``key``'s null row for a change of ``changed_id``: the
+        variables of the first OPTIONAL MATCH clause that binds it, and of the clauses joined
+        on them; None when a required variable binds it (no null row then)."""
+        if changed_id in key[: self._width]:
+            return None
+        for positions, blank in self._clause_blanks:
+            if any(key[position] == changed_id for position in positions):
+                return blank
+        return None
+
+    def _row_of(self, index: GraphIndex, key: Key) -> Row:
+        """The row of ``key`` read from the index (an element no longer there reads null)."""
+        return {
+            name: None if element_id is None else index.element(element_id)
+            for name, element_id in zip(self._names, key, strict=True)
+        }
 
     # ------------------------------------------------------------------ reverse index
 
@@ -395,34 +504,57 @@ class MatchSolutions:
                     del self._by_element[element_id]
 
 
-def _sortable(key: Key) -> tuple[str, ...]:
-    return tuple("" if part is None else part for part in key)
+class _Pairing:
+    """The removed and added full rows of one required row, and which of them a pairing took."""
+
+    __slots__ = ("added", "added_set", "removed", "removed_set", "taken_added", "taken_removed")
+
+    def __init__(self, removed: list[Key], added: list[Key]) -> None:
+        self.removed, self.added = removed, added
+        self.removed_set, self.added_set = set(removed), set(added)
+        self.taken_removed: set[Key] = set()
+        self.taken_added: set[Key] = set()
+
+    def take(self, old: Key, new: Key) -> None:
+        if old in self.removed_set:
+            self.taken_removed.add(old)
+        if new in self.added_set:
+            self.taken_added.add(new)
 
 
-def _covers(null_row: Key, row: Key, width: int) -> bool:
-    """``row`` fills some null slots of ``null_row`` and agrees on the others."""
-    if None not in null_row[width:]:
-        return False
-    return all(a is None or a == b for a, b in zip(null_row, row, strict=True))
+def _clause_blanks(
+    optionals: Sequence[_Optional], width: int
+) -> list[tuple[tuple[int, ...], frozenset[int]]]:
+    """Per OPTIONAL MATCH clause, the key positions of its own variables and the positions its
+    null row nulls: its own and those of every later clause joined on them (a clause joined on
+    a null variable has its null extension too)."""
+    spans: list[tuple[int, ...]] = []
+    offset = width
+    for optional in optionals:
+        spans.append(tuple(range(offset, offset + len(optional.new))))
+        offset += len(optional.new)
+    names = [set(optional.new_names) for optional in optionals]
+    blanks: list[tuple[tuple[int, ...], frozenset[int]]] = []
+    for number, span in enumerate(spans):
+        nulled, covered = set(span), set(names[number])
+        for later in range(number + 1, len(optionals)):
+            joined = {optionals[later].pattern.names[i] for i in optionals[later].shared}
+            if joined & covered:
+                nulled.update(spans[later])
+                covered |= names[later]
+        blanks.append((span, frozenset(nulled)))
+    return blanks
 
 
-def _pair_null_rows(removed: list[Key], added: list[Key], width: int) -> list[tuple[Key, Key]]:
-    """Pair a disappearing (or appearing) null row with the match that replaces it."""
-    pairs: list[tuple[Key, Key]] = []
-    free_added = list(added)
-    free_removed = list(removed)
-    for old_key in removed:
-        match = next((k for k in free_added if _covers(old_key, k, width)), None)
-        if match is not None:
-            pairs.append((old_key, match))
-            free_added.remove(match)
-            free_removed.remove(old_key)
-    for new_key in list(free_added):
-        match = next((k for k in free_removed if _covers(new_key, k, width)), None)
-        if match is not None:
-            pairs.append((match, new_key))
-            free_removed.remove(match)
-    return pairs
+def _nulled(
+    key: Key, row: Row | None, positions: frozenset[int], names: Sequence[str]
+) -> tuple[Key, Row]:
+    """``key`` and ``row`` with the variables at ``positions`` null."""
+    null_key = tuple(None if i in positions else part for i, part in enumerate(key))
+    null_row = {} if row is None else dict(row)
+    for position in positions:
+        null_row[names[position]] = None
+    return null_key, null_row
 
 
 def _introduced(clause: ast.MatchClause) -> set[str]:

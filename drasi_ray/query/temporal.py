@@ -257,11 +257,16 @@ def parse_datetime(text: str) -> dt.datetime:
     """A zoned datetime; no offset or region in the text means UTC.
 
     An offset without a ``[zone]`` gives the instant in UTC, as Drasi reads it (drasi-core
-    ``ZonedDateTime::from_string``): ``2024-01-02T10:00+01:00`` is 09:00 UTC, its hour 9.
+    ``ZonedDateTime::from_string``): ``2024-01-02T10:00+01:00`` is 09:00 UTC, its hour 9, and
+    to the millisecond, as Drasi keeps it (``.123456`` reads as ``.123``). (Drasi refuses text
+    without an offset or a zone; we read it as UTC.)
     """
     body, zone = _split_zone(text)
     local = parse_local_datetime(body).replace(tzinfo=zone or dt.timezone.utc)
-    return local if "[" in text else local.astimezone(dt.timezone.utc)
+    if "[" in text:
+        return local
+    instant = local.astimezone(dt.timezone.utc)
+    return instant.replace(microsecond=instant.microsecond // 1000 * 1000)
 
 
 _DURATION = re.compile(

@@ -516,3 +516,51 @@ def hashable_key(value: Any) -> Any:
     if temporal.type_name(value) is not None:
         return value  # temporal values are immutable and hash consistently with ==
     raise QueryEvaluationError(f"a {type_name(value)} cannot be used as a key")
+
+
+_FLOAT_TAG = "\x00float"
+
+
+def strict_key(value: Any) -> Any:
+    """A hashable stand-in for ``value`` that tells apart what Drasi's own value equality
+    tells apart: an Integer from an equal Float (``2`` and ``2.0``), ``true`` from ``1``, at
+    any depth. Elements are keyed by kind and id, as by :func:`hashable_key`."""
+    kind = type(value)
+    if value is None or kind is str or kind is int:
+        return value
+    if kind is float:
+        return (_FLOAT_TAG, _NAN_TAG if math.isnan(value) else value)
+    if kind is bool:
+        return (_BOOL_TAG, value)
+    if isinstance(value, Element):
+        return (_ELEMENT_TAG, value.kind.value, value.id)
+    if isinstance(value, Mapping):
+        return (_MAP_TAG, tuple(sorted((str(k), strict_key(v)) for k, v in value.items())))
+    if is_list(value):
+        return (_LIST_TAG, tuple(strict_key(item) for item in value))
+    return hashable_key(value)
+
+
+def same_values(left: Any, right: Any) -> bool:
+    """Whether Drasi sees two values (or rows) as the same when it decides that a change
+    changed nothing: numbers by value (an Integer equals an equal Float), ``true`` unlike
+    ``1``, lists and maps element by element, an element equal only to itself in the same
+    version (labels, endpoints, properties, time)."""
+    if left is right:
+        return True
+    if isinstance(left, Mapping):
+        return (
+            isinstance(right, Mapping)
+            and left.keys() == right.keys()
+            and all(same_values(left[k], right[k]) for k in left)
+        )
+    if is_list(left):
+        return is_list(right) and len(left) == len(right) and all(map(same_values, left, right))
+    if is_number(left) and is_number(right):
+        return bool(left == right) or (left != left and right != right)  # NaN is itself
+    kind = type(left)
+    if kind is not type(right):
+        return False
+    if kind is Element:
+        return bool(left == right) and same_values(left.properties, right.properties)
+    return bool(left == right)

@@ -10,7 +10,11 @@ differential-tested when a query here uses it (``tests/test_conformance_doc.py``
 
 A query stays out of this list when Drasi refuses it or cannot run it (tests/differential/
 test_refusals.py) or when drasi_ray deliberately differs (tests/differential/
-test_deviations.py): there is nothing to compare, or the difference is known.
+test_deviations.py): there is nothing to compare, or the difference is known. For the same
+reason the queries keep clear of what Drasi gets wrong on the generated graphs: an OPTIONAL
+MATCH end node has no label (Drasi matches a relation to a node of another label with that
+node null), avg, min and max never see a null (Drasi fails, or reports null), a division
+never divides by zero, a list read by index or by reduce exists and is not empty.
 Ids are stable: reports and docs name them.
 """
 
@@ -49,7 +53,6 @@ _QUERIES: tuple[tuple[str, str], ...] = (
         "RETURN n.name AS name, n.s AS s",
     ),
     ("where_not_equal", "MATCH (a:A) WHERE a.name <> 'b1' RETURN a.name AS name"),
-    ("where_string_order", "MATCH (n:B) WHERE n.name < 'b3' RETURN n.name AS name, n.x AS x"),
     ("where_several", "MATCH (a:A) WHERE a.x > 0 WHERE a.y > 0 RETURN a.name AS name"),
     ("inline_map", "MATCH (a:A {name: 'b1'}) RETURN a.x AS x, a.flag AS flag"),
     ("inline_where", "MATCH (a:A WHERE a.x > 1) RETURN a.name AS name, a.x AS x"),
@@ -68,7 +71,10 @@ _QUERIES: tuple[tuple[str, str], ...] = (
         "power",
         "MATCH (a:B) WHERE a.y >= 0 RETURN a.name AS name, a.y ^ 2 AS square, 2 ^ a.y AS power",
     ),
-    ("division", "MATCH (a:A) RETURN a.name AS name, a.x / a.y AS quotient"),
+    (
+        "division",
+        "MATCH (a:A) RETURN a.name AS name, a.x / coalesce(nullIf(a.y, 0), 4) AS quotient",
+    ),
     ("comparison_values", "MATCH (a:A) RETURN a.name AS name, a.x > 2 AS big, a.x <= a.y AS le"),
     ("concatenation", "MATCH (a:C) RETURN a.name + '-' + a.s AS label, a.s + a.y AS mixed"),
     (
@@ -215,8 +221,14 @@ _QUERIES: tuple[tuple[str, str], ...] = (
         "sum_avg_by_name",
         "MATCH (a:A) RETURN a.name AS name, sum(a.x) AS total, avg(coalesce(a.x, 0)) AS mean",
     ),
-    ("min_max", "MATCH (n:B) RETURN min(n.x) AS lo, max(n.x) AS hi"),
-    ("min_max_grouped", "MATCH (n:C) RETURN n.flag AS flag, min(n.y) AS lo, max(n.y) AS hi"),
+    (
+        "min_max",
+        "MATCH (n:B) WHERE n.x IS NOT NULL RETURN min(n.x) AS lo, max(n.x) AS hi",
+    ),
+    (
+        "min_max_grouped",
+        "MATCH (n:C) WHERE n.y IS NOT NULL RETURN n.flag AS flag, min(n.y) AS lo, max(n.y) AS hi",
+    ),
     ("collect_names", "MATCH (a:A) RETURN a.flag AS flag, collect(a.name) AS names"),
     ("collect_values", "MATCH (n:B) RETURN collect(n.l) AS lists, collect(n.m) AS maps"),
     ("count_values", "MATCH (n:C) RETURN count(n.x) AS xs, count(n) AS nodes, sum(n.y) AS ys"),
@@ -229,7 +241,8 @@ _QUERIES: tuple[tuple[str, str], ...] = (
     ("aggregate_no_group", "MATCH (a)-[r:S]->(b) RETURN count(r) AS n, collect(r.kind) AS kinds"),
     (
         "aggregate_expression",
-        "MATCH (a:A) RETURN a.flag AS flag, max(a.x) - min(a.x) AS spread, count(a) * 2 AS twice",
+        "MATCH (a:A) WHERE a.x IS NOT NULL "
+        "RETURN a.flag AS flag, max(a.x) - min(a.x) AS spread, count(a) * 2 AS twice",
     ),
     ("max_change_time", "MATCH (a:B) RETURN max(drasi.changeDateTime(a)) AS latest"),
     ("group_by_target", "MATCH (a:A)-[:R]->(b) RETURN b.name AS name, count(a) AS n"),
@@ -283,16 +296,11 @@ _QUERIES: tuple[tuple[str, str], ...] = (
     # ------------------------------------------------------------------ OPTIONAL MATCH
     (
         "optional_match",
-        "MATCH (a:A) OPTIONAL MATCH (a)-[:R]->(b:B) RETURN elementId(a) AS a, b.name AS b",
-    ),
-    (
-        "optional_chain",
-        "MATCH (c:C) OPTIONAL MATCH (c)-[:S]->(a) OPTIONAL MATCH (a)-[:R]->(b) "
-        "RETURN elementId(c) AS c, a.name AS a, b.name AS b",
+        "MATCH (a:A) OPTIONAL MATCH (a)-[:R]->(b) RETURN elementId(a) AS a, b.name AS b",
     ),
     (
         "optional_aggregating",
-        "MATCH (i:A) OPTIONAL MATCH (i)-[:R]->(p:B) RETURN elementId(i) AS id, i.x AS x, "
+        "MATCH (i:A) OPTIONAL MATCH (i)-[:R]->(p) RETURN elementId(i) AS id, i.x AS x, "
         "count(p) AS n, sum(coalesce(p.x, 0)) AS paid",
     ),
     (

@@ -1,8 +1,8 @@
 """Seeded random graphs: sequences of node and relation inserts, updates and deletes.
 
 A case starts from an empty graph. Nodes carry the labels ``A``, ``B``, ``C`` (sometimes two,
-and an update may change them); relations ``R`` and ``S`` run between nodes that exist (rarely
-one that does not, or no longer does). Property values are drawn from small pools so that
+and an update may change them); relations ``R`` and ``S`` run between nodes that exist, and a
+node's relations are deleted before it is. Property values are drawn from small pools so that
 rows join, groups fill and empty, and equal values meet: integers and floats that are equal
 by value (``2`` and ``2.0``), nulls, strings, booleans, lists and nested maps. Updates send a
 part of the properties (Drasi merges the rest from the stored element), sometimes none that
@@ -36,11 +36,11 @@ KINDS = ("fast", "slow", "Fast")
 
 @dataclass(slots=True)
 class _Graph:
-    """What the generator knows of the graph so far (ids by kind, alive or deleted)."""
+    """What the generator knows of the graph so far: the live nodes' labels, the live
+    relations' label and ends."""
 
     nodes: dict[str, tuple[str, ...]] = field(default_factory=dict)
     relations: dict[str, tuple[str, str, str]] = field(default_factory=dict)
-    deleted: list[str] = field(default_factory=list)
     next_relation: int = 1
 
 
@@ -106,13 +106,19 @@ class CaseGenerator:
         return self._node("update", node_id, labels, properties)
 
     def _delete_node(self) -> GraphChange:
+        """Delete a node, after its relations (one change at a time), as a consistent source
+        does: Drasi matches a relation whose end node is gone in an OPTIONAL MATCH, with that
+        node null (docs/conformance.md), so a dangling relation would only show that."""
         graph, rng = self.graph, self.random
         if rng.random() < 0.05 or not graph.nodes:
             node_id = f"ghost{rng.randrange(3)}"  # never inserted: a no-op for both engines
             return self._node("delete", node_id, ("A",), {})
         node_id = rng.choice(sorted(graph.nodes))
+        for relation_id, (label, start, end) in sorted(graph.relations.items()):
+            if node_id in (start, end):
+                del graph.relations[relation_id]
+                return self._relation("delete", relation_id, label, start, end, {})
         labels = graph.nodes.pop(node_id)
-        graph.deleted.append(node_id)
         return self._node("delete", node_id, labels, {})
 
     def _insert_relation(self) -> GraphChange:
@@ -120,8 +126,6 @@ class CaseGenerator:
         nodes = sorted(graph.nodes)
         start = rng.choice(nodes) if nodes else self._node_id()
         end = rng.choice(nodes) if nodes else self._node_id()
-        if rng.random() < 0.05:
-            end = rng.choice(graph.deleted) if graph.deleted else self._node_id()
         relation_id = f"r{graph.next_relation}"
         graph.next_relation += 1
         label = rng.choice(RELATION_LABELS)

@@ -20,13 +20,13 @@ Verdict = Callable[[QueryRun, QueryRun], bool]
 """Whether (Drasi's run, drasi_ray's run) still shows what is being shrunk."""
 
 
-def diverges(case_name: str, query_id: str) -> Verdict:
+def diverges(case_name: str, query: QuerySpec) -> Verdict:
     """The default verdict: the runs diverge, or Drasi stopped running the query."""
 
     def verdict(drasi: QueryRun, drasi_ray: QueryRun) -> bool:
         if drasi.failure is not None:
             return True
-        return bool(compare_query(case_name, query_id, drasi, drasi_ray))
+        return bool(compare_query(case_name, query.id, drasi, drasi_ray, query.text))
 
     return verdict
 
@@ -39,7 +39,7 @@ class Shrunk:
 
 def shrink(case: Case, query: QuerySpec, verdict: Verdict | None = None) -> Shrunk:
     """The smallest sub-case of ``case`` found for which ``verdict`` still holds."""
-    check = verdict or diverges(case.name, query.id)
+    check = verdict or diverges(case.name, query)
     changes = list(case.changes)
     chunk = max(1, len(changes) // 2)
     rounds = 0
@@ -61,20 +61,30 @@ def _without_chunks(name: str, changes: Sequence[GraphChange], chunk: int) -> li
         Case(f"{name}-{start}-{chunk}", tuple(changes[:start]) + tuple(changes[start + chunk :]))
         for start in range(0, len(changes), chunk)
     )
-    return [case for case in candidates if _inserts_only_new(case.changes)]
+    return [case for case in candidates if _consistent(case.changes)]
 
 
-def _inserts_only_new(changes: Sequence[GraphChange]) -> bool:
-    """Whether no change inserts an element that exists (the generator never does: Drasi and
-    drasi_ray differ there, and a shrunk case must not diverge for that other reason)."""
+def _consistent(changes: Sequence[GraphChange]) -> bool:
+    """Whether the changes keep the generator's promises: no insert of an element that
+    exists, no relation written while an end node is missing, no node deleted before its
+    relations (Drasi and drasi_ray differ there, and a shrunk case must not diverge for
+    those other reasons)."""
     alive: set[str] = set()
+    relations: dict[str, tuple[str, str]] = {}
     for change in changes:
         if change.op == "insert" and change.id in alive:
             return False
         if change.op == "delete":
             alive.discard(change.id)
-        else:
-            alive.add(change.id)
+            relations.pop(change.id, None)
+            if any(change.id in ends for ends in relations.values()):
+                return False
+            continue
+        if change.start_id is not None and change.end_id is not None:
+            if change.start_id not in alive or change.end_id not in alive:
+                return False
+            relations[change.id] = (change.start_id, change.end_id)
+        alive.add(change.id)
     return True
 
 

@@ -131,19 +131,33 @@ class QueryRun:
 
     ``steps[i]`` holds the diffs change ``i`` caused; ``results`` is the final result set.
     ``failure`` is set when the engine refused the query or stopped running it (Drasi's
-    status left "Running"); the other fields then hold what came before.
+    status left "Running"); the other fields then hold what came before. drasi_ray's run
+    also says, per change, how many MATCH rows it reached (``rows``) and whether a part of
+    the query aggregates (``aggregating``): where one change reaches several rows of an
+    aggregating query, Drasi's own output depends on its hash-map order (see
+    :mod:`tests.differential.compare`).
     """
 
     steps: list[list[Diff]]
     results: list[Row] = field(default_factory=list)
     failure: str | None = None
+    rows: list[int] = field(default_factory=list)
+    aggregating: bool = False
 
     def to_json(self) -> dict[str, Any]:
-        return {"steps": self.steps, "results": self.results, "failure": self.failure}
+        return {
+            "steps": self.steps,
+            "results": self.results,
+            "failure": self.failure,
+            "rows": self.rows,
+            "aggregating": self.aggregating,
+        }
 
     @staticmethod
     def from_json(doc: Mapping[str, Any]) -> QueryRun:
-        return QueryRun(doc["steps"], doc["results"], doc["failure"])
+        return QueryRun(
+            doc["steps"], doc["results"], doc["failure"], doc["rows"], doc["aggregating"]
+        )
 
 
 @dataclass(slots=True)

@@ -57,28 +57,34 @@ STATUS_EVERY_S = 0.25
 STALL_S = 3.0
 
 
+Job = tuple[Case, tuple[QuerySpec, ...]]
+"""One case and the queries to run over it."""
+
+
 @dataclass(frozen=True, slots=True)
 class OracleRequest:
-    """What the child runs: every case with every query."""
+    """What the child runs: each case with its queries."""
 
-    cases: tuple[Case, ...]
-    queries: tuple[QuerySpec, ...]
+    jobs: tuple[Job, ...]
     timeout_s: float
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "cases": [c.to_json() for c in self.cases],
-            "queries": [{"id": q.id, "text": q.text} for q in self.queries],
-            "timeout_s": self.timeout_s,
-        }
+        jobs = [
+            {"case": case.to_json(), "queries": [{"id": q.id, "text": q.text} for q in queries]}
+            for case, queries in self.jobs
+        ]
+        return {"jobs": jobs, "timeout_s": self.timeout_s}
 
     @staticmethod
     def from_json(doc: Mapping[str, Any]) -> OracleRequest:
-        return OracleRequest(
-            tuple(Case.from_json(c) for c in doc["cases"]),
-            tuple(QuerySpec(q["id"], q["text"]) for q in doc["queries"]),
-            doc["timeout_s"],
+        jobs = tuple(
+            (
+                Case.from_json(job["case"]),
+                tuple(QuerySpec(q["id"], q["text"]) for q in job["queries"]),
+            )
+            for job in doc["jobs"]
         )
+        return OracleRequest(jobs, doc["timeout_s"])
 
 
 # --------------------------------------------------------------------------- parent side
@@ -87,16 +93,20 @@ class OracleRequest:
 def run_oracle(
     cases: Sequence[Case], queries: Sequence[QuerySpec], timeout_s: float = 60.0
 ) -> dict[str, CaseRun]:
-    """Drasi's run of every case, by case name (see the module docstring)."""
+    """Drasi's run of every case with every query, by case name (module docstring)."""
+    return run_jobs([(case, tuple(queries)) for case in cases], timeout_s)
+
+
+def run_jobs(jobs: Sequence[Job], timeout_s: float = 60.0) -> dict[str, CaseRun]:
+    """Drasi's run of each case with its own queries, by case name (case names unique)."""
     done: dict[str, CaseRun] = {}
-    pending = list(cases)
+    pending = list(jobs)
     for _attempt in range(2):
         if not pending:
             break
-        request = OracleRequest(tuple(pending), tuple(queries), timeout_s)
-        done.update(_run_child(request))
-        pending = [case for case in pending if case.name not in done]
-    for case in pending:
+        done.update(_run_child(OracleRequest(tuple(pending), timeout_s)))
+        pending = [job for job in pending if job[0].name not in done]
+    for case, queries in pending:
         failure = "drasi-lib crashed while running this case"
         runs = {q.id: QueryRun(empty_steps(case.changes), [], failure) for q in queries}
         done[case.name] = CaseRun(case.name, runs)
@@ -272,10 +282,10 @@ async def _run_request(request: OracleRequest, target: Path) -> None:
     import drasi  # only here: the parent process never loads drasi-lib
 
     with target.open("a", encoding="utf-8") as output:
-        for number, case in enumerate(request.cases):
+        for number, (case, queries) in enumerate(request.jobs):
             instance = await drasi.Drasi.create(f"differential-{os.getpid()}-{number}")
             await instance.add_python_source(SOURCE_ID)
-            run = await _CaseRunner(instance, case, request.queries).run(request.timeout_s)
+            run = await _CaseRunner(instance, case, queries).run(request.timeout_s)
             await instance.stop()
             output.write(json.dumps(run.to_json()) + "\n")
             output.flush()

@@ -27,6 +27,7 @@ from drasi_ray.coordinator.routing import LabelFilter
 from drasi_ray.model.encoding import dumps
 from drasi_ray.model.errors import QuerySyntaxError
 from drasi_ray.query.engine import ContinuousQuery
+from drasi_ray.query.expressions import contains_aggregate
 from drasi_ray.source.decode import decode_entry, encode_cloud_event
 from tests.differential.model import SOURCE_ID, Case, CaseRun, QueryRun, QuerySpec, empty_steps
 
@@ -75,12 +76,24 @@ def run_drasi_ray(case: Case, queries: Sequence[QuerySpec]) -> CaseRun:
     """drasi_ray's run of every query over ``case``."""
     subject = DrasiRaySubject(queries)
     runs = {q.id: QueryRun(empty_steps(case.changes)) for q in queries}
+    engines = subject.engines
+    for query_id, engine in engines.items():
+        runs[query_id].aggregating = _aggregates(engine)
     for position, change in enumerate(case.changes):
+        reached = {query_id: engine.row_changes for query_id, engine in engines.items()}
         for query_id, diffs in subject.apply(position, change.platform_event()).items():
             runs[query_id].steps[position].extend(diffs)
+        for query_id, engine in engines.items():
+            runs[query_id].rows.append(engine.row_changes - reached[query_id])
     for query_id, run in runs.items():
         if query_id in subject.refused:
             run.failure = subject.refused[query_id]
         else:
             run.results = subject.results(query_id)
     return CaseRun(case.name, runs)
+
+
+def _aggregates(engine: ContinuousQuery) -> bool:
+    """Whether a part of the query aggregates (a WITH or the RETURN)."""
+    items = (item for part in engine.query.parts for item in part.projection.items)
+    return any(contains_aggregate(item.expression) for item in items)

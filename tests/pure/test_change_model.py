@@ -8,7 +8,7 @@ import msgspec
 import pytest
 
 from drasi_ray.model.changes import ElementChange, Op, Timing, node
-from drasi_ray.query.parts import same_value
+from drasi_ray.query.values import same_values
 
 
 def test_a_property_changing_type_is_a_change_of_the_element() -> None:
@@ -16,8 +16,8 @@ def test_a_property_changing_type_is_a_change_of_the_element() -> None:
     numbers by value, but true is not 1."""
     one, one_float, true = (node("n", ["A"], {"x": value}) for value in (1, 1.0, True))
     assert one == true  # struct equality is Python's, where True == 1
-    assert not same_value(one, true)
-    assert same_value(one, one_float) and not same_value(one, node("n", ["A"], {"x": 2}))
+    assert not same_values(one, true)
+    assert same_values(one, one_float) and not same_values(one, node("n", ["A"], {"x": 2}))
 
 
 def test_structs_are_frozen_and_pickle_as_themselves() -> None:

@@ -64,7 +64,7 @@ def contents(store: ElementStore) -> list[Any]:
 def test_insert_then_get() -> None:
     store = ElementStore()
     delta = store.apply(change("i", room({"temp": 20}, 5), 1))
-    assert delta == ElementDelta(None, room({"temp": 20}, 5), (1, 0, 0), 5)
+    assert delta == ElementDelta(None, room({"temp": 20}, 5), (1, 0, 0), 5, inserted=True)
     assert store.get("r1") == room({"temp": 20}, 5)
     assert store.get("other") is None
     assert len(store) == 1

@@ -94,8 +94,8 @@ def _bindings(clause: ast.MatchClause, row: Row, graph: Mapping[str, Element]) -
 
 
 def _fits(clause: ast.MatchClause, binding: Row) -> bool:
-    # No relationship uniqueness: as in Drasi, one relation may bind several relation
-    # variables of a pattern.
+    """Whether ``binding`` matches every path of ``clause``. One relation may bind several
+    relation variables (Drasi's: no relationship uniqueness)."""
     for p, path in enumerate(clause.paths):
         nodes = [binding[node.variable or f"_n{p}_{n}"] for n, node in enumerate(path.nodes)]
         for node, element in zip(path.nodes, nodes, strict=True):

@@ -2,7 +2,8 @@
 
 The store follows SEMANTICS.md §2 for in-order application: insert replaces, update upserts
 and merges properties (absent keys keep their stored value), delete removes; a change that
-alters nothing yields no delta.
+alters nothing yields no delta. Deltas say whether the change was an insert, as the real
+store's do (Drasi reports OPTIONAL MATCH rows differently for an insert and an upsert).
 """
 
 from __future__ import annotations
@@ -43,12 +44,13 @@ class TinyStore:
             return self.put(element)
         return self.upsert(element)
 
-    def put(self, element: Element) -> ElementDelta | None:
+    def put(self, element: Element, inserted: bool = True) -> ElementDelta | None:
+        """Insert ``element`` (replacing one of its id); ``inserted=False``: an upsert."""
         before = self.elements.get(element.id)
         if before == element:
             return None
         self.elements[element.id] = element
-        return ElementDelta(before, element, ZERO_VERSION, element.effective_from)
+        return ElementDelta(before, element, ZERO_VERSION, element.effective_from, inserted)
 
     def upsert(self, element: Element) -> ElementDelta | None:
         before = self.elements.get(element.id)
@@ -63,7 +65,7 @@ class TinyStore:
                 element.end_id,
                 element.effective_from,
             )
-        return self.put(element)
+        return self.put(element, inserted=False)
 
     def delete(self, element_id: str) -> ElementDelta | None:
         before = self.elements.pop(element_id, None)

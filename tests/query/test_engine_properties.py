@@ -1,6 +1,6 @@
 """Property test: after every random change, the incremental result equals a from-scratch
 evaluation (tests/query/naive.py), and the emitted diffs turn the previous result into the
-new one.
+new one (except for a non-aggregating OPTIONAL MATCH, where Drasi's diffs do not).
 
 Graph: four nodes (labels A/B, props v and g), four relations (labels R/S, any endpoints, even
 missing nodes, prop w); changes insert/replace, and delete, in any order.
@@ -147,14 +147,19 @@ def test_incremental_equals_from_scratch(name: str, sequence: list[tuple[Any, ..
     store = TinyStore()
     rows: list[dict[str, Any]] = []
     group_keys = _grouping(text) if query.is_aggregating else []
+    # Drasi's diffs of OPTIONAL MATCH rows do not compose (a second match is an update from a
+    # null row already replaced; a lost match, an update to a null row that is not there when
+    # other matches remain: docs/conformance.md), so only the result set is checked there.
+    composes = "OPTIONAL" not in text or query.is_aggregating
     for change in sequence:
         delta = _apply(store, change)
         if delta is None:
             continue
         diffs = query.apply(delta)
         check_against_oracle(query, text, store)
-        apply_diffs(rows, diffs, group_keys)
-        assert same_multiset(_normal(rows), _normal(query.results())), (diffs, rows)
+        if composes:
+            apply_diffs(rows, diffs, group_keys)
+            assert same_multiset(_normal(rows), _normal(query.results())), (diffs, rows)
 
 
 @pytest.mark.parametrize("name", sorted(QUERIES))

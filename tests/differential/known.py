@@ -1,0 +1,636 @@
+"""Where drasi_ray deliberately differs from Drasi, each pinned by a probe run through both.
+
+Two kinds, both listed in docs/conformance.md (generated from this module):
+
+- ``deviation``: Drasi runs the query but is plainly wrong; drasi_ray keeps openCypher's
+  meaning (or the result a user can rely on);
+- ``refusal``: Drasi refuses the query, fails on it (the query stops: its status leaves
+  "Running") or panics (it stops answering); drasi_ray keeps openCypher's meaning, or refuses
+  too when it does not support the feature.
+
+tests/differential/test_known.py runs every probe through drasi-lib and drasi_ray and checks
+both outcomes, so a drasi-lib release that changes one of them fails the test.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from tests.differential.compare import same_multiset
+from tests.differential.probes import Outcome, Probe, changes
+
+Step = tuple[tuple[str, Any, Any], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Expected:
+    """What one engine gives for a probe. ``failure``: a text its failure contains
+    ("refused" for a query refused when added, "did not finish" for a panic, else the error
+    Drasi logged). Otherwise, if given, the diffs of each change (in any order, lists as
+    multisets, numbers of their kind), the final results, a text their JSON shows; none
+    given: the query runs."""
+
+    steps: tuple[Step, ...] | None = None
+    results: tuple[Any, ...] | None = None
+    failure: str | None = None
+    shows: str | None = None
+    """A text the diffs' JSON contains."""
+
+
+@dataclass(frozen=True, slots=True)
+class Known:
+    """One known difference: what Drasi does and what drasi_ray does, in words for the docs,
+    and the probe with both outcomes. ``function``: a Drasi function drasi_ray may not support
+    yet; until it does, drasi_ray must refuse the query."""
+
+    id: str
+    kind: Literal["deviation", "refusal"]
+    drasi_does: str
+    drasi_ray_does: str
+    probe: Probe
+    drasi: Expected
+    drasi_ray: Expected
+    function: str | None = None
+
+
+def _n(**properties: Any) -> tuple[Any, ...]:
+    return ("insert", "n1", "N", properties)
+
+
+_RUNS = Expected()
+_REFUSED = Expected(failure="refused")
+_PANIC = Expected(failure="did not finish")
+
+
+def _stops(error: str) -> Expected:
+    return Expected(failure=f"error={error}")
+
+
+def _row(**row: Any) -> Step:
+    return (("ADD", None, row),)
+
+
+def _added(**row: Any) -> Expected:
+    """One change that adds one row."""
+    return Expected(steps=(_row(**row),), results=(row,))
+
+
+KNOWN: tuple[Known, ...] = (
+    # ------------------------------------------------------------------ deviations
+    Known(
+        "int_float_equality",
+        "deviation",
+        "`2.0 = 2` is false (while `2.0 <> 2` is false too and `2.0 IN [2]` is true)",
+        "true: numbers compare by value",
+        Probe("int_float_equality", "MATCH (n:N) RETURN n.x = 2 AS eq", changes(_n(x=2.0))),
+        _added(eq=False),
+        _added(eq=True),
+    ),
+    Known(
+        "map_equality",
+        "deviation",
+        "`=` and `<>` are false between any two maps",
+        "maps compare key by key",
+        Probe(
+            "map_equality",
+            "MATCH (n:N) RETURN {a: n.x} = {a: 1} AS eq, {a: n.x} <> {a: 2} AS ne",
+            changes(_n(x=1)),
+        ),
+        _added(eq=False, ne=False),
+        _added(eq=True, ne=True),
+    ),
+    Known(
+        "element_inequality",
+        "deviation",
+        "`<>` is false between any two nodes",
+        "nodes compare by identity",
+        Probe(
+            "element_inequality",
+            "MATCH (a:N), (b:N) WHERE a <> b RETURN a.name AS a, b.name AS b",
+            changes(("insert", "n1", "N", {"name": "x"}), ("insert", "n2", "N", {"name": "y"})),
+        ),
+        Expected(steps=((), ()), results=()),
+        Expected(
+            steps=((), (("ADD", None, {"a": "x", "b": "y"}), ("ADD", None, {"a": "y", "b": "x"}))),
+            results=({"a": "x", "b": "y"}, {"a": "y", "b": "x"}),
+        ),
+    ),
+    Known(
+        "string_ordering",
+        "deviation",
+        "`<`, `<=`, `>`, `>=` are false between strings",
+        "strings order lexicographically",
+        Probe(
+            "string_ordering",
+            "MATCH (n:N) WHERE n.name < 'm' RETURN n.name AS name",
+            changes(_n(name="b")),
+        ),
+        Expected(steps=((),), results=()),
+        _added(name="b"),
+    ),
+    Known(
+        "undirected_relation",
+        "deviation",
+        "an undirected relation pattern also pairs each end with itself: four rows for one "
+        "relation",
+        "one row per direction",
+        Probe(
+            "undirected_relation",
+            "MATCH (a:N)-[:R]-(b:N) RETURN a.name AS a, b.name AS b",
+            changes(
+                ("insert", "x", "N", {"name": "x"}),
+                ("insert", "y", "N", {"name": "y"}),
+                ("insert", "r", "R", {}, "x", "y"),
+            ),
+        ),
+        Expected(
+            steps=(
+                (),
+                (),
+                (
+                    ("ADD", None, {"a": "x", "b": "x"}),
+                    ("ADD", None, {"a": "x", "b": "y"}),
+                    ("ADD", None, {"a": "y", "b": "x"}),
+                    ("ADD", None, {"a": "y", "b": "y"}),
+                ),
+            )
+        ),
+        Expected(
+            steps=(
+                (),
+                (),
+                (("ADD", None, {"a": "x", "b": "y"}), ("ADD", None, {"a": "y", "b": "x"})),
+            )
+        ),
+    ),
+    Known(
+        "optional_partial_match",
+        "deviation",
+        "an OPTIONAL MATCH matches in part: a relation to a node of another label (or to a "
+        "missing node) gives a row with that node null",
+        "the whole OPTIONAL MATCH pattern matches, or the row has its null extension",
+        Probe(
+            "optional_partial_match",
+            "MATCH (a:A) OPTIONAL MATCH (a)-[r:R]->(b:B) RETURN a.name AS a, r.w AS w, b.name AS b",
+            changes(
+                ("insert", "b1", "B", {"name": "b1"}),
+                ("insert", "c1", "C", {"name": "c1"}),
+                ("insert", "a1", "X", {"name": "a1"}),
+                ("insert", "r1", "R", {"w": 1}, "a1", "b1"),
+                ("insert", "r2", "R", {"w": 2}, "a1", "c1"),
+                ("update", "a1", "A", {}),
+            ),
+        ),
+        Expected(
+            steps=(
+                *((),) * 5,
+                (
+                    ("ADD", None, {"a": "a1", "w": 1, "b": "b1"}),
+                    ("ADD", None, {"a": "a1", "w": 2, "b": None}),
+                ),
+            )
+        ),
+        Expected(steps=(*((),) * 5, _row(a="a1", w=1, b="b1"))),
+    ),
+    Known(
+        "optional_chain_link",
+        "deviation",
+        "a match of the first of two chained OPTIONAL MATCH clauses is not reported (its null "
+        "row keeps the variable the second clause joins on, so before equals after)",
+        "an UPDATE from the null row",
+        Probe(
+            "optional_chain_link",
+            "MATCH (c:C) OPTIONAL MATCH (c)-[:S]->(a) OPTIONAL MATCH (a)-[:R]->(b) "
+            "RETURN c.name AS c, a.name AS a, b.name AS b",
+            changes(
+                ("insert", "c1", "C", {"name": "c1"}),
+                ("insert", "a1", "A", {"name": "a1"}),
+                ("insert", "s1", "S", {}, "c1", "a1"),
+            ),
+        ),
+        Expected(steps=(_row(c="c1", a=None, b=None), (), ())),
+        Expected(
+            steps=(
+                _row(c="c1", a=None, b=None),
+                (),
+                (("UPDATE", {"c": "c1", "a": None, "b": None}, {"c": "c1", "a": "a1", "b": None}),),
+            )
+        ),
+    ),
+    Known(
+        "optional_result_set",
+        "deviation",
+        "the result set (`get_query_results`) keeps an OPTIONAL MATCH null row after a match "
+        "replaced it, even after the row is deleted",
+        "the result set holds the rows the query has (the diffs are Drasi's)",
+        Probe(
+            "optional_result_set",
+            "MATCH (a:A) OPTIONAL MATCH (a)-[:R]->(b) RETURN a.name AS a, b.name AS b",
+            changes(
+                ("insert", "a1", "A", {"name": "a1"}),
+                ("insert", "b1", "B", {"name": "b1"}),
+                ("insert", "r1", "R", {}, "a1", "b1"),
+                ("delete", "a1", "A", {}),
+            ),
+        ),
+        Expected(results=({"a": "a1", "b": None},)),
+        Expected(results=()),
+    ),
+    Known(
+        "optional_second_match_in_aggregate",
+        "deviation",
+        "a second OPTIONAL MATCH match takes back from its group the null row an earlier match "
+        "had already replaced: a collect over the rows of two OPTIONAL MATCH clauses loses values",
+        "the group holds every row",
+        Probe(
+            "optional_second_match_in_aggregate",
+            "MATCH (p:P) OPTIONAL MATCH (p)-[:O]->(o) OPTIONAL MATCH (r)-[:V]->(p) "
+            "RETURN p.name AS p, collect(o.name) AS os, count(r) AS rs",
+            changes(
+                ("insert", "p1", "P", {"name": "p1"}),
+                ("insert", "o1", "O", {"name": "o1"}),
+                ("insert", "o2", "O", {"name": "o2"}),
+                ("insert", "e1", "O", {}, "p1", "o1"),
+                ("insert", "e2", "O", {}, "p1", "o2"),
+                ("insert", "r1", "R", {"name": "r1"}),
+                ("insert", "v1", "V", {}, "r1", "p1"),
+                ("insert", "r2", "R", {"name": "r2"}),
+                ("insert", "v2", "V", {}, "r2", "p1"),
+            ),
+        ),
+        Expected(results=({"p": "p1", "os": ["o1", "o2"], "rs": 4},)),
+        Expected(results=({"p": "p1", "os": ["o1", "o2", "o1", "o2"], "rs": 4},)),
+    ),
+    Known(
+        "division_by_zero",
+        "deviation",
+        "a change whose row divides by zero is skipped, before or after the change, so the "
+        "row keeps its old value and misses the next change too",
+        "the row is dropped while it divides by zero, and comes back when it does not",
+        Probe(
+            "division_by_zero",
+            "MATCH (n:N) RETURN n.name AS name, n.x / n.y AS q",
+            changes(
+                _n(name="n1", x=1, y=1),
+                ("update", "n1", "N", {"y": 0}),
+                ("update", "n1", "N", {"y": 2}),
+            ),
+        ),
+        Expected(steps=(_row(name="n1", q=1.0), (), ()), results=({"name": "n1", "q": 1.0},)),
+        Expected(
+            steps=(
+                _row(name="n1", q=1.0),
+                (("DELETE", {"name": "n1", "q": 1.0}, None),),
+                _row(name="n1", q=0.5),
+            ),
+            results=({"name": "n1", "q": 0.5},),
+        ),
+    ),
+    Known(
+        "min_max_of_null",
+        "deviation",
+        "min and max read null when a row with a null argument joins or changes",
+        "nulls are ignored: the group's extreme",
+        Probe(
+            "min_max_of_null",
+            "MATCH (n:N) RETURN max(n.x) AS m",
+            changes(_n(x=5), ("insert", "n2", "N", {"y": 1})),
+        ),
+        Expected(
+            steps=(
+                (("aggregation", {"m": None}, {"m": 5.0}),),
+                (("aggregation", {"m": None}, {"m": None}),),
+            ),
+            results=({"m": None},),
+        ),
+        Expected(
+            steps=(
+                (("aggregation", {"m": None}, {"m": 5.0}),),
+                (("aggregation", {"m": 5.0}, {"m": 5.0}),),
+            ),
+            results=({"m": 5.0},),
+        ),
+    ),
+    Known(
+        "whole_element",
+        "deviation",
+        "a returned node or relation is written as the Rust `Debug` text of the element",
+        "the map of its properties",
+        Probe("whole_element", "MATCH (n:N) RETURN n AS n", changes(_n(x=5))),
+        Expected(shows='"n": "Element(Node { metadata: ElementMetadata {'),
+        _added(n={"x": 5}),
+    ),
+    Known(
+        "collect_elements",
+        "deviation",
+        "`collect()` of nodes or relations collects nothing",
+        "their property maps",
+        Probe("collect_elements", "MATCH (a:N) RETURN collect(a) AS c", changes(_n(name="x"))),
+        Expected(steps=((("aggregation", {"c": []}, {"c": []}),),)),
+        Expected(steps=((("aggregation", {"c": []}, {"c": [{"name": "x"}]}),),)),
+    ),
+    Known(
+        "duration_months",
+        "deviation",
+        "a duration's years and months are not written (14 months and an hour: `PT3600S`)",
+        "`P1Y2MT3600S`",
+        Probe(
+            "duration_months",
+            "MATCH (n:N) RETURN duration({months: 14, seconds: n.s}) AS d",
+            changes(_n(s=3600)),
+        ),
+        _added(d="PT3600S"),
+        _added(d="P1Y2MT3600S"),
+    ),
+    # ------------------------------------------------------------------ refusals
+    Known(
+        "count_star",
+        "refusal",
+        "a parse error",
+        "refused too, saying to count a variable",
+        Probe("count_star", "MATCH (a:N) RETURN count(*) AS c", changes(_n(x=1))),
+        _REFUSED,
+        _REFUSED,
+    ),
+    Known(
+        "count_distinct",
+        "refusal",
+        "a parse error",
+        "counts distinct values",
+        Probe("count_distinct", "MATCH (a:N) RETURN count(DISTINCT a.x) AS c", changes(_n(x=1))),
+        _REFUSED,
+        Expected(steps=((("aggregation", {"c": 0}, {"c": 1}),),)),
+    ),
+    Known(
+        "labels_function",
+        "refusal",
+        "unknown function: the query stops",
+        "the element's labels",
+        Probe("labels_function", "MATCH (a:N) RETURN labels(a) AS c", changes(_n(x=1))),
+        _stops('UnknownFunction("labels")'),
+        _added(c=["N"]),
+    ),
+    Known(
+        "st_dev",
+        "refusal",
+        "unknown function: the query stops",
+        "refused when added (unknown function)",
+        Probe("st_dev", "MATCH (a:N) RETURN stDev(a.x) AS c", changes(_n(x=1))),
+        _stops('UnknownFunction("stDev")'),
+        _REFUSED,
+    ),
+    Known(
+        "sqrt_function",
+        "refusal",
+        "unknown function: the query stops",
+        "the square root",
+        Probe("sqrt_function", "MATCH (a:N) RETURN sqrt(a.x) AS c", changes(_n(x=4))),
+        _stops('UnknownFunction("sqrt")'),
+        _added(c=2.0),
+    ),
+    Known(
+        "any_predicate",
+        "refusal",
+        "unknown function: the query stops",
+        "refused when added (unknown function)",
+        Probe(
+            "any_predicate",
+            "MATCH (a:N) RETURN any(v IN a.l WHERE v > 1) AS c",
+            changes(_n(l=[1, 2])),
+        ),
+        _stops('UnknownFunction("any")'),
+        _REFUSED,
+    ),
+    Known(
+        "regex_match",
+        "refusal",
+        "a parse error",
+        "refused too",
+        Probe(
+            "regex_match",
+            "MATCH (a:N) WHERE a.name =~ 'x.*' RETURN a.name AS c",
+            changes(_n(name="xy")),
+        ),
+        _REFUSED,
+        _REFUSED,
+    ),
+    Known(
+        "match_after_with",
+        "refusal",
+        "the MATCH is ignored: the query stops at the variable it would bind",
+        "refused when added",
+        Probe(
+            "match_after_with",
+            "MATCH (a:N) WITH a MATCH (b:M) RETURN a.name AS a, b.name AS b",
+            changes(_n(name="x")),
+        ),
+        _stops('UnknownIdentifier("b")'),
+        _REFUSED,
+    ),
+    Known(
+        "min_of_strings",
+        "refusal",
+        "an error: the query stops",
+        "the least string",
+        Probe(
+            "min_of_strings",
+            "MATCH (a:N) RETURN min(a.name) AS c",
+            changes(_n(name="b"), ("insert", "n2", "N", {"name": "a"})),
+        ),
+        _stops("FunctionError"),
+        Expected(results=({"c": "a"},)),
+    ),
+    Known(
+        "substring_out_of_range",
+        "refusal",
+        "an error: the query stops",
+        "the part of the string there is (`''`)",
+        Probe(
+            "substring_out_of_range",
+            "MATCH (a:N) RETURN substring(a.name, 5, 2) AS c",
+            changes(_n(name="abc")),
+        ),
+        _stops("FunctionError"),
+        _added(c=""),
+    ),
+    Known(
+        "list_max_of_empty",
+        "refusal",
+        "a panic: the query stops answering",
+        "runs (refused while drasi_ray lacks `drasi.listMax`)",
+        Probe("list_max_of_empty", "MATCH (a:N) RETURN drasi.listMax(a.l) AS c", changes(_n(l=[]))),
+        _PANIC,
+        _RUNS,
+        function="drasi.listMax",
+    ),
+    Known(
+        "stdevp_with_null",
+        "refusal",
+        "a panic: the query stops answering",
+        "null",
+        Probe(
+            "stdevp_with_null",
+            "MATCH (a:N) RETURN drasi.stdevp(a.l) AS c",
+            changes(_n(l=[None])),
+        ),
+        _PANIC,
+        _added(c=None),
+    ),
+    Known(
+        "avg_of_null",
+        "refusal",
+        "an error: the query stops",
+        "nulls are ignored",
+        Probe(
+            "avg_of_null",
+            "MATCH (a:N) RETURN avg(a.x) AS c",
+            changes(_n(x=1), ("insert", "n2", "N", {"name": "a"})),
+        ),
+        _stops("FunctionError"),
+        Expected(results=({"c": 1.0},)),
+    ),
+    Known(
+        "index_of_null",
+        "refusal",
+        "an error: the query stops",
+        "null",
+        Probe("index_of_null", "MATCH (a:N) RETURN a.l[0] AS c", changes(_n(x=1))),
+        _stops("InvalidType"),
+        _added(c=None),
+    ),
+    Known(
+        "negative_index_of_empty_list",
+        "refusal",
+        "a panic: the query stops answering",
+        "null",
+        Probe(
+            "negative_index_of_empty_list",
+            "MATCH (a:N) RETURN a.l[-1] AS c",
+            changes(_n(l=[])),
+        ),
+        _PANIC,
+        _added(c=None),
+    ),
+    Known(
+        "in_null_list",
+        "refusal",
+        "an error: the query stops",
+        "false: the row does not pass",
+        Probe(
+            "in_null_list",
+            "MATCH (a:N) WHERE 1 IN a.l RETURN a.name AS c",
+            changes(_n(name="x")),
+        ),
+        _stops("InvalidType"),
+        Expected(steps=((),), results=()),
+    ),
+    Known(
+        "comprehension_of_null",
+        "refusal",
+        "an error: the query stops",
+        "null",
+        Probe(
+            "comprehension_of_null",
+            "MATCH (a:N) RETURN [v IN a.l | v] AS c",
+            changes(_n(name="x")),
+        ),
+        _stops("InvalidType"),
+        _added(c=None),
+    ),
+    Known(
+        "reduce_calling_a_function",
+        "refusal",
+        "an error: the query stops",
+        "the reduction",
+        Probe(
+            "reduce_calling_a_function",
+            "MATCH (a:N) RETURN reduce(t = 0, v IN a.l | t + abs(v)) AS c",
+            changes(_n(l=[1, -2])),
+        ),
+        _stops("FunctionError"),
+        _added(c=3),
+    ),
+    Known(
+        "negative_integer_power",
+        "refusal",
+        "an overflow error: the query stops",
+        "`0.25`",
+        Probe("negative_integer_power", "MATCH (a:N) RETURN 2 ^ a.x AS c", changes(_n(x=-2))),
+        _stops("OverflowError"),
+        _added(c=0.25),
+    ),
+    Known(
+        "element_id_of_null",
+        "refusal",
+        "an error: the query stops",
+        "null",
+        Probe(
+            "element_id_of_null",
+            "MATCH (a:N) OPTIONAL MATCH (a)-[:R]->(b) RETURN elementId(b) AS c",
+            changes(_n(x=1)),
+        ),
+        _stops("FunctionError"),
+        _added(c=None),
+    ),
+    Known(
+        "duration_of_null",
+        "refusal",
+        "an error: the query stops",
+        "null",
+        Probe("duration_of_null", "MATCH (a:N) RETURN duration(a.d) AS c", changes(_n(name="x"))),
+        _stops("FunctionError"),
+        _added(c=None),
+    ),
+    Known(
+        "datetime_without_offset",
+        "refusal",
+        "an error: the query stops",
+        "the datetime in UTC",
+        Probe(
+            "datetime_without_offset",
+            "MATCH (a:N) RETURN datetime(a.t) AS c",
+            changes(_n(t="2024-01-02T10:00:00")),
+        ),
+        _stops("FunctionError"),
+        _added(c="2024-01-02T10:00:00+00:00"),
+    ),
+    Known(
+        "to_string_of_datetime",
+        "refusal",
+        "an error: the query stops",
+        "ISO 8601 text",
+        Probe(
+            "to_string_of_datetime",
+            "MATCH (a:N) RETURN toString(datetime(a.t)) AS c",
+            changes(_n(t="2024-01-02T10:00:00Z")),
+        ),
+        _stops("FunctionError"),
+        _added(c="2024-01-02T10:00:00Z"),
+    ),
+)
+"""Every known difference, in the order docs/conformance.md lists them."""
+
+
+def unmet(expected: Expected, outcome: Outcome) -> str | None:
+    """Why ``outcome`` does not meet ``expected`` (None if it does)."""
+    if expected.failure is not None:
+        if outcome.failure is None or expected.failure not in outcome.failure:
+            return f"expected a failure with {expected.failure!r}, got {outcome.failure!r}"
+        return None
+    if outcome.failure is not None:
+        return f"expected it to run, it failed: {outcome.failure}"
+    if expected.steps is not None:
+        if len(expected.steps) != len(outcome.steps):
+            return f"expected {len(expected.steps)} changes, got {len(outcome.steps)}"
+        for number, (want, got) in enumerate(zip(expected.steps, outcome.steps, strict=True)):
+            wanted = [list(diff) for diff in want]
+            if not same_multiset(wanted, [list(diff) for diff in got], True, True):
+                return f"change {number}: expected {want}, got {got}"
+    results = expected.results
+    if results is not None and not same_multiset(list(results), list(outcome.results), True, True):
+        return f"results: expected {results}, got {outcome.results}"
+    if expected.shows is not None and expected.shows not in json.dumps(outcome.steps):
+        return f"expected the diffs to show {expected.shows!r}, got {outcome.steps}"
+    return None
