@@ -51,7 +51,7 @@ class PlatformReaction(_ReactionSpec):
     """Drasi's platform reaction: CloudEvents on the Redis stream ``<queryId>-results``.
 
     Field ``data`` of each entry holds one CloudEvent exactly as Drasi writes it
-    (SEMANTICS.md §4). ``redis_url`` defaults to the state Redis (else the query's first
+    (docs/semantics.md §4). ``redis_url`` defaults to the state Redis (else the query's first
     source's); ``stream`` to ``<queryId>-results``. ``maxlen`` trims with ``MAXLEN ~``.
     """
 
