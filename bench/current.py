@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from bench.common import BENCH_DIR, format_table
+from bench.common import BENCH_DIR
 from bench.results import RESULTS_JSONL, read
 
 CURRENT_MD = BENCH_DIR / "CURRENT.md"
@@ -87,6 +87,15 @@ def _escape(text: str) -> str:
     return text.replace("|", "\\|")
 
 
+def _table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    """A Markdown table without padding: a new figure changes its own row only."""
+    return [
+        "| " + " | ".join(headers) + " |",
+        "|" + "---|" * len(headers),
+        *("| " + " | ".join(row) + " |" for row in rows),
+    ]
+
+
 def render(lines: Iterable[dict[str, Any]]) -> str:
     """The text of ``CURRENT.md`` for these results lines."""
     figures = latest(lines)
@@ -107,7 +116,7 @@ def render(lines: Iterable[dict[str, Any]]) -> str:
             for line in rows
         ]
         headers = ("what", "value", "peer", "ratio", "machine", "date, commit", "command")
-        out += [f"## {bench}", "", *format_table(headers, body), ""]
+        out += [f"## {bench}", "", *_table(headers, body), ""]
         out += [f"- m{number}: {machine}" for number, machine in enumerate(machines, 1)]
         out.append("")
     return "\n".join(out)
