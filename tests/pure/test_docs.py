@@ -55,6 +55,17 @@ def test_the_reference_names_every_builder_method_and_middleware_kind() -> None:
     assert set(reference.MIDDLEWARE_CONFIGS) == set(MIDDLEWARE_KINDS)
 
 
+def test_every_setting_of_the_reference_says_what_it_means() -> None:
+    """Middleware configs aside (Drasi's shapes), every field has a description."""
+    missing = [
+        f"{section.model.__name__}.{name}"
+        for section in reference.sections()
+        for name, info in section.model.model_fields.items()
+        if name not in section.skip and not info.description
+    ]
+    assert not missing, f"fields without a description (the reference's meaning): {missing}"
+
+
 def test_the_configuration_examples_are_valid() -> None:
     page = (DOCS / "configuration.md").read_text(encoding="utf-8")
     (app_yaml,) = fenced(page, "yaml")
