@@ -56,7 +56,10 @@ class _Model(BaseModel):
 class PlatformSourceConfig(_Model):
     """Settings of a platform source: a Redis stream read by a consumer group."""
 
-    redis_url: str = Field(description="redis:// or rediss:// URL of the server holding the stream")
+    redis_url: str = Field(
+        description="redis://[user:password@]host:port[/db], rediss:// (TLS) or unix:// URL of "
+        "the server holding the stream"
+    )
     stream_key: str = Field(min_length=1, description="stream to consume")
     consumer_group: str = Field(
         "drasi-core", min_length=1, description="the consumer group the consumers share"
@@ -72,13 +75,15 @@ class PlatformSourceConfig(_Model):
     )
     reclaim_interval_ms: int = Field(1000, ge=10, description="period of each reclaim timer")
     start_id: str = Field(
-        "$", description="where a newly created group starts: '$' latest (Drasi), '0' earliest"
+        "$",
+        description="where a newly created group starts: '$' latest (Drasi), '0' earliest, or "
+        "an entry id",
     )
     recreate_start_id: str = Field(
         "0",
         description="where a group that vanished (NOGROUP after a flush or restart) is "
         "recreated: '0' replays what the stream retains (safe: applying twice is a no-op), "
-        "'$' skips to new entries",
+        "'$' skips to new entries, or an entry id",
     )
     dead_letter_stream: str | None = Field(
         None, description="stream for malformed entries; default '<stream_key>:dlq'"
