@@ -12,7 +12,8 @@ Rules that differ from plain Python, and why:
 - ``null = null`` is true and ``x = null`` is false (Drasi's rule): equality never yields null.
   ``<>`` is false between values of different kinds, null included (Drasi's), so ``x <> 'b1'``
   fails for a missing ``x``.
-  Ordering comparisons with null, or between incomparable types, yield null (openCypher).
+  Ordering comparisons with null, or between incomparable types, are false (Drasi's
+  comparisons are total; openCypher would give null).
 - Int and Float compare by value everywhere (``5 = 5.0``), as docs/semantics.md §3 requires.
 - ``/`` always gives Float. Division (or ``%``) by zero raises :class:`RowDropped`: the engine
   catches it and drops the row being evaluated instead of failing the whole query.
