@@ -19,6 +19,7 @@ from drasi_ray.model import keys
 from drasi_ray.model.config import AppConfig
 from drasi_ray.model.query_specs import MIDDLEWARE_KINDS
 from drasi_ray.ops import reference
+from drasi_ray.query import functions
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 DOCS = ROOT / "docs"
@@ -74,6 +75,16 @@ def test_the_configuration_examples_are_valid() -> None:
     namespace: dict[str, object] = {}
     exec(compile(program, "docs/configuration.md", "exec"), namespace)  # builds, starts nothing
     assert namespace["app"].query_ids == ["hot-sensors"]  # type: ignore[attr-defined]
+
+
+def test_the_semantics_page_names_every_function_of_the_registry() -> None:
+    """docs/semantics.md §3 lists what the parser accepts: every scalar function and aggregate."""
+    page = (DOCS / "semantics.md").read_text(encoding="utf-8").lower()
+    named = set(re.findall(r"`([a-z_][a-z0-9_.]*)`", page))
+    missing = sorted((set(functions.FUNCTIONS) | set(functions.AGGREGATES)) - named)
+    assert not missing, (
+        f"functions the parser accepts that docs/semantics.md does not list: {missing}"
+    )
 
 
 def test_the_architecture_page_lists_every_redis_key() -> None:
