@@ -20,7 +20,8 @@ from typing import Any
 
 import ray
 
-from bench.common import command_line, format_table, load_average, print_lines, record, timed
+from bench.common import command_line, format_table, load_average, print_lines, timed
+from bench.results import Recorder
 from drasi_ray.analytics.actor import AnalyticsActor
 from drasi_ray.analytics.facade import Analytics
 from drasi_ray.coordinator.records import ChangeRecord
@@ -120,7 +121,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--changes", type=int, default=1_000_000)
     parser.add_argument("--batch", type=int, default=1000, help="changes per coordinator batch")
     parser.add_argument("--sensors", type=int, default=10_000)
+    parser.add_argument("--no-record", action="store_true", help="do not append to results.jsonl")
     args = parser.parse_args(argv)
+    recorder = Recorder("analytics", command_line("bench.analytics", argv))
     started_ray = not ray.is_initialized()
     if started_ray:
         ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
@@ -138,7 +141,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"after {load_average():.2f} (2 cores, shared).",
     ]
     print_lines(lines)
-    record("analytics", lines, command_line("bench.analytics", argv))
+    detail = f"{args.changes:,} changes in batches of {args.batch:,}; Spark 1 executor, 1 core"
+    for step, value, _rate in rows:
+        unit = "bytes" if step.startswith("Arrow bytes") else "seconds"
+        if step.startswith("Ray blocks"):
+            unit = "blocks"
+        recorder.add(step, float(value), unit, detail=detail)
+    if not args.no_record:
+        recorder.write()
     return 0
 
 

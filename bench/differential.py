@@ -20,7 +20,8 @@ import time
 from collections import Counter
 from collections.abc import Sequence
 
-from bench.common import command_line, format_table, print_lines, record
+from bench.common import command_line, format_table, print_lines
+from bench.results import Recorder
 from tests.differential.catalogue import CATALOGUE
 from tests.differential.compare import Comparison, Divergence, compare_runs
 from tests.differential.generator import generate_case
@@ -38,7 +39,7 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--queries", default="", help="comma-separated catalogue ids (all)")
     parser.add_argument("--show", type=int, default=0, help="print the first N divergences")
     parser.add_argument("--shrink", action="store_true", help="shrink one case per query")
-    parser.add_argument("--no-record", action="store_true", help="do not append to RESULTS.md")
+    parser.add_argument("--no-record", action="store_true", help="do not append to results.jsonl")
     return parser.parse_args(argv)
 
 
@@ -93,8 +94,29 @@ def _shrunk(divergences: Sequence[Divergence], cases: Sequence[Case]) -> list[st
     return lines
 
 
+def record_figures(
+    recorder: Recorder, queries: Sequence[QuerySpec], cases: Sequence[Case], outcome: Comparison
+) -> None:
+    """How many queries diverged from drasi-lib, out of how many compared, and what was run."""
+    changes = sum(len(case.changes) for case in cases)
+    size = f"{len(queries)} queries x {len(cases)} cases, {changes:,} changes"
+    recorder.add(
+        "queries whose diffs diverged from drasi-lib's",
+        float(len(outcome.diverging_queries())),
+        "queries",
+        detail=f"{size}, {outcome.compared_steps:,} query-steps compared",
+    )
+    recorder.add(
+        "query runs drasi-lib could not run (skipped)",
+        float(len(outcome.skipped)),
+        "runs",
+        detail=size,
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _arguments(argv)
+    recorder = Recorder("differential", command_line("bench.differential", argv))
     queries = _selected(args.queries)
     cases = [
         generate_case(seed, args.changes)
@@ -111,9 +133,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.shrink:
         print_lines(_shrunk(outcome.divergences, cases))
     if not args.no_record:
-        record(
-            "Differential test against drasi-lib", lines, command_line("bench.differential", argv)
-        )
+        record_figures(recorder, queries, cases, outcome)
+        recorder.write()
     return 1 if outcome.divergences else 0
 
 

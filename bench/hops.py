@@ -37,11 +37,11 @@ from bench.common import (
     freeze_heap,
     load_average,
     print_lines,
-    record,
 )
 from bench.ingest import fresh_stream
 from bench.latency import Collector, paced_publish, percentile
 from bench.pipeline import QUERY_ID, hot_app, hot_payloads
+from bench.results import Recorder
 from drasi_ray.actors.line import Line, LineAddress, LineServer
 
 SENSORS = 1000
@@ -245,12 +245,59 @@ def path_split(url: str, rates: Sequence[int], seconds: float) -> list[tuple[Any
     return rows
 
 
+RAY_CALL = "async actor -> async actor"
+
+
+def _hop_name(label: str) -> str:
+    name = label.strip()
+    return f"{RAY_CALL}, {name.removeprefix('same, ')}" if name.startswith("same,") else name
+
+
+def record_figures(
+    recorder: Recorder, floor: Sequence[tuple[Any, ...]], split: Sequence[tuple[Any, ...]]
+) -> None:
+    """(a) p50 and CPU per call of each kind of call, the direct line against the plain Ray
+    call; (b) p99 of both halves of the path at each offered load."""
+    ray_p50, ray_cpu = float(floor[0][1]), float(floor[0][3]) + float(floor[0][4])
+    for label, p50, p99, caller, callee in floor:
+        name = _hop_name(label)
+        line = "direct line" in name
+        peer = f"{RAY_CALL} through Ray, same run" if line else None
+        recorder.add(
+            f"call p50, {name}",
+            float(p50),
+            "ms",
+            peer=peer,
+            peer_value=ray_p50 if line else None,
+            detail=f"p99 {p99} ms",
+        )
+        if caller != "-":
+            recorder.add(
+                f"CPU per call, caller + callee, {name}",
+                float(caller) + float(callee),
+                "µs",
+                peer=peer,
+                peer_value=ray_cpu if line else None,
+                detail=f"caller {caller}, callee {callee}",
+            )
+    for offered, results, produced, delivered in split:
+        for half, text in (("XADD -> produced", produced), ("produced -> subscriber", delivered)):
+            p50, p99 = (float(part) for part in text.split(" / "))
+            recorder.add(
+                f"p99 {half} at {offered:,} events/s, 1 consumer",
+                p99,
+                "ms",
+                detail=f"p50 {p50:g} ms, {results:,} results",
+            )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.hops", description=__doc__)
     parser.add_argument("--rates", default="100,1000,3000,5000", help="offered events/s")
     parser.add_argument("--seconds", type=float, default=6.0, help="seconds per load")
-    parser.add_argument("--no-record", action="store_true", help="do not append to RESULTS.md")
+    parser.add_argument("--no-record", action="store_true", help="do not append to results.jsonl")
     args = parser.parse_args(argv)
+    recorder = Recorder("hops", command_line("bench.hops", argv))
     rates = [int(part) for part in args.rates.split(",") if part]
     before = load_average()
     with bench_env() as server:
@@ -265,8 +312,8 @@ def main(argv: list[str] | None = None) -> int:
     ]
     print_lines(["", *lines])
     if not args.no_record:
-        title = (__doc__ or "").strip().splitlines()[0]
-        record("hops", [title, "", *lines], command_line("bench.hops", argv))
+        record_figures(recorder, floor, split)
+        recorder.write()
     return 0
 
 

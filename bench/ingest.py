@@ -65,10 +65,10 @@ from bench.common import (
     print_lines,
     publish,
     rate,
-    record,
     sensor_payloads,
     timed,
 )
+from bench.results import Recorder
 from bench.sink import start_consumer
 from drasi_ray import DrasiRay
 from drasi_ray.actors.wire import EntryPacket
@@ -389,7 +389,7 @@ def parse_args(argv: Sequence[str] | None) -> Options:
     parser.add_argument("--pairs", type=int, default=3, help="alternating (a), (c) pairs for (p)")
     parser.add_argument("--profile", action="store_true", help="py-spy profile of (c) too")
     parser.add_argument("--profile-dir", type=Path, help="keep py-spy's collapsed stacks here")
-    parser.add_argument("--no-record", action="store_true", help="do not append to RESULTS.md")
+    parser.add_argument("--no-record", action="store_true", help="do not append to results.jsonl")
     args = parser.parse_args(argv)
     return Options(
         args.events,
@@ -502,13 +502,10 @@ def results_table(sections: Sequence[Section]) -> list[str]:
     return format_table(headers, rows)
 
 
-def micro_table() -> list[str]:
-    """Section (m) as a table: µs per event of each step, best of 15 batches; and the load."""
-    before = load_average()
-    rows = per_event_costs(sensor_payloads(BATCH))
+def micro_table(rows: Sequence[tuple[str, float]]) -> list[str]:
+    """Section (m) as a table: µs per event of each step, best of 15 batches."""
     headers = (f"(m) CPU per event, batches of {BATCH}, in one process", "µs/event")
-    table = format_table(headers, [(label, f"{us:.2f}") for label, us in rows])
-    return [*table, "", f"(m) load 1m {before:.1f}->{load_average():.1f}"]
+    return format_table(headers, [(label, f"{us:.2f}") for label, us in rows])
 
 
 def profile_consumer(
@@ -587,23 +584,90 @@ NOTES = [
 ]
 
 
+PEER_LABEL = "bare redis-py loop (a), same run"
+WHAT = {
+    "peer: redis-py, COUNT 500, orjson, 1 XACK/batch":
+        "bare redis-py loop (a): XREADGROUP COUNT 500, 1 XACK per batch",
+    "docs: COUNT 10, json, XACK per message": "per-message XACK loop of typical docs (b)",
+    "drasi_ray: 1 consumer actor -> counting sink": "one consumer actor -> counting sink (c)",
+    "the same, reads fixed at COUNT 500 (max_batch_size 500)":
+        "one consumer actor, reads fixed at COUNT 500 (c)",
+    "pipeline backlog, 1 consumer": "whole pipeline, backlog, 1 consumer (d)",
+    "pipeline backlog, 2 consumers": "whole pipeline, backlog, 2 consumers (d)",
+    "pipeline live (publish+consume), 1 consumer":
+        "whole pipeline, live publish + consume, 1 consumer (d)",
+    "pipeline live (publish+consume), 2 consumers":
+        "whole pipeline, live publish + consume, 2 consumers (d)",
+}  # fmt: skip
+"""The figure names of the sections in the results file (stable across runs)."""
+
+
+def record_sections(recorder: Recorder, sections: Sequence[Section]) -> None:
+    """One figure per section: the median events/s, against the peer (a) of the same run."""
+    peer = next((s.median_rate for s in sections if s.key == "a"), None)
+    for section in sections:
+        runs = len(section.rates)
+        detail = f"{section.events:,} events, median of {runs} run{'s' if runs > 1 else ''}"
+        is_peer = section.key == "a"
+        recorder.add(
+            WHAT[section.label],
+            section.median_rate,
+            "events/s",
+            peer=None if is_peer else PEER_LABEL,
+            peer_value=None if is_peer else peer,
+            detail=detail,
+        )
+
+
+def record_pairs(recorder: Recorder, rates: Sequence[tuple[float, float]], events: int) -> None:
+    """(p): the median of the back-to-back pairs, each side, and the median of their ratios."""
+    recorder.add(
+        "one consumer actor vs bare loop, back-to-back pairs (p)",
+        statistics.median(ours for _, ours in rates),
+        "events/s",
+        peer="bare redis-py loop, median of the pairs",
+        peer_value=statistics.median(peer for peer, _ in rates),
+        ratio=statistics.median(ours / peer for peer, ours in rates),
+        detail=f"{len(rates)} pairs of {events:,} events; ratio = median of the pairs' ratios",
+    )
+
+
+def record_micro(recorder: Recorder, rows: Sequence[tuple[str, float]]) -> None:
+    """(m): µs of CPU per event of each step; the consumer's decode against orjson alone."""
+    peer_label, peer_us = rows[0]
+    for label, us in rows:
+        compared = "what the consumer does" in label
+        recorder.add(
+            f"CPU per event (m): {label}",
+            us,
+            "µs",
+            peer=peer_label if compared else None,
+            peer_value=peer_us if compared else None,
+            detail=f"best of 15 batches of {BATCH}, one process",
+        )
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Run the selected sections, print the table, append it (and a profile) to RESULTS.md."""
+    """Run the selected sections, print the tables, append the figures to results.jsonl."""
     options = parse_args(argv)
-    command = command_line("bench.ingest", argv)
+    recorder = Recorder("ingest", command_line("bench.ingest", argv))
+    print_lines(NOTES)
     with bench_env() as server:
-        micro = micro_table() if "m" in options.sections else []
-        print_lines(micro)
+        micro_rows: list[tuple[str, float]] = []
+        if "m" in options.sections:
+            micro_rows = per_event_costs(sensor_payloads(BATCH))
+            print_lines(micro_table(micro_rows))
+            record_micro(recorder, micro_rows)
         sections = run_sections(server.url, options)
-        table = results_table(sections) if sections else []
-        print_lines(["", *table])
-        paired: list[str] = []
+        if sections:
+            print_lines(["", *results_table(sections)])
+            record_sections(recorder, sections)
         if "p" in options.sections and options.pairs > 0:
             print(f"p: {options.pairs} alternating pairs of (a) and (c)", flush=True)
             payloads = sensor_payloads(options.events)
-            paired = paired_table(paired_runs(server.url, payloads, options.pairs))
-            print_lines(["", *paired])
-        profile_lines: list[str] = []
+            rates = paired_runs(server.url, payloads, options.pairs)
+            print_lines(["", *paired_table(rates)])
+            record_pairs(recorder, rates, options.events)
         if options.profile and profiling.available():
             print("profiling (c) with py-spy ...", flush=True)
             profile_lines = profile_consumer(
@@ -611,7 +675,7 @@ def main(argv: list[str] | None = None) -> int:
             )
             print_lines(["", *profile_lines])
     if options.record:
-        record("ingest", [*NOTES, "", *table, "", *paired, "", *micro, "", *profile_lines], command)
+        recorder.write()
     return 0
 
 

@@ -50,7 +50,6 @@ from bench.common import (
     load_average,
     print_lines,
     rate,
-    record,
 )
 from bench.filter_loop import FilterLoop
 from bench.ingest import GROUP, arm_backlog, release_backlog
@@ -71,6 +70,7 @@ from bench.pipeline import (
     sensor_id,
     stamp_payload,
 )
+from bench.results import Recorder
 from drasi_ray import DrasiRay
 from drasi_ray.actors.subscription import Subscription
 from drasi_ray.model.results import QueryResult
@@ -377,7 +377,7 @@ def settle(app: DrasiRay, collector: Collector, expected: int, timeout_s: float)
     idle and the subscriber takes nothing more (False: some results never come).
 
     With several consumers an older change can reach the coordinator after a newer change of
-    the same element; the versioned store then drops it and it yields no result (SEMANTICS:
+    the same element; the versioned store then drops it and it yields no result (docs/semantics.md:
     several consumers converge to the in-order result, intermediate results may be skipped).
     Waiting for those would wait forever, so idleness ends the wait too.
     """
@@ -717,6 +717,43 @@ def versus_peer(sustained: Sequence[Sustained], loads: Sequence[LoadResult]) -> 
     return lines
 
 
+PEER_LABEL = "the query hand-written as one redis-py loop, same run"
+
+
+def record_figures(
+    recorder: Recorder, sustained: Sequence[Sustained], loads: Sequence[LoadResult]
+) -> None:
+    """Sustained events/s per consumer count, and p50 and p99 per offered load, each against
+    the hand-written loop's figure of the same run."""
+    peer = next((s for s in sustained if s.system == PEER), None)
+    for s in sustained:
+        if s.system != DRASI_RAY:
+            continue
+        recorder.add(
+            f"sustained, backlog to the subscriber, {s.consumers} consumer(s)",
+            s.rate,
+            "events/s",
+            peer=PEER_LABEL if peer else None,
+            peer_value=peer.rate if peer else None,
+            detail=f"{s.events:,} events",
+        )
+    peer_loads = {r.offered: r for r in loads if r.system == PEER}
+    for r in loads:
+        if r.system != DRASI_RAY:
+            continue
+        other = peer_loads.get(r.offered)
+        kept = "kept up" if r.steady else f"did NOT keep up: delivered {r.delivered_rate:,.0f}/s"
+        for name, q in (("p50", 0.5), ("p99", 0.99)):
+            recorder.add(
+                f"{name} XADD -> subscriber at {r.offered:,} events/s, {r.consumers} consumer(s)",
+                r.p(q),
+                "ms",
+                peer=PEER_LABEL if other else None,
+                peer_value=other.p(q) if other else None,
+                detail=f"{r.events:,} events, {kept}",
+            )
+
+
 def notes(options: Options) -> list[str]:
     return [
         "Method (bench/latency.py docstring): Redis -> consumers -> coordinator -> filter query "
@@ -780,7 +817,7 @@ def parse_args(argv: Sequence[str] | None) -> Options:
     parser.add_argument(
         "--no-peer", action="store_true", help="skip the hand-written loop (bench/filter_loop.py)"
     )
-    parser.add_argument("--no-record", action="store_true", help="do not append to RESULTS.md")
+    parser.add_argument("--no-record", action="store_true", help="do not append to results.jsonl")
     args = parser.parse_args(argv)
     return Options(
         int_list(args.consumers),
@@ -798,9 +835,9 @@ def parse_args(argv: Sequence[str] | None) -> Options:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run every consumer count, print the tables, append them to RESULTS.md."""
+    """Run every consumer count, print the tables, append the figures to results.jsonl."""
     options = parse_args(argv)
-    command = command_line("bench.latency", argv)
+    recorder = Recorder("latency", command_line("bench.latency", argv))
     sustained: list[Sustained] = []
     loads: list[LoadResult] = []
     with bench_env() as server:
@@ -835,7 +872,8 @@ def main(argv: list[str] | None = None) -> int:
     ]
     print_lines(["", *lines])
     if options.record:
-        record("latency", lines, command)
+        record_figures(recorder, sustained, loads)
+        recorder.write()
     return 0
 
 

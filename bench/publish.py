@@ -26,7 +26,8 @@ from collections.abc import Callable, Sequence
 import redis
 import redis.asyncio as aioredis
 
-from bench.common import bench_env, command_line, format_table, print_lines, record, sensor_payloads
+from bench.common import bench_env, command_line, format_table, print_lines, sensor_payloads
+from bench.results import Recorder
 from drasi_ray.streams.publisher import AsyncPublisher, Publisher
 
 HEADERS = ("way", "entries", "entries/s", "CPU µs/entry", "vs peer (CPU)")
@@ -102,8 +103,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--entries", type=int, default=50_000)
     parser.add_argument("--chunk", type=int, default=1000)
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--no-record", action="store_true", help="do not append to RESULTS.md")
+    parser.add_argument("--no-record", action="store_true", help="do not append to results.jsonl")
     args = parser.parse_args(argv)
+    recorder = Recorder("publish", command_line("bench.publish", argv))
     payloads = sensor_payloads(args.entries)
     rows: list[tuple[object, ...]] = []
     with bench_env(with_ray=False) as server:
@@ -113,13 +115,22 @@ def main(argv: Sequence[str] | None = None) -> int:
             ("peer (asyncio): redis.asyncio pipeline", _async_peer),
             ("drasi_ray AsyncPublisher", _async_publisher),
         )
-        peer_cpu = 0.0
+        peer_label, peer_cpu = "", 0.0
         for label, make in ways:
             rate, cpu = _measure(make(server.url, payloads, args.chunk), len(payloads), args.repeat)
-            if label.startswith("peer"):
-                peer_cpu = cpu
+            is_peer = label.startswith("peer")
+            if is_peer:
+                peer_label, peer_cpu = label, cpu
             ratio = f"{peer_cpu / cpu:.1f}x"
             rows.append((label, f"{len(payloads):,}", f"{rate:,.0f}", f"{cpu:.1f}", ratio))
+            recorder.add(
+                f"CPU per entry, {label}",
+                cpu,
+                "µs",
+                peer=None if is_peer else peer_label,
+                peer_value=None if is_peer else peer_cpu,
+                detail=f"{rate:,.0f} entries/s, chunk {args.chunk}, best of {args.repeat}",
+            )
     lines = [
         f"XADD of {len(payloads):,} sensor payloads ({len(payloads[0])} bytes), chunk "
         f"{args.chunk}, best of {args.repeat} by CPU; `vs peer (CPU)`: the CPU per entry of the "
@@ -129,7 +140,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ]
     print_lines(lines)
     if not args.no_record:
-        record("publish", lines, command_line("bench.publish", argv))
+        recorder.write()
     return 0
 
 

@@ -44,8 +44,8 @@ from bench.common import (
     print_lines,
     publish,
     rate,
-    record,
 )
+from bench.results import Recorder
 from drasi_ray import DrasiRay
 from drasi_ray.coordinator.store import ElementStore
 from drasi_ray.model.changes import Element, ElementChange, ElementDelta, Op, Timing, node, relation
@@ -481,7 +481,7 @@ def parse_args(argv: Sequence[str] | None) -> Options:
     parser.add_argument("--pipeline", action="store_true", help="(the default) run them")
     parser.add_argument("--pipeline-elements", type=int, default=10_000)
     parser.add_argument("--pipeline-changes", type=int, default=20_000)
-    parser.add_argument("--no-record", action="store_true", help="do not append to RESULTS.md")
+    parser.add_argument("--no-record", action="store_true", help="do not append to results.jsonl")
     args = parser.parse_args(argv)
     return Options(
         workloads=[w for w in args.workloads.split(",") if w],
@@ -552,6 +552,42 @@ def pipeline_table(results: dict[str, Pipelined]) -> list[str]:
     return format_table(headers, rows)
 
 
+def record_in_process(
+    recorder: Recorder,
+    name: str,
+    run: InProcess,
+    peer: tuple[str, float, float] | None = None,
+) -> None:
+    """changes/s (CPU, at the median chunk) and bootstrap elements/s of one in-process run;
+    ``peer``: a label, its changes/s and its bootstrap elements/s."""
+    size = f"{run.elements:,} elements"
+    recorder.add(
+        f"in-process changes/s, {name}, {size}",
+        1e6 / run.median_us,
+        "changes/s",
+        peer=peer[0] if peer else None,
+        peer_value=peer[1] if peer else None,
+        detail=f"CPU time at the median chunk, {run.changes:,} changes, {run.diffs:,} diffs",
+    )
+    recorder.add(
+        f"in-process bootstrap, {name}, {size}",
+        run.bootstrap_per_s,
+        "elements/s",
+        peer=peer[0] if peer else None,
+        peer_value=peer[2] if peer else None,
+    )
+
+
+def record_pipeline(recorder: Recorder, name: str, run: Pipelined) -> None:
+    """changes/s through DrasiRay + Redis, publishing included."""
+    recorder.add(
+        f"pipeline changes/s, {name}, {run.elements:,} elements",
+        rate(run.changes, run.change_s),
+        "changes/s",
+        detail=f"wall time, publishing included, {run.changes:,} changes, 1 consumer",
+    )
+
+
 def run_in_process_all(options: Options) -> dict[tuple[str, int], InProcess]:
     """Per workload: prepare every size, then apply their changes interleaved."""
     results: dict[tuple[str, int], InProcess] = {}
@@ -595,9 +631,9 @@ def run_pipeline_all(options: Options) -> dict[str, Pipelined]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the in-process (and optionally pipeline) measurements; append them to RESULTS.md."""
+    """Run the in-process (and optionally pipeline) measurements; record their figures."""
     options = parse_args(argv)
-    command = command_line("bench.query_engine", argv)
+    recorder = Recorder("query_engine", command_line("bench.query_engine", argv))
     load_before = load_average()
     in_process = run_in_process_all(options)
     lines = [
@@ -621,10 +657,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             "",
             *pipeline_table(pipelined),
         ]
+        for name, piped in pipelined.items():
+            record_pipeline(recorder, name, piped)
     lines += ["", f"Load average (1 min): {load_before:.2f} before, {load_average():.2f} after."]
     print_lines(["", *lines])
+    for (name, _size), run in in_process.items():
+        record_in_process(recorder, name, run)
     if options.record:
-        record("query_engine", lines, command)
+        recorder.write()
     return 0
 
 

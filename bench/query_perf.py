@@ -47,7 +47,6 @@ from bench.common import (
     load_average,
     print_lines,
     rate,
-    record,
 )
 from bench.query_engine import (
     LEGEND,
@@ -55,8 +54,11 @@ from bench.query_engine import (
     Pipelined,
     Prepared,
     interleave,
+    record_in_process,
+    record_pipeline,
     run_pipeline,
 )
+from bench.results import Recorder
 from drasi_ray.model.changes import Element, ElementChange, Op, Timing, node, relation
 
 COMFORT = (
@@ -81,6 +83,12 @@ SCENARIOS: dict[str, str] = {
 FLOORS = 10
 ROOMS = 20
 PROPERTIES = ("temperature", "humidity", "co2")
+DRASI_PEER = (
+    "Drasi's published sample (query-perf README: Rust, in-memory index, another machine)",
+    15_873.0,
+    56_133.0,
+)
+"""The peer of single_node_property_projection at the base size: changes/s, bootstrap el/s."""
 DRASI_FIGURES = (
     "Drasi's published sample (query-perf README, Rust): single_node_property_projection "
     "15,385 changes/s with the RocksDB index (15,873 in memory), bootstrap 57,671 elements/s "
@@ -159,7 +167,7 @@ def parse_args(argv: Sequence[str] | None) -> Options:
     )
     parser.add_argument("--pipeline", action="store_true", help="(the default) run them")
     parser.add_argument("--pipeline-changes", type=int, default=10_000)
-    parser.add_argument("--no-record", action="store_true", help="do not append to RESULTS.md")
+    parser.add_argument("--no-record", action="store_true", help="do not append to results.jsonl")
     args = parser.parse_args(argv)
     return Options(
         scenarios=[s for s in args.scenarios.split(",") if s],
@@ -262,7 +270,7 @@ def pipeline_table(results: dict[str, Pipelined]) -> list[str]:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the scenarios in-process (and optionally through the pipeline); record them."""
     options = parse_args(argv)
-    command = command_line("bench.query_perf", argv)
+    recorder = Recorder("query_perf", command_line("bench.query_perf", argv))
     load_before = load_average()
     results = run_all(options)
     lines = [
@@ -287,10 +295,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             "",
             *pipeline_table(pipelined),
         ]
+        for scenario, piped in pipelined.items():
+            record_pipeline(recorder, scenario, piped)
     lines += ["", f"Load average (1 min): {load_before:.2f} before, {load_average():.2f} after."]
     print_lines(["", *lines])
+    for (scenario, buildings), run in results.items():
+        drasi = scenario == "single_node_property_projection" and buildings == 10
+        record_in_process(recorder, scenario, run, DRASI_PEER if drasi else None)
     if options.record:
-        record("query_perf", lines, command)
+        recorder.write()
     return 0
 
 

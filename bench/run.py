@@ -7,8 +7,9 @@ that raises is reported as failed and the others still run. ``--only a,b`` / ``-
 modules by name. Benchmarks added later (query_engine, analytics, chaos, ...) are found the same
 way: nothing here lists them.
 
-Each module appends its own section to ``bench/RESULTS.md``; a local Ray started here is shared
-by all of them (``bench.common.start_ray`` leaves a running Ray alone).
+Each module appends its own figures to ``bench/results.jsonl``; a local Ray started here is
+shared by all of them (``bench.common.start_ray`` leaves a running Ray alone). At the end
+``bench/CURRENT.md`` is regenerated from the results (:mod:`bench.current`).
 """
 
 from __future__ import annotations
@@ -24,9 +25,10 @@ from types import ModuleType
 import ray
 
 import bench
+from bench import current
 from bench.common import format_table, print_lines, start_ray, timed
 
-NOT_BENCHMARKS = frozenset({"__main__", "run", "common"})
+NOT_BENCHMARKS = frozenset({"__main__", "run", "common", "results", "current"})
 
 Main = Callable[[list[str] | None], int]
 
@@ -89,6 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if started:
             ray.shutdown()
+    current.main([])
     rows = [(o.module, o.status, f"{o.seconds:.1f}") for o in outcomes]
     print_lines(["", *format_table(("benchmark", "status", "seconds"), rows)])
     return 0 if all(o.status == "ok" for o in outcomes) else 1

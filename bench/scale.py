@@ -45,7 +45,6 @@ from bench.common import (
     load_average,
     print_lines,
     rate,
-    record,
 )
 from bench.ingest import arm_backlog, release_backlog
 from bench.latency import PeerBacklog
@@ -64,6 +63,7 @@ from bench.pipeline import (
     hot_payloads,
     int_list,
 )
+from bench.results import Recorder
 from drasi_ray import DrasiRay
 from drasi_ray.model.config import PlatformSourceConfig
 
@@ -302,6 +302,30 @@ def _frames(profile: profiling.Profile, view: str, limit: int) -> list[str]:
     return format_table((f"frame ({view})", "samples", "share"), rows)
 
 
+def record_figures(recorder: Recorder, rows: Sequence[ScaleRow], peer: PeerRun | None) -> None:
+    """Per consumer count: events/s and CPU per event (every process of the run: actors,
+    Redis, Ray's own, this driver), each against the hand-written loop's of the same run."""
+    label = "the query hand-written as one redis-py loop, same run"
+    for r in rows:
+        detail = f"{r.events:,} events backlog"
+        recorder.add(
+            f"backlog drained end to end, {r.consumers} consumer(s)",
+            r.rate,
+            "events/s",
+            peer=label if peer else None,
+            peer_value=peer.rate if peer else None,
+            detail=detail,
+        )
+        recorder.add(
+            f"CPU per event, every process of the run summed, {r.consumers} consumer(s)",
+            r.cpu.ours_cores / r.rate * 1e6,
+            "µs",
+            peer=label if peer else None,
+            peer_value=peer.cpu.ours_cores / peer.rate * 1e6 if peer else None,
+            detail=detail,
+        )
+
+
 def notes(options: Options) -> list[str]:
     return [
         "Method (bench/scale.py docstring): a pre-published backlog of "
@@ -341,7 +365,7 @@ def parse_args(argv: Sequence[str] | None) -> Options:
     parser.add_argument(
         "--no-peer", action="store_true", help="skip the hand-written loop (bench/filter_loop.py)"
     )
-    parser.add_argument("--no-record", action="store_true", help="do not append to RESULTS.md")
+    parser.add_argument("--no-record", action="store_true", help="do not append to results.jsonl")
     args = parser.parse_args(argv)
     return Options(
         int_list(args.consumers),
@@ -372,9 +396,10 @@ def run_profiles(url: str, payloads: Sequence[bytes], options: Options) -> list[
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run every consumer count, then the profiles; print and append to RESULTS.md."""
+    """Run every consumer count, then the profiles; print, and append the figures to
+    results.jsonl."""
     options = parse_args(argv)
-    command = command_line("bench.scale", argv)
+    recorder = Recorder("scale", command_line("bench.scale", argv))
     payloads = hot_payloads(0, options.events, options.sensors, live=False)
     rows: list[ScaleRow] = []
     with bench_env() as server:
@@ -400,7 +425,8 @@ def main(argv: list[str] | None = None) -> int:
     ]
     print_lines(["", *lines])
     if options.record:
-        record("scale", lines, command)
+        record_figures(recorder, rows, peer)
+        recorder.write()
     return 0
 
 

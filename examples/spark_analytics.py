@@ -7,7 +7,7 @@
 It publishes a sensor workload (inserts, temperature and humidity readings spread over a few
 simulated minutes, some sensors retired), runs ``hot-sensors`` on it, and prints the query's
 result next to Spark's change counts per minute, property statistics and latest state; then it
-exports the change log as Parquet partitioned by date. Spark needs Java 17 (see README).
+exports the change log as Parquet partitioned by date. Spark needs Java 17 (see docs/operations.md).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 A Ray actor call costs several times the CPU and latency of the same call as a framed pickle
 over an asyncio TCP connection between the same two actors (``python -m bench.hops`` measures
-both; the README has the figures). Every batch makes three such calls (consumer ->
+both; bench/CURRENT.md has the figures). Every batch makes three such calls (consumer ->
 coordinator, coordinator -> query, query -> subscriber), so at moderate load Ray's per-call
 cost, not our code, was most of an event's latency and of the machine's CPU.
 

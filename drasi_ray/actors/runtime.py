@@ -4,8 +4,8 @@ Hot methods (one call per batch or per subscriber poll: the coordinator's ``appl
 query actors' ``deliver`` and ``take``) are declared with ``@ray.method(enable_task_events=
 False)``: Ray then records no task event per call, so those calls do not show in ``ray list
 tasks`` or the dashboard's task table (they would be thousands per second), and each costs
-less (``python -m bench.hops`` measures a Ray call with and without them; a call costs
-about a millisecond of CPU on the development machine, see bench/RESULTS.md).
+less (``python -m bench.hops`` measures a Ray call with and without them; figures in
+bench/CURRENT.md).
 """
 
 from __future__ import annotations
@@ -48,11 +48,11 @@ def tune_for_latency(niceness: int | None = PIPELINE_NICENESS) -> None:
 
     Ray starts its workers at nice 15 so that they never starve Ray's own processes. The
     pipeline's actors are the data path: at nice 15 the producer, Redis and the application
-    reading results (all at 0) take the CPU first on a busy node, and each hop waits. At 5,000
-    events/s with one consumer on the 2-core development machine, p99 was 14.8-32.2 ms (median
-    of six runs ~26) with the actors at 0 against 34.5-54.9 ms (~46) at 15, alternating
-    (README, Machine facts). Lowering a nice value needs CAP_SYS_NICE (root in most
-    containers); without it the actor logs once and keeps Ray's level.
+    reading results (all at 0) take the CPU first on a busy node, and each hop waits: p99
+    latency at a fixed load (``bench.latency``) was clearly lower with the actors at 0 than at
+    15 in alternating runs (docs/operations.md, "Machine facts"). Lowering a nice value needs
+    CAP_SYS_NICE (root in most containers); without it the actor logs once and keeps Ray's
+    level.
     """
     sys.setswitchinterval(SWITCH_INTERVAL_S)
     if niceness is not None:
@@ -83,19 +83,18 @@ GC_YOUNG_THRESHOLD = 10_000
 def tune_gc() -> None:
     """Keep the cyclic garbage collector off the per-batch path of a pipeline actor.
 
-    Two measured costs (2-core development machine, bench/RESULTS.md, sixth session):
+    Two costs (docs/operations.md, "Machine facts"):
 
-    - An actor process holds ~91,000 objects once Ray and drasi_ray are imported, and a full
-      collection walks all of them (50-60 ms in one stall here). :func:`gc.freeze` moves what exists
-      now to the permanent generation, which no collection visits again; the query and
-      coordinator actors freeze once more after loading their graph.
+    - An actor process holds about 90,000 objects once Ray and drasi_ray are imported, and a
+      full collection walks all of them, stalling the actor for tens of milliseconds.
+      :func:`gc.freeze` moves what exists now to the permanent generation, which no collection
+      visits again; the query and coordinator actors freeze once more after loading their graph.
     - Decoding or applying a batch allocates ~15 containers per event, which live until the
       batch is handed on. With the default threshold of 700 a young collection runs every
       ~50 events; the batch's objects survive it and are walked again by the older
       generations' collections. At 10,000 there are 15x fewer collections, and more of a
-      batch's objects are freed (by reference counting) before any collection sees them.
-      One consumer actor ingested 13-15% more with this (medians of alternating runs of
-      bench.ingest (c), bench/RESULTS.md "Sixth session").
+      batch's objects are freed (by reference counting) before any collection sees them; one
+      consumer actor ingests measurably more with it (``bench.ingest`` section (c)).
 
     Cyclic garbage is still collected, only in fewer passes.
     """

@@ -33,8 +33,8 @@ T = TypeVar("T")
 COMPRESS_ABOVE = 90 * 1024
 """Blobs larger than this (bytes) travel lz4-compressed: just under the 100 KiB
 (``max_direct_call_object_size``) above which Ray passes a call's arguments through its object
-store, which costs more per call than lz4 (README, "Machine facts"); a smaller blob is sent as
-it is (compressing it would save no call cost)."""
+store, which costs more per call than lz4 (docs/operations.md, "Machine facts"); a smaller
+blob is sent as it is (compressing it would save no call cost)."""
 
 
 def _frozen_map(kind: type, value: Any) -> Any:

@@ -1,4 +1,4 @@
-"""The versioned element store: what the graph of one source is (SEMANTICS.md §2).
+"""The versioned element store: what the graph of one source is (docs/semantics.md §2).
 
 Plain semantics (Drasi's): an **insert** replaces the element whole; an **update** is an upsert
 that merges, keeping properties absent from the update; a **delete** of an unknown element does

@@ -6,7 +6,7 @@ dataclass's construction cost), compare and hash by field, pickle as themselves,
 between actors as MessagePack (:mod:`drasi_ray.actors.wire`) with their field types kept.
 ``gc=False``: they hold no reference cycles, so the garbage collector never walks them.
 
-A *change* is what a producer said happened to one graph element (SEMANTICS.md §1). Where and
+A *change* is what a producer said happened to one graph element (docs/semantics.md §1). Where and
 how often it was delivered (stream, entry id, delivery count) is a :class:`Delivery` and is kept
 apart: redelivery and reclaim change the delivery, never the change.
 

@@ -56,9 +56,14 @@ class _Model(BaseModel):
 class PlatformSourceConfig(_Model):
     """Settings of a platform source: a Redis stream read by a consumer group."""
 
-    redis_url: str = Field(description="redis:// or rediss:// URL of the server holding the stream")
+    redis_url: str = Field(
+        description="redis://[user:password@]host:port[/db], rediss:// (TLS) or unix:// URL of "
+        "the server holding the stream"
+    )
     stream_key: str = Field(min_length=1, description="stream to consume")
-    consumer_group: str = Field("drasi-core", min_length=1)
+    consumer_group: str = Field(
+        "drasi-core", min_length=1, description="the consumer group the consumers share"
+    )
     consumer_name: str | None = Field(
         None, description="base consumer name; default: the source id. Consumer i is '<name>-<i>'"
     )
@@ -70,13 +75,15 @@ class PlatformSourceConfig(_Model):
     )
     reclaim_interval_ms: int = Field(1000, ge=10, description="period of each reclaim timer")
     start_id: str = Field(
-        "$", description="where a newly created group starts: '$' latest (Drasi), '0' earliest"
+        "$",
+        description="where a newly created group starts: '$' latest (Drasi), '0' earliest, or "
+        "an entry id",
     )
     recreate_start_id: str = Field(
         "0",
         description="where a group that vanished (NOGROUP after a flush or restart) is "
         "recreated: '0' replays what the stream retains (safe: applying twice is a no-op), "
-        "'$' skips to new entries",
+        "'$' skips to new entries, or an entry id",
     )
     dead_letter_stream: str | None = Field(
         None, description="stream for malformed entries; default '<stream_key>:dlq'"
@@ -156,23 +163,38 @@ class PlatformSourceConfig(_Model):
 class SourceSpec(_Model):
     """A source entry of the YAML schema (Drasi's ``sources:`` list)."""
 
-    id: str = Field(min_length=1)
-    source_type: Literal["platform"] = "platform"
-    auto_start: bool = True
-    dispatch_mode: DispatchMode = DispatchMode.CHANNEL
-    dispatch_buffer_capacity: int = Field(1000, ge=1)
-    properties: PlatformSourceConfig
+    id: str = Field(min_length=1, description="the source id queries name")
+    source_type: Literal["platform"] = Field(
+        "platform", description="Drasi's platform source (Redis Streams), the only type"
+    )
+    auto_start: bool = Field(True, description="start the consumers with the app")
+    dispatch_mode: DispatchMode = Field(
+        DispatchMode.CHANNEL,
+        description="default of subscriber buffers on this source's queries: channel blocks "
+        "the query when full (nothing lost), broadcast drops the oldest result and counts it",
+    )
+    dispatch_buffer_capacity: int = Field(
+        1000, ge=1, description="default size of each subscriber buffer, in results"
+    )
+    properties: PlatformSourceConfig = Field(description="the stream and its consumer group")
 
 
 class QueryConfig(_Model):
     """A continuous query: Cypher text over one or more sources."""
 
-    id: str = Field(min_length=1)
-    query: str = Field(min_length=1)
-    sources: tuple[str, ...] = Field(min_length=1)
-    query_language: Literal["cypher"] = "cypher"
-    parameters: dict[str, Any] = Field(default_factory=dict)
-    auto_start: bool = True
+    id: str = Field(
+        min_length=1,
+        description="the query id (result stream '<id>-results', actor 'drasi/query/<id>')",
+    )
+    query: str = Field(
+        min_length=1, description="Cypher text (docs/semantics.md §3), parsed when added"
+    )
+    sources: tuple[str, ...] = Field(min_length=1, description="ids of the sources it reads")
+    query_language: Literal["cypher"] = Field("cypher", description="the only language")
+    parameters: dict[str, Any] = Field(
+        default_factory=dict, description="values of the query's $name parameters"
+    )
+    auto_start: bool = Field(True, description="start the query actor with the app")
     reactions: tuple[ReactionSpec, ...] = Field(
         (), description="where results go besides subscriptions (drasi_ray.reactions)"
     )
@@ -203,7 +225,11 @@ class RayConfig(_Model):
     """How to reach Ray. ``address`` None: connect to a running cluster if there is one
     (``RAY_ADDRESS``, or a local head), else start Ray locally."""
 
-    address: str | None = None
+    address: str | None = Field(
+        None,
+        description="the Ray to connect to; null: RAY_ADDRESS, else a running local cluster, "
+        "else start Ray locally",
+    )
     num_cpus: int | None = Field(None, ge=1, description="only when starting Ray locally")
     include_dashboard: bool | None = Field(
         None, description="only when starting Ray locally; None = Ray's default"
@@ -258,10 +284,12 @@ class StateConfig(_Model):
 class SparkConfig(_Model):
     """The Spark session RayDP starts on Ray for analytics (executors are Ray actors)."""
 
-    app_name: str = Field("drasi-ray-analytics", min_length=1)
+    app_name: str = Field("drasi-ray-analytics", min_length=1, description="Spark app name")
     num_executors: int = Field(1, ge=1, description="Spark executors (Ray actors)")
     executor_cores: int = Field(1, ge=1, description="CPUs each executor reserves in Ray")
-    executor_memory: str = Field("1g", pattern=r"^[0-9]+[kKmMgG]?[bB]?$")
+    executor_memory: str = Field(
+        "1g", pattern=r"^[0-9]+[kKmMgG]?[bB]?$", description="memory of each executor"
+    )
     shuffle_partitions: int = Field(4, ge=1, description="spark.sql.shuffle.partitions")
     configs: dict[str, str] = Field(
         default_factory=dict, description="extra Spark settings (override the defaults)"
@@ -286,18 +314,25 @@ class AnalyticsConfig(_Model):
     )
     max_blocks: int = Field(4, ge=1, description="Ray blocks (Spark partitions) per hand-off")
     output_path: str | None = Field(None, description="default target of `analytics export`")
-    spark: SparkConfig = SparkConfig()
+    spark: SparkConfig = Field(SparkConfig(), description="the Spark session (below)")
 
 
 class AppConfig(_Model):
     """The whole application as a YAML file describes it."""
 
-    id: str = Field("default", min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
-    sources: tuple[SourceSpec, ...] = ()
-    queries: tuple[QueryConfig, ...] = ()
-    ray: RayConfig = RayConfig()
-    analytics: AnalyticsConfig = AnalyticsConfig()
-    state: StateConfig = StateConfig()
+    id: str = Field(
+        "default",
+        min_length=1,
+        pattern=r"^[A-Za-z0-9_.-]+$",
+        description="app id: Ray namespace 'drasi_ray.<id>', Redis keys 'drasi:<id>:...'",
+    )
+    sources: tuple[SourceSpec, ...] = Field((), description="the change feeds")
+    queries: tuple[QueryConfig, ...] = Field((), description="the continuous queries")
+    ray: RayConfig = Field(RayConfig(), description="Ray and actor placement (below)")
+    analytics: AnalyticsConfig = Field(
+        AnalyticsConfig(), description="the Spark change log, off by default (below)"
+    )
+    state: StateConfig = Field(StateConfig(), description="durable state (below)")
 
     @classmethod
     def from_yaml(cls, path: str | Path) -> AppConfig:

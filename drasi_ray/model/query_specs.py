@@ -32,8 +32,8 @@ class _Spec(BaseModel):
 class JoinKey(_Spec):
     """One side of a join: nodes with ``label`` take part through their ``property``."""
 
-    label: str = Field(min_length=1)
-    property: str = Field(min_length=1)
+    label: str = Field(min_length=1, description="nodes with this label take part")
+    property: str = Field(min_length=1, description="through the value of this property")
 
 
 class QueryJoin(_Spec):
@@ -55,9 +55,13 @@ class QueryJoin(_Spec):
 class MiddlewareSpec(_Spec):
     """One middleware instance: ``name`` (what pipelines refer to), ``kind``, ``config``."""
 
-    name: str = Field(min_length=1)
-    kind: str = Field(min_length=1)
-    config: dict[str, Any] = Field(default_factory=dict)
+    name: str = Field(min_length=1, description="what pipelines refer to it by")
+    kind: str = Field(
+        min_length=1, description="one of Drasi's kinds: " + ", ".join(MIDDLEWARE_KINDS)
+    )
+    config: dict[str, Any] = Field(
+        default_factory=dict, description="the kind's settings (tables below)"
+    )
 
     @field_validator("kind")
     @classmethod

@@ -51,11 +51,11 @@ class PlatformReaction(_ReactionSpec):
     """Drasi's platform reaction: CloudEvents on the Redis stream ``<queryId>-results``.
 
     Field ``data`` of each entry holds one CloudEvent exactly as Drasi writes it
-    (SEMANTICS.md §4). ``redis_url`` defaults to the state Redis (else the query's first
+    (docs/semantics.md §4). ``redis_url`` defaults to the state Redis (else the query's first
     source's); ``stream`` to ``<queryId>-results``. ``maxlen`` trims with ``MAXLEN ~``.
     """
 
-    kind: Literal["platform"] = "platform"
+    kind: Literal["platform"] = Field("platform", description="picks this reaction")
     redis_url: str | None = Field(None, description="default: the app's state / source Redis")
     stream: str | None = Field(None, min_length=1, description="default: '<queryId>-results'")
     maxlen: int | None = Field(None, ge=1, description="approximate MAXLEN; None: unbounded")
@@ -76,15 +76,15 @@ class JsonLinesReaction(_ReactionSpec):
     The path is on the node where the query actor runs.
     """
 
-    kind: Literal["jsonl"] = "jsonl"
+    kind: Literal["jsonl"] = Field("jsonl", description="picks this reaction")
     path: str = Field(min_length=1, description="file to append to (created if missing)")
 
 
 class LogReaction(_ReactionSpec):
     """Logs each result through the ``drasi_ray.reaction`` logger (in the query actor's log)."""
 
-    kind: Literal["log"] = "log"
-    level: Literal["debug", "info", "warning"] = "info"
+    kind: Literal["log"] = Field("log", description="picks this reaction")
+    level: Literal["debug", "info", "warning"] = Field("info", description="log level")
 
 
 class CallbackReaction(_ReactionSpec):
@@ -98,9 +98,11 @@ class CallbackReaction(_ReactionSpec):
     only with ``include_control: true`` (the default here is false).
     """
 
-    kind: Literal["callback"] = "callback"
-    function: Callable[..., Any] | str
-    include_control: bool = False
+    kind: Literal["callback"] = Field("callback", description="picks this reaction")
+    function: Callable[..., Any] | str = Field(
+        description="a callable, or 'package.module:attribute' (YAML)"
+    )
+    include_control: bool = Field(False, description="also call it with control signals")
 
     @field_validator("function")
     @classmethod

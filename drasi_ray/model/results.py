@@ -1,6 +1,6 @@
 """Query results: the diffs one applied change caused, and their wire formats.
 
-A :class:`QueryResult` carries every diff of one change for one query (SEMANTICS.md §4), with a
+A :class:`QueryResult` carries every diff of one change for one query (docs/semantics.md §4), with a
 per-query ``sequence`` that starts at 1 and strictly increases. :func:`platform_change_event` and
 :func:`platform_control_event` render Drasi's platform reaction format (the CloudEvents a Drasi
 reaction reads from ``<queryId>-results``).

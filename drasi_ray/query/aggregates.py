@@ -6,7 +6,7 @@ Rows come and go, so every accumulator supports :meth:`Accumulator.add` and an e
 a rescan of the group. ``token`` identifies the contributing row (it keeps ``collect`` in
 arrival order and lets a row take back exactly its own value).
 
-Result types follow SEMANTICS.md §3: ``count`` is an Integer, ``sum`` and ``avg`` are Floats,
+Result types follow docs/semantics.md §3: ``count`` is an Integer, ``sum`` and ``avg`` are Floats,
 numeric ``min``/``max`` are Floats (Drasi's), and an empty group gives the identity values
 count 0, sum 0.0, avg 0.0, min/max null, collect [].
 Nulls are ignored by every aggregate, as in openCypher.

@@ -1,4 +1,4 @@
-"""Typed, immutable AST of drasi_ray's Cypher subset (SEMANTICS.md §3).
+"""Typed, immutable AST of drasi_ray's Cypher subset (docs/semantics.md §3).
 
 The parser (:mod:`drasi_ray.query.parser`) produces these nodes; the expression compiler
 (:mod:`drasi_ray.query.expressions`) and the incremental engine (:mod:`drasi_ray.query.engine`)

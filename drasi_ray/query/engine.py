@@ -9,7 +9,7 @@
    as Drasi runs each solution: each WITH part filters, projects or aggregates it and hands
    its own row changes to the next;
 4. collects the last part's diffs as Drasi does at the end of a change
-   (:class:`~drasi_ray.query.contexts.Collector`) and returns them in SEMANTICS.md §4 form.
+   (:class:`~drasi_ray.query.contexts.Collector`) and returns them in docs/semantics.md §4 form.
 
 Cost per change is proportional to the rows the change touches, plus O(log n) per touched
 aggregate value; no work depends on the size of the graph or of the result.

@@ -221,7 +221,7 @@ def absolute(value: Any) -> int | float | None:
 
 
 def ceil(value: Any) -> float | None:
-    """Always Float (SEMANTICS.md §3); infinities and NaN are returned as they are."""
+    """Always Float (docs/semantics.md §3); infinities and NaN are returned as they are."""
     if value is None:
         return None
     number = _number("ceil", value)
@@ -229,7 +229,7 @@ def ceil(value: Any) -> float | None:
 
 
 def floor(value: Any) -> float | None:
-    """Always Float (SEMANTICS.md §3); infinities and NaN are returned as they are."""
+    """Always Float (docs/semantics.md §3); infinities and NaN are returned as they are."""
     if value is None:
         return None
     number = _number("floor", value)

@@ -1,4 +1,4 @@
-"""Cypher text -> :class:`drasi_ray.query.ast.Query` (SEMANTICS.md §3).
+"""Cypher text -> :class:`drasi_ray.query.ast.Query` (docs/semantics.md §3).
 
 :func:`parse_query` is the only entry point. It parses with lark's LALR parser and contextual
 lexer (grammar in ``grammar.lark``), builds the typed AST, and rejects everything outside the

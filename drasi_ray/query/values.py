@@ -12,8 +12,9 @@ Rules that differ from plain Python, and why:
 - ``null = null`` is true and ``x = null`` is false (Drasi's rule): equality never yields null.
   ``<>`` is false between values of different kinds, null included (Drasi's), so ``x <> 'b1'``
   fails for a missing ``x``.
-  Ordering comparisons with null, or between incomparable types, yield null (openCypher).
-- Int and Float compare by value everywhere (``5 = 5.0``), as SEMANTICS.md §3 requires.
+  Ordering comparisons with null, or between incomparable types, are false (Drasi's
+  comparisons are total; openCypher would give null).
+- Int and Float compare by value everywhere (``5 = 5.0``), as docs/semantics.md §3 requires.
 - ``/`` always gives Float. Division (or ``%``) by zero raises :class:`RowDropped`: the engine
   catches it and drops the row being evaluated instead of failing the whole query.
 """
@@ -253,7 +254,7 @@ def multiply(left: Any, right: Any) -> Any:
 
 
 def divide(left: Any, right: Any) -> Any:
-    """``/``: always Float (SEMANTICS.md §3); a zero divisor drops the row."""
+    """``/``: always Float (docs/semantics.md §3); a zero divisor drops the row."""
     if left is None or right is None:
         return None
     if is_number(left) and is_number(right):

@@ -1,4 +1,4 @@
-"""Decode Redis stream entries of the Drasi platform format into typed changes (SEMANTICS.md §1).
+"""Decode Redis stream entries of the Drasi platform format (docs/semantics.md §1).
 
 This is the boundary: raw entry fields go in, a :class:`~drasi_ray.model.changes.DecodedEntry` of
 immutable changes comes out, or a :class:`~drasi_ray.model.errors.DecodeError` whose ``reason``

@@ -1,6 +1,6 @@
 """The short chaos run (CI): actors SIGKILLed and Redis restarted while changes flow.
 
-The full run is ``python -m bench.chaos`` (100,000 changes); see bench/RESULTS.md.
+The full run is ``python -m bench.chaos`` (100,000 changes); figures in bench/CURRENT.md.
 """
 
 from __future__ import annotations

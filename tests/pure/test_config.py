@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pytest
@@ -169,18 +168,6 @@ def test_passwords_never_show_in_reprs() -> None:
         assert "hunter2" not in text
         assert "redis://user:***@host:6379/0" in text
     assert config.redis_url.endswith("hunter2@host:6379/0")  # the real value is intact
-
-
-def test_readme_documents_every_platform_source_option_with_its_lower_bound() -> None:
-    """The README's option table names every field, and a ``>= n`` there is the field's bound."""
-    readme = (Path(__file__).parent.parent.parent / "README.md").read_text()
-    for name, field in PlatformSourceConfig.model_fields.items():
-        match = re.search(rf"^\| `{name}` \| [^|]* \| ([^|]*) \|", readme, re.MULTILINE)
-        assert match, f"README has no row for platform source option {name!r}"
-        stated = re.match(r">= (\d+)", match.group(1).strip())
-        if stated:
-            bounds = [m.ge for m in field.metadata if hasattr(m, "ge")]
-            assert bounds == [int(stated.group(1))], f"{name}: README says {match.group(1)!r}"
 
 
 def test_the_default_redis_rule_is_one_rule_for_state_and_results() -> None:

@@ -1,4 +1,4 @@
-"""Tests of drasi_ray.source.decode: the platform change-event format of SEMANTICS.md §1."""
+"""Tests of drasi_ray.source.decode: the platform change-event format of docs/semantics.md §1."""
 
 from __future__ import annotations
 

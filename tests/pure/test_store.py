@@ -1,4 +1,4 @@
-"""Tests of drasi_ray.coordinator.store: the versioned element store of SEMANTICS.md §2."""
+"""Tests of drasi_ray.coordinator.store: the versioned element store of docs/semantics.md §2."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Test support for the engine: a tiny in-memory element store and diff comparison.
 
-The store follows SEMANTICS.md §2 for in-order application: insert replaces, update upserts
+The store follows docs/semantics.md §2 for in-order application: insert replaces, update upserts
 and merges properties (absent keys keep their stored value), delete removes; a change that
 alters nothing yields no delta. Deltas say whether the change was an insert, as the real
 store's do (Drasi reports OPTIONAL MATCH rows differently for an insert and an upsert).

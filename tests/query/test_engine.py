@@ -1,4 +1,4 @@
-"""ContinuousQuery, clause by clause, with Drasi's edge cases (SEMANTICS.md §3-4)."""
+"""ContinuousQuery, clause by clause, with Drasi's edge cases (docs/semantics.md §3-4)."""
 
 from __future__ import annotations
 
