@@ -108,6 +108,10 @@ _QUERIES: tuple[tuple[str, str], ...] = (
         "indexing",
         "MATCH (a:B) WHERE size(a.l) > 0 RETURN a.l[0] AS first, a.l[-1] AS lastOne, a.m['k'] AS k",
     ),
+    (
+        "slices",
+        "MATCH (a:B) WHERE size(a.l) > 1 RETURN a.l[0..1] AS head, a.l[1..] AS rest",
+    ),
     # ------------------------------------------------------------------ functions
     (
         "text_functions",
@@ -178,6 +182,14 @@ _QUERIES: tuple[tuple[str, str], ...] = (
         "MATCH (a:A)-[:R]->(b) RETURN elementId(a) AS a, elementId(b) AS b, "
         "duration.inDays(datetime({epochSeconds: a.ts}), datetime({epochSeconds: b.ts})).days "
         "AS days, duration({days: 2}) AS two",
+    ),
+    (
+        "temporal_functions",
+        "MATCH (a:C) RETURN time('10:00:00+01:00') AS t, "
+        "duration.between(date('2024-01-01'), date('2024-03-01')) AS between, "
+        "duration.inMonths(date('2024-01-01'), date('2024-03-15')).months AS months, "
+        "duration.inSeconds(datetime({epochSeconds: a.ts}), "
+        "datetime({epochSeconds: a.ts + 90})).seconds AS seconds",
     ),
     # ------------------------------------------------------------------ patterns
     ("one_hop", "MATCH (a:A)-[r:R]->(b:B) RETURN a.name AS a, r.w AS w, b.name AS b"),

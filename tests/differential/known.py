@@ -166,6 +166,19 @@ KNOWN: tuple[Known, ...] = (
         ),
     ),
     Known(
+        "node_pattern_matches_relations",
+        "deviation",
+        "a node pattern without a label matches relations too",
+        "nodes only",
+        Probe(
+            "node_pattern_matches_relations",
+            "MATCH (a) RETURN a.x AS x",
+            changes(_n(x=1), ("insert", "r1", "R", {"x": 5}, "n1", "n1")),
+        ),
+        Expected(steps=(_row(x=1), _row(x=5))),
+        Expected(steps=(_row(x=1), ())),
+    ),
+    Known(
         "optional_partial_match",
         "deviation",
         "an OPTIONAL MATCH matches in part: a relation to a node of another label (or to a "

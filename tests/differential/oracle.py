@@ -12,7 +12,8 @@ that change, and a ``time.time_ns()`` stamp taken before each push brackets it.
 
 Drasi runs each query in its own task, so the child waits for a condition before it reads:
 after the last change it pushes a sentinel (a relation whose endpoints never exist: it joins
-no pattern) and waits until every query has dequeued ``len(changes) + 1`` events, counted
+no relation pattern; Drasi matches it to a node pattern without a label, and its results are
+dropped) and waits until every query has dequeued ``len(changes) + 1`` events, counted
 from the query's debug log ("processing event from source"); a query dequeues its next event
 only after it has dispatched the results of the previous one. Then it waits until the
 collector has received as many results as each query reports having sent
@@ -55,6 +56,7 @@ SENTINEL_LABEL = "DifferentialSentinel"
 RUNNING = "Running"
 STATUS_EVERY_S = 0.25
 STALL_S = 3.0
+ERROR_LOG_S = 2.0
 
 
 Job = tuple[Case, tuple[QuerySpec, ...]]
@@ -250,9 +252,19 @@ class _CaseRunner:
         for query_id in list(waiting):
             status = await self.drasi.get_query_status(query_id)
             if status != RUNNING:
-                error = self.collector.errors.get(query_id, "no error logged")
+                error = await self._logged_error(query_id)
                 self.failures[query_id] = f"stopped running (status {status}): {error}"
                 waiting.discard(query_id)
+
+    async def _logged_error(self, query_id: str) -> str:
+        """The error the query logged: the status can change before the log line arrives."""
+        errors = self.collector.errors
+
+        async def logged() -> bool:
+            return query_id in errors
+
+        await _until(logged, time.monotonic() + ERROR_LOG_S)
+        return errors.get(query_id, "no error logged")
 
     async def _collect(self, accepted: list[str]) -> CaseRun:
         runs = {q.id: QueryRun(empty_steps(self.case.changes)) for q in self.queries}
@@ -261,7 +273,7 @@ class _CaseRunner:
             run = runs[event["query_id"]]
             if 0 <= step < len(self.case.changes):
                 run.steps[step].extend(event["results"])
-            else:
+            elif step != len(self.case.changes):  # the sentinel's: Drasi matches a relation
                 self.failures[event["query_id"]] = f"result from outside the case (step {step})"
         for query_id in accepted:
             if query_id not in self.failures:
