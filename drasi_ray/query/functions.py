@@ -48,12 +48,17 @@ today, ``date(null)`` is null; ``round(x)`` gives a Float, ``round(x, 0)`` keeps
 @dataclass(frozen=True, slots=True)
 class FunctionSpec:
     """A scalar function: ``impl(*args)`` with ``min_args <= len(args) <= max_args``
-    (``max_args`` None: any number). ``name`` is the lower-case registry key."""
+    (``max_args`` None: any number). ``name`` is the lower-case registry key.
+
+    A ``contextual`` function is called ``impl(context, *args)`` with the query's
+    :class:`~drasi_ray.query.context.EvaluationContext`: what a function that reads the query's
+    clock (``datetime.realtime()``, ``date.transaction()``) is registered as."""
 
     name: str
     impl: Callable[..., Any]
     min_args: int
     max_args: int | None
+    contextual: bool = False
 
     def accepts(self, count: int) -> bool:
         return count >= self.min_args and (self.max_args is None or count <= self.max_args)
@@ -845,8 +850,6 @@ def lookup(name: str) -> FunctionSpec | None:
 _DRASI_STATEFUL = frozenset(
     name.lower()
     for name in (
-        "drasi.trueFor", "drasi.trueLater", "drasi.trueUntil", "drasi.trueNowOrLater",
-        "drasi.previousValue", "drasi.previousDistinctValue", "drasi.slidingWindow",
         "drasi.getVersionByTimestamp", "drasi.getVersionsByTimeRange", "drasi.linearGradient",
     )
 )  # fmt: skip
