@@ -73,7 +73,9 @@ class EvaluationMode(enum.Enum):
 class EvaluationContext:
     """The engine's register for the row being evaluated (one per query).
 
-    ``clock``: see :class:`QueryClock`. ``anchor_id``: the id of the element whose change (or
+    ``clock``: see :class:`QueryClock`. ``before_clock``: the clock a row is evaluated at as it
+    was before the change (Drasi's: the changed element's previous time as transaction time and
+    the change's realtime; for a due re-evaluation, the element's time on both). ``anchor_id``: the id of the element whose change (or
     due re-evaluation) is being evaluated, None when there is none. ``row_key``: the identity of
     the row at the query part being evaluated (a MATCH row's element ids, or a group's key).
     ``result_key``: where per-row state lives: the grouping values of an aggregating part,
@@ -86,6 +88,7 @@ class EvaluationContext:
 
     __slots__ = (
         "anchor_id",
+        "before_clock",
         "calls",
         "clock",
         "mode",
@@ -98,6 +101,7 @@ class EvaluationContext:
 
     def __init__(self, state: FunctionState | None = None, clock: QueryClock | None = None) -> None:
         self.clock: QueryClock = clock or QueryClock.wall()
+        self.before_clock: QueryClock = self.clock
         self.mode = EvaluationMode.APPLY
         self.anchor_id: str | None = None
         self.row_key: Any = None

@@ -161,6 +161,9 @@ class ContinuousQuery:
         current = index.element(element_id)
         if current is None and after is None:
             return []
+        if self._clocked and current is not None:
+            realtime = self._context.clock.realtime_ms
+            self._context.before_clock = QueryClock(current.effective_from, realtime)
         kind = ChangeKind.UPDATE
         if deleted:
             kind = ChangeKind.DELETE
@@ -173,7 +176,7 @@ class ContinuousQuery:
     def _at_change(self, delta: ElementDelta) -> None:
         """Point the context at a change: its time on both clocks, its element as anchor."""
         context = self._context
-        context.clock = QueryClock.at(delta.source_time_ms)
+        context.clock = context.before_clock = QueryClock.at(delta.source_time_ms)
         context.anchor_id = delta.element.id
         context.reprocessing = False
 
@@ -205,6 +208,7 @@ class ContinuousQuery:
             return []  # gone, or changed since: that change was evaluated at a later time
         context = self._context
         context.clock = QueryClock(entry.original_ms, entry.due_ms)
+        context.before_clock = QueryClock.at(element.effective_from)
         context.anchor_id = entry.anchor_id
         context.reprocessing = True
         try:

@@ -369,7 +369,9 @@ class _Compiler:
             call: Evaluator = future_functions.compile_call(expr.name, args, self._own_context())
             return call
         if spec.contextual:
-            return _call(functools.partial(spec.impl, self._own_context()), args)
+            context = self._own_context()
+            context.reads_clock = True
+            return _call(functools.partial(spec.impl, context), args)
         return _call(spec.impl, args)
 
     def _own_context(self) -> EvaluationContext:

@@ -59,6 +59,7 @@ from drasi_ray.query.aggregates import (
     aggregate_value,
     check_argument,
 )
+from drasi_ray.query.context import EvaluationContext, EvaluationMode, QueryClock
 from drasi_ray.query.contexts import (
     Context,
     Key,
@@ -68,7 +69,6 @@ from drasi_ray.query.contexts import (
     removing,
     updating,
 )
-from drasi_ray.query.context import EvaluationContext, EvaluationMode, QueryClock
 from drasi_ray.query.expressions import compile_expression, compile_predicate, contains_aggregate
 from drasi_ray.query.failures import RowDropped
 from drasi_ray.query.future_functions import SLIDING_WINDOW, StatefulCall, WindowedArgument
@@ -168,14 +168,16 @@ class _StatefulCalls:
                 context.clock = QueryClock.at(latest.effective_from)
 
     def look(self, evaluate: Callable[[], _T]) -> _T:
-        """Run ``evaluate`` with the calls only looking (:attr:`EvaluationMode.SNAPSHOT`): a
-        row as it was before the change, a group read as it stands."""
+        """Run ``evaluate`` on a row as it was before the change, or a group read as it
+        stands: at the context's ``before_clock``, the calls only looking
+        (:attr:`EvaluationMode.SNAPSHOT`)."""
         context = self.context
         mode, context.mode = context.mode, EvaluationMode.SNAPSHOT
+        clock, context.clock = context.clock, context.before_clock
         try:
             return evaluate()
         finally:
-            context.mode = mode
+            context.mode, context.clock = mode, clock
 
     def release_row(self, key: Key, result_too: bool) -> None:
         row_digest = digest(key)
@@ -333,6 +335,7 @@ class ProjectingPart:
         ]
         self._calls_here = _StatefulCalls(context, first)
         self._stateful = bool(self._calls_here)
+        self._looks = self._stateful or context.reads_clock
         self._last = last
         self._state: dict[Key | None, Any] = {}
         self._reported: dict[Key | None, dict[str, Any]] = {}
@@ -357,7 +360,7 @@ class ProjectingPart:
 
     def _look(self, row: Row, key: Key | None) -> Any:
         """:meth:`_evaluate` of a row as it was (stateful functions change nothing)."""
-        if not self._stateful:
+        if not self._looks:
             return self._evaluate(row)
         return self._calls_here.look(lambda: self._evaluate(row, key))
 
@@ -591,6 +594,7 @@ class AggregatingPart:
         self._filter = _compile_filter(where, parameters, context)
         self._calls_here = _StatefulCalls(context, first)
         self._stateful = bool(self._calls_here)
+        self._looks = self._stateful or context.reads_clock
         self._prefilter: dict[Hashable, _Prefilter] = {}
         self._prefilter_held: dict[Key | None, tuple[Hashable, tuple[Any, ...]]] = {}
         self._key_evaluators = tuple(evaluate for _, evaluate in keys)
@@ -660,7 +664,7 @@ class AggregatingPart:
 
     def _look(self, row: Row, key: Key | None, filtered: bool = True) -> Any:
         """:meth:`_contribution` of a row as it was (stateful functions change nothing)."""
-        if not self._stateful:
+        if not self._looks:
             return self._contribution(row, filtered)
         return self._calls_here.look(lambda: self._contribution(row, filtered, key))
 
@@ -732,7 +736,7 @@ class AggregatingPart:
         the aggregates (read as a snapshot, or as just applied or taken back), and the items
         computed from them over ``item``'s row. Stateful functions in those items only look
         unless ``look`` is false (the group's row after a row is applied)."""
-        if self._stateful and self._needs_scope:
+        if self._looks and self._needs_scope:
             self._calls_here.focus(item.row, (item.group,), item.group)
             if look:
                 return self._calls_here.look(lambda: self._group_row(item, snapshot))
