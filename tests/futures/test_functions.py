@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from drasi_ray.changes import ZERO_VERSION, ElementDelta, node
-from drasi_ray.errors import QueryEvaluationError
+from drasi_ray.model.changes import ZERO_VERSION, ElementDelta, node
+from drasi_ray.model.errors import QueryEvaluationError
 from drasi_ray.query import temporal
 from drasi_ray.query.engine import ContinuousQuery
 from drasi_ray.query.future_functions import due_ms_of, duration_ms_of
@@ -102,7 +102,7 @@ def test_an_aggregate_in_a_projecting_where_sees_the_row_alone() -> None:
 
 
 def test_a_stateful_inline_predicate_of_an_optional_match_is_refused() -> None:
-    from drasi_ray.errors import UnsupportedQueryError
+    from drasi_ray.model.errors import UnsupportedQueryError
 
     with pytest.raises(UnsupportedQueryError):
         ContinuousQuery(

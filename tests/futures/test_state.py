@@ -8,7 +8,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from drasi_ray.changes import ZERO_VERSION, Element, ElementDelta, node
+from drasi_ray.model.changes import ZERO_VERSION, Element, ElementDelta, node
 from drasi_ray.query import temporal
 from drasi_ray.query.engine import ContinuousQuery
 from drasi_ray.query.futures import FutureQueue, PushType
