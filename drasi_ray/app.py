@@ -58,6 +58,10 @@ if TYPE_CHECKING:
 logger = logging.getLogger("drasi_ray.app")
 
 IDLE_POLL_S = 0.01
+RESTART_POLL_S = 0.05
+"""First wait before calling again a query actor that Ray is restarting (then doubling)."""
+CLOCK_TIMEOUT_S = 120.0
+"""How long moving a manual clock waits for the query actors to run what came due."""
 STOP_TIMEOUT_S = 30.0
 
 
@@ -498,11 +502,7 @@ class DrasiRay:
 
     def _settle(self, timeout: float) -> None:
         """Let every query run the re-evaluations due on its clock now."""
-        actors = self._stateful_actors()
-        try:
-            ray.get([actor.settle.remote() for actor in actors], timeout=timeout)
-        except ray.exceptions.GetTimeoutError as exc:
-            raise TimeoutError("due re-evaluations not run within the timeout") from exc
+        _call_restartable(self._stateful_actors(), "settle", (), timeout)
 
     def _clock_moved(self, now_ms: int) -> None:
         """A manual clock moved: record its time (a restarted query actor resumes at it), then
@@ -510,8 +510,7 @@ class DrasiRay:
         url = self._state_url()
         if url is not None:
             self._client(url).set(keys.manual_clock(self.app_id), now_ms)
-        actors = self._stateful_actors()
-        ray.get([actor.advance_clock.remote(now_ms) for actor in actors])
+        _call_restartable(self._stateful_actors(), "advance_clock", (now_ms,), CLOCK_TIMEOUT_S)
 
     def _client(self, url: str) -> redis.Redis:
         client = self._redis.get(url)
@@ -563,6 +562,32 @@ class DrasiRay:
 
 def _labels(labels: Iterable[str] | None) -> list[str] | None:
     return None if labels is None else sorted(labels)
+
+
+def _call_restartable(
+    actors: list[Any], method: str, args: tuple[Any, ...], timeout: float
+) -> None:
+    """Call ``method`` on every actor and wait for all of them. A call that meets an actor Ray
+    is restarting is made again (the methods used are idempotent: barriers, clock moves)
+    until ``timeout``; raises TimeoutError then."""
+    deadline = time.monotonic() + timeout
+    backoff = RESTART_POLL_S
+    pending = list(actors)
+    while pending:
+        calls = [(actor, getattr(actor, method).remote(*args)) for actor in pending]
+        pending = []
+        for actor, call in calls:
+            try:
+                ray.get(call, timeout=max(deadline - time.monotonic(), 0.001))
+            except ray.exceptions.GetTimeoutError as exc:
+                raise TimeoutError(f"{method} did not finish within {timeout:.1f}s") from exc
+            except ray.exceptions.RayActorError:
+                pending.append(actor)  # restarting: ask the new instance
+        if pending:
+            if time.monotonic() + backoff > deadline:
+                raise TimeoutError(f"actors did not come back for {method} within {timeout:.1f}s")
+            time.sleep(backoff)
+            backoff = min(backoff * 2, 1.0)
 
 
 def _ask(method: Any, timeout_s: float = 10.0) -> dict[str, Any]:
