@@ -3,7 +3,7 @@
 Every plan below runs through drasi-lib (in one child process, on its wall clock: the module
 takes a few seconds) and through drasi_ray's engine on an injected clock; the diffs of every
 step and the final rows must agree. Plans keep one re-evaluation pending at a time where
-drasi-lib would otherwise fire the others early (see test_deviations.py).
+drasi-lib would otherwise fire the others early (see test_future_deviations.py).
 """
 
 from __future__ import annotations
