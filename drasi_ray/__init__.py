@@ -9,6 +9,7 @@ Heavy optional parts (Spark analytics through RayDP) are imported lazily where u
 
 from drasi_ray.actors.subscription import Subscription
 from drasi_ray.app import DrasiRay
+from drasi_ray.model.clock import ManualClock, SystemClock
 from drasi_ray.model.config import (
     AnalyticsConfig,
     AppConfig,
@@ -54,6 +55,7 @@ __all__ = [
     "DrasiRayError",
     "JsonLinesReaction",
     "LogReaction",
+    "ManualClock",
     "NotRunningError",
     "PlatformReaction",
     "PlatformSource",
@@ -67,6 +69,7 @@ __all__ = [
     "StateConfig",
     "StreamError",
     "Subscription",
+    "SystemClock",
     "UnknownComponentError",
     "UnsupportedQueryError",
 ]

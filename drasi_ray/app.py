@@ -20,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,6 +33,8 @@ from drasi_ray.actors.coordinator import CoordinatorActor
 from drasi_ray.actors.query import QueryActor
 from drasi_ray.actors.subscription import Subscription
 from drasi_ray.coordinator.core import ApplyProbe
+from drasi_ray.model import keys
+from drasi_ray.model.clock import Clock, ClockSetting, ManualClock
 from drasi_ray.model.config import (
     AnalyticsConfig,
     AppConfig,
@@ -56,6 +58,10 @@ if TYPE_CHECKING:
 logger = logging.getLogger("drasi_ray.app")
 
 IDLE_POLL_S = 0.01
+RESTART_POLL_S = 0.05
+"""First wait before calling again a query actor that Ray is restarting (then doubling)."""
+CLOCK_TIMEOUT_S = 120.0
+"""How long moving a manual clock waits for the query actors to run what came due."""
 STOP_TIMEOUT_S = 30.0
 
 
@@ -70,7 +76,12 @@ class DrasiRay:
         state_config: StateConfig | None = None,
         failpoints: ApplyProbe | None = None,
         analytics_config: AnalyticsConfig | None = None,
+        clock: Clock | None = None,
     ) -> None:
+        """``clock`` decides when the re-evaluations that Drasi's future functions schedule are
+        due (:mod:`drasi_ray.model.clock`): the wall clock by default; a
+        :class:`~drasi_ray.model.clock.ManualClock` moves only when told, and each move
+        returns once every query ran what came due."""
         AppConfig(id=app_id)  # validates the id
         self.app_id = app_id
         self.namespace = names.namespace(app_id)
@@ -87,6 +98,8 @@ class DrasiRay:
         self._query_actors: dict[str, Any] = {}
         self._redis: dict[str, redis.Redis] = {}
         self._owns_ray = False
+        self._clock = clock
+        self._stop_listening: Callable[[], None] | None = None
 
     # -- configuration ------------------------------------------------------------------
 
@@ -231,6 +244,9 @@ class DrasiRay:
         )
         if self._analytics is not None:
             self._analytics.attach(self._coordinator)
+        if isinstance(self._clock, ManualClock):
+            self._clock_moved(self._clock.now_ms())
+            self._stop_listening = self._clock.listen(self._clock_moved)
         for query in self._queries.values():
             if query.auto_start:
                 self._start_query(query)
@@ -308,6 +324,7 @@ class DrasiRay:
             self._state_url(),
             direct_calls=self._ray.direct_calls,
             niceness=self._ray.actor_niceness,
+            clock=ClockSetting.of(self._clock),
         )
         self._query_actors[query.id] = actor
         ray.get(
@@ -346,6 +363,9 @@ class DrasiRay:
         """Drain in-flight batches, stop every actor, and shut Ray down if we started it."""
         if not self.running:
             return
+        if self._stop_listening is not None:
+            self._stop_listening()
+            self._stop_listening = None
         consumers = [actor for actors in self._consumers.values() for actor in actors]
         for source_id, actors in self._consumers.items():  # + any `drasi-ray scale` started
             consumers += scaling.find_consumers(self.namespace, source_id, len(actors))
@@ -450,6 +470,7 @@ class DrasiRay:
                     )
                 time.sleep(IDLE_POLL_S)
         self._flush_deliveries(deadline, timeout)
+        self._settle(max(deadline - time.monotonic(), 0.001))
 
     def _flush_deliveries(self, deadline: float, timeout: float) -> None:
         """The coordinator's delivery barrier, by ``deadline``. A coordinator that is
@@ -470,6 +491,26 @@ class DrasiRay:
                 raise TimeoutError(
                     f"results not delivered to the queries within {timeout:.1f}s"
                 ) from exc
+
+    def _stateful_actors(self) -> list[Any]:
+        """The actors of running queries that schedule re-evaluations."""
+        return [
+            actor
+            for query_id, actor in self._query_actors.items()
+            if self._engines[query_id].stateful
+        ]
+
+    def _settle(self, timeout: float) -> None:
+        """Let every query run the re-evaluations due on its clock now."""
+        _call_restartable(self._stateful_actors(), "settle", (), timeout)
+
+    def _clock_moved(self, now_ms: int) -> None:
+        """A manual clock moved: record its time (a restarted query actor resumes at it), then
+        move every query's clock and wait until they ran what came due."""
+        url = self._state_url()
+        if url is not None:
+            self._client(url).set(keys.manual_clock(self.app_id), now_ms)
+        _call_restartable(self._stateful_actors(), "advance_clock", (now_ms,), CLOCK_TIMEOUT_S)
 
     def _client(self, url: str) -> redis.Redis:
         client = self._redis.get(url)
@@ -521,6 +562,32 @@ class DrasiRay:
 
 def _labels(labels: Iterable[str] | None) -> list[str] | None:
     return None if labels is None else sorted(labels)
+
+
+def _call_restartable(
+    actors: list[Any], method: str, args: tuple[Any, ...], timeout: float
+) -> None:
+    """Call ``method`` on every actor and wait for all of them. A call that meets an actor Ray
+    is restarting is made again (the methods used are idempotent: barriers, clock moves)
+    until ``timeout``; raises TimeoutError then."""
+    deadline = time.monotonic() + timeout
+    backoff = RESTART_POLL_S
+    pending = list(actors)
+    while pending:
+        calls = [(actor, getattr(actor, method).remote(*args)) for actor in pending]
+        pending = []
+        for actor, call in calls:
+            try:
+                ray.get(call, timeout=max(deadline - time.monotonic(), 0.001))
+            except ray.exceptions.GetTimeoutError as exc:
+                raise TimeoutError(f"{method} did not finish within {timeout:.1f}s") from exc
+            except ray.exceptions.RayActorError:
+                pending.append(actor)  # restarting: ask the new instance
+        if pending:
+            if time.monotonic() + backoff > deadline:
+                raise TimeoutError(f"actors did not come back for {method} within {timeout:.1f}s")
+            time.sleep(backoff)
+            backoff = min(backoff * 2, 1.0)
 
 
 def _ask(method: Any, timeout_s: float = 10.0) -> dict[str, Any]:

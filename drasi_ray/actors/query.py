@@ -9,12 +9,21 @@ after delivery.
 
 Resume contract: a restarted query actor re-registers with the coordinator, which bootstraps it
 from the element store (the coordinator's store is the source of truth for the graph).
+
+A query that calls Drasi's stateful functions keeps their state (future queue, kept values,
+memos) durable beside the store (``drasi:<app>:functions:<query_id>``), written before the
+results it changed are published. A restarted actor loads it before its bootstrap, so it
+rebuilds the rows it had published and its pending re-evaluations fire once, when due. A timer
+task runs them on the actor's clock (:mod:`drasi_ray.model.clock`: the wall clock, or a manual
+clock its app moves); :meth:`QueryActor.settle` runs whatever is due now, for
+``wait_until_idle``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import itertools
+import logging
 import os
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
@@ -26,18 +35,30 @@ from drasi_ray.actors.metrics import QueryMetrics
 from drasi_ray.actors.names import COORDINATOR
 from drasi_ray.actors.runtime import PIPELINE_NICENESS, tune_for_latency, tune_gc, was_restarted
 from drasi_ray.actors.wire import ResultBatch
-from drasi_ray.coordinator.state import SequenceKeeper, StateStore
+from drasi_ray.coordinator.state import REDIS_TRANSIENT, SequenceKeeper, StateStore
+from drasi_ray.model.backoff import Backoff, outlasting
 from drasi_ray.model.changes import Element, ElementDelta
+from drasi_ray.model.clock import ActorClock, ClockSetting
 from drasi_ray.model.config import DispatchMode, QueryConfig
 from drasi_ray.model.query_specs import MiddlewareSpec
 from drasi_ray.model.reaction_specs import AnyReaction
 from drasi_ray.model.results import ControlSignal
 from drasi_ray.query.runner import InOrder, QueryReport, QueryRunner, grouping_keys
+from drasi_ray.query.stateful import digest
 from drasi_ray.query.subscribers import SubscriberBuffer
 from drasi_ray.reactions.factory import ReactionSet
 
+logger = logging.getLogger("drasi_ray.query")
+
 BOOTSTRAP_RESULTS = 4
 """Results a bootstrap emits at most: three control signals and one catch-up result."""
+_SAVE_RETRY_CAP_S = 2.0
+
+
+def query_digest(config: QueryConfig) -> str:
+    """What identifies the query a persisted function state belongs to: its text and
+    parameters (call sites are numbered from the text)."""
+    return digest((config.query, tuple(sorted((k, repr(v)) for k, v in config.parameters.items()))))
 
 
 @ray.remote
@@ -59,23 +80,28 @@ class QueryActor:
         state_url: str | None,
         direct_calls: bool = True,
         niceness: int | None = PIPELINE_NICENESS,
+        clock: ClockSetting | None = None,
     ) -> None:
         tune_for_latency(niceness)
         tune_gc()
-        self._runner = QueryRunner(config)
+        self._state = None if state_url is None else StateStore.from_url(state_url, app_id)
+        saver = None if self._state is None else self._save_state
+        self._runner = QueryRunner(config, save_state=saver)
+        self._digest = query_digest(config)
         self._reactions = ReactionSet(config.id, grouping_keys(self._runner.engine))
         self._metrics = QueryMetrics(config.id)
         self._runner.observers.append(self._reactions.offer)
         self._runner.batch_observers.append(self._metrics.observe)
         self._order = InOrder()
+        self._turn = asyncio.Lock()  # the engine: one delivery or due re-evaluation at a time
+        self._clock = ActorClock(clock or ClockSetting())
+        self._bootstrapped = asyncio.Event()
         self._subscriber_ids = itertools.count(1)
-        self._sequences = (
-            None
-            if state_url is None
-            else SequenceKeeper(StateStore.from_url(state_url, app_id), config.id)
-        )
+        self._sequences = None if self._state is None else SequenceKeeper(self._state, config.id)
         loop = asyncio.get_event_loop()
-        self._loaded = loop.create_task(self._load_sequence())
+        self._loaded = loop.create_task(self._load())
+        if self._runner.engine.stateful:
+            self._timer = loop.create_task(self._run_timer())
         if was_restarted():
             self._rejoin = loop.create_task(self._reregister(namespace, name))
         self._line_server = LineServer(self, ("deliver", "take"), enabled=direct_calls)
@@ -85,14 +111,45 @@ class QueryActor:
         (None: lines disabled)."""
         return await self._line_server.address()
 
-    async def _load_sequence(self) -> None:
-        """Start the reactions; number results above what the state or a reaction holds."""
+    async def _load(self) -> None:
+        """Start the reactions; number results above what the state or a reaction holds;
+        restore the function state and the manual clock's time (after a restart)."""
         for spec in self._runner.config.reactions:
             self._reactions.add(spec)
         sequence = await self._reactions.last_sequence()
         if self._sequences is not None:
             sequence = max(sequence, await self._sequences.start())
         self._runner.sequence = sequence
+        state = self._state
+        if state is None or not self._runner.engine.stateful:
+            return
+        query_id = self._runner.config.id
+        fields = await outlasting(
+            lambda: state.load_function_state(query_id, self._digest),
+            REDIS_TRANSIENT,
+            f"query {query_id}: load function state",
+            logger,
+        )
+        self._runner.restore_state(fields)
+        if self._clock.manual:
+            millis = await outlasting(
+                state.load_manual_clock, REDIS_TRANSIENT, "load the manual clock", logger
+            )
+            if millis is not None:
+                self._clock.move(millis)
+
+    async def _save_state(self, changes: dict[str, bytes | None]) -> None:
+        """Persist changed function state; waits out a Redis outage (the results it guards
+        are held back meanwhile, which backpressure turns into slower consumers)."""
+        state, query_id = self._state, self._runner.config.id
+        assert state is not None
+        await outlasting(
+            lambda: state.save_function_state(query_id, changes, self._digest),
+            REDIS_TRANSIENT,
+            f"query {query_id}: save function state",
+            logger,
+            cap_s=_SAVE_RETRY_CAP_S,
+        )
 
     async def _numbered(self, results: int, work: Callable[[], Awaitable[Any]]) -> Any:
         """Run ``work``, which emits at most ``results`` results, with their numbers leased."""
@@ -133,16 +190,66 @@ class QueryActor:
         await self._order.run(
             epoch,
             delivery,
-            lambda: self._numbered(BOOTSTRAP_RESULTS, lambda: self._runner.bootstrap(elements)),
+            lambda: self._exclusive(BOOTSTRAP_RESULTS, lambda: self._runner.bootstrap(elements)),
         )
+        self._bootstrapped.set()
+        self._clock.wake.set()
 
     @ray.method(enable_task_events=False)  # hot: see drasi_ray.actors.runtime
     async def deliver(self, epoch: int, delivery: int, deltas: Sequence[ElementDelta]) -> int:
         await self._loaded
         result: int | None = await self._order.run(
-            epoch, delivery, lambda: self._numbered(len(deltas), lambda: self._runner.apply(deltas))
+            epoch,
+            delivery,
+            lambda: self._exclusive(len(deltas), lambda: self._runner.apply(deltas)),
         )
+        if self._runner.engine.stateful:
+            self._clock.wake.set()  # the change may have scheduled something sooner
         return result or 0
+
+    async def _exclusive(self, results: int, work: Callable[[], Awaitable[Any]]) -> Any:
+        """:meth:`_numbered` with the engine to itself (no due re-evaluation meanwhile)."""
+        async with self._turn:
+            return await self._numbered(results, work)
+
+    # -- due re-evaluations ---------------------------------------------------------------
+
+    async def _fire(self, now_ms: int) -> int:
+        """Run the re-evaluations due at ``now_ms``; persist, then publish their results."""
+        async with self._turn:
+            due = self._runner.take_due(now_ms)
+            await self._runner.save_state()
+            if due:
+                await self._numbered(len(due), lambda: self._runner.publish_due(due))
+        return len(due)
+
+    async def _run_timer(self) -> None:
+        """Fire due re-evaluations when the clock reaches them, for the actor's lifetime."""
+        await self._loaded
+        backoff = Backoff()
+        while True:
+            try:
+                now, due = self._clock.now_ms(), self._runner.next_due_ms()
+                if due is not None and due <= now:
+                    await self._fire(now)
+                else:
+                    await self._clock.wait(due)
+                backoff.reset()
+            except Exception:  # the timer must outlive any one failure
+                logger.exception("query %s: due re-evaluations failed", self._runner.config.id)
+                await backoff.wait()
+
+    async def settle(self) -> int:
+        """Once the query is bootstrapped, run what is due on its clock now; the number of
+        results that gave (``wait_until_idle`` calls this after the deliveries)."""
+        await self._loaded
+        await self._bootstrapped.wait()
+        return await self._fire(self._clock.now_ms())
+
+    async def advance_clock(self, now_ms: int) -> int:
+        """Move a manual clock to ``now_ms`` and :meth:`settle`."""
+        self._clock.move(now_ms)
+        return await self.settle()
 
     async def subscribe(self, capacity: int, mode: DispatchMode) -> str:
         subscriber_id = f"sub-{next(self._subscriber_ids)}"

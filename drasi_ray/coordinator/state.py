@@ -10,6 +10,12 @@ What lives where (key names from :mod:`drasi_ray.model.keys`):
 - ``drasi:<app>:seq-lease:<query_id>`` and ``drasi:<app>:seq:<query_id>`` (strings): a ceiling
   of the result sequences a query emitted and the last one, so a restarted query actor keeps
   its sequence strictly increasing (:class:`SequenceKeeper`).
+- ``drasi:<app>:functions:<query_id>`` (hash): the state of a query's stateful functions, as
+  :meth:`~drasi_ray.query.stateful.FunctionState.take_changes` gives it, plus the field
+  :data:`QUERY_FIELD` (the digest of the query it belongs to). Written before the results of
+  the change or due re-evaluation that changed it are published (:meth:`StateStore.
+  save_function_state`), so a restarted query actor rebuilds what it published and no more.
+- ``drasi:<app>:clock`` (string): the time of the app's manual clock, if it has one.
 
 Only JSON is ever stored: never pickle.
 """
@@ -39,6 +45,9 @@ SEQUENCE_LEASE = 10_000
 _RETRY_CAP_S = 2.0
 LATEST_WRITE_INTERVAL_S = 0.5
 """How often, at most, a query writes its last result sequence (see :class:`SequenceKeeper`)."""
+
+QUERY_FIELD = "query"
+"""The field of a function-state hash that holds the digest of its query's text."""
 
 REDIS_TRANSIENT: tuple[type[BaseException], ...] = (RedisError, OSError)
 """Errors of an unreachable or restarting Redis: worth waiting out."""
@@ -138,6 +147,43 @@ class StateStore:
     async def load_table(self) -> dict[str, Any] | None:
         raw = await self._client.hget(keys.subscriptions(self._app), "table")
         return None if raw is None else dict(orjson.loads(raw))
+
+    # -- function state -----------------------------------------------------------------
+
+    async def save_function_state(
+        self, query_id: str, changes: dict[str, bytes | None], query_digest: str
+    ) -> None:
+        """Write and delete changed function-state fields (and the query's digest), in one
+        round trip."""
+        key = keys.function_state(self._app, query_id)
+        written: dict[str | bytes, bytes] = {QUERY_FIELD: query_digest.encode()}
+        written.update((name, raw) for name, raw in changes.items() if raw is not None)
+        deleted = [name for name, raw in changes.items() if raw is None]
+        pipe = self._client.pipeline(transaction=False)
+        pipe.hset(key, mapping=written)  # type: ignore[arg-type]
+        if deleted:
+            pipe.hdel(key, *deleted)
+        await pipe.execute()
+
+    async def load_function_state(self, query_id: str, query_digest: str) -> dict[str, bytes]:
+        """The persisted function-state fields of ``query_id``: empty if there are none, or if
+        they belong to another query text (those are deleted: the call sites they name are not
+        this query's)."""
+        key = keys.function_state(self._app, query_id)
+        raw: Any = await self._client.hgetall(key)
+        fields = {name.decode(): value for name, value in raw.items()}
+        owner = fields.pop(QUERY_FIELD, None)
+        if owner is not None and owner.decode() != query_digest:
+            await self._client.delete(key)
+            return {}
+        return fields
+
+    async def save_manual_clock(self, millis: int) -> None:
+        await self._client.set(keys.manual_clock(self._app), millis)
+
+    async def load_manual_clock(self) -> int | None:
+        raw = await self._client.get(keys.manual_clock(self._app))
+        return None if raw is None else int(raw)
 
     # -- result sequences ---------------------------------------------------------------
 

@@ -23,6 +23,12 @@ key                               what it holds
                                   at or under (raised before numbers above it are used).
 ``drasi:<app>:stats:<source_id>``  a hash: durable counters of the changes a source's batches
                                   carried, applied and suppressed as duplicates.
+``drasi:<app>:functions:<query_id>`` a hash: the state of a query's stateful functions (its
+                                  future queue, kept values and memos, see
+                                  :mod:`drasi_ray.query.stateful`), and the digest of the
+                                  query text it belongs to.
+``drasi:<app>:clock``             a counter: the time of an app's manual clock (tests), so a
+                                  restarted query actor resumes at it.
 ================================  ===============================================================
 
 Consumer names inside a group are ``<base>-<i>`` (``i`` = 0, 1, ...): stable across actor
@@ -97,6 +103,16 @@ def result_sequence_lease(app: str, query_id: str) -> str:
 def coordinator_stats(app: str, source_id: str) -> str:
     """Durable counters of one source (changes, applied, duplicates): ``drasi:<app>:stats:<id>``."""
     return f"{NAMESPACE}:{_require_app(app)}:stats:{_require('source_id', source_id)}"
+
+
+def function_state(app: str, query_id: str) -> str:
+    """The function-state hash of a query: ``drasi:<app>:functions:<query_id>``."""
+    return f"{NAMESPACE}:{_require_app(app)}:functions:{_require('query_id', query_id)}"
+
+
+def manual_clock(app: str) -> str:
+    """The time of an app's manual clock: ``drasi:<app>:clock``."""
+    return f"{NAMESPACE}:{_require_app(app)}:clock"
 
 
 def consumer_name(base: str, index: int) -> str:

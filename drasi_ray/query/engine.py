@@ -36,6 +36,18 @@ and is not plainly wrong (docs/conformance.md lists where we part). Decisions wo
 - A row whose evaluation raises a type error is treated as not passing and reported through
   :meth:`ContinuousQuery.take_evaluation_errors`; a row whose evaluation divides by zero is
   dropped while it does (Drasi skips its changes: docs/conformance.md).
+
+Time and Drasi's future functions (:mod:`drasi_ray.query.future_functions`): a change is
+evaluated at its own time (``effective_from``: both clocks of the
+:class:`~drasi_ray.query.context.QueryClock`), never at the wall clock, so results depend only
+on the changes. A future function that cannot answer yet schedules a re-evaluation in the
+query's future queue; the owner of the query asks :meth:`ContinuousQuery.next_due_ms` and calls
+:meth:`ContinuousQuery.fire_due` with its clock's time (an injected clock in tests). A due
+entry re-evaluates the rows of its anchor element with transaction time = the scheduling
+change's time and realtime = the due time, through every part even where nothing changed
+(Drasi's future re-processing); an entry whose element is gone, or changed at or after its due
+time, does nothing. The function state (:attr:`ContinuousQuery.state`) is plain data the owner
+persists; see :meth:`ContinuousQuery.bootstrap` for how a query with state rebuilds.
 """
 
 from __future__ import annotations
@@ -47,13 +59,16 @@ from drasi_ray.model.changes import ZERO_VERSION, Element, ElementDelta
 from drasi_ray.model.errors import UnsupportedQueryError
 from drasi_ray.model.query_specs import QueryJoin
 from drasi_ray.query import ast
+from drasi_ray.query.context import EvaluationContext, EvaluationMode, QueryClock
 from drasi_ray.query.contexts import Collector, Context, Diff, Kind
 from drasi_ray.query.expressions import contains_aggregate
+from drasi_ray.query.futures import FutureEntry
 from drasi_ray.query.indexes import GraphIndex, LabelFilter
 from drasi_ray.query.joins import JoinIndex, active_joins
 from drasi_ray.query.parser import parse_query
 from drasi_ray.query.parts import AggregatingPart, EvaluationErrors, ProjectingPart
 from drasi_ray.query.solutions import ChangeKind, MatchSolutions, RowChange
+from drasi_ray.query.stateful import FunctionState
 
 Part = ProjectingPart | AggregatingPart
 
@@ -73,6 +88,9 @@ class ContinuousQuery:
     ``joins`` are the query's synthetic relations (:mod:`drasi_ray.query.joins`); as in Drasi,
     a join takes effect only where a pattern names its id as a relation label, and then the
     nodes of its keys' labels are among those the query needs.
+
+    ``state`` is the function state to continue from (a rebuild after a restart, see
+    :meth:`bootstrap`); by default a fresh one.
     """
 
     def __init__(
@@ -81,12 +99,15 @@ class ContinuousQuery:
         text: str,
         parameters: Mapping[str, Any] | None = None,
         joins: Sequence[QueryJoin] = (),
+        state: FunctionState | None = None,
     ) -> None:
         self.query_id = query_id
         self.query = parse_query(text)
         params: Mapping[str, Any] = dict(parameters or {})
         parts = self.query.parts
         _check_supported(self.query)
+        self.state = state or FunctionState()
+        self._context = EvaluationContext(self.state, QueryClock.at(0))
         self._solutions = MatchSolutions(parts[0].matches, params)
         self.node_labels: frozenset[str] | None = self._solutions.label_filter(nodes=True)
         self.relation_labels: frozenset[str] | None = self._solutions.label_filter(nodes=False)
@@ -103,13 +124,19 @@ class ContinuousQuery:
         where = self._solutions.where
         for number, part in enumerate(parts):
             last = number == len(parts) - 1
-            self._parts.append(_make_part(part.projection, where, params, last, self._errors))
+            self._parts.append(
+                _make_part(part.projection, where, params, last, self._errors, self._context)
+            )
             where = part.projection.where
         self.column_names: tuple[str, ...] = tuple(i.name for i in self.query.returns.items)
         self.row_changes = 0
         """MATCH row changes evaluated so far (one per row a change added, removed or altered):
         the query's work, and how many rows one change reached."""
         self.is_aggregating: bool = isinstance(self._parts[-1], AggregatingPart)
+        self.stateful: bool = bool(self._context.calls)
+        """Whether the query calls Drasi's stateful functions (then it has a future queue and
+        function state worth persisting)."""
+        self._clocked = self.stateful or self._context.reads_clock
 
     def apply(self, delta: ElementDelta) -> list[Diff]:
         """The diffs one applied change causes (empty if the query does not see it).
@@ -118,6 +145,8 @@ class ContinuousQuery:
         read only for the id of a delete (no ``after``); :class:`~drasi_ray.actors.wire.
         DeltaPacket` relies on this and ships ``before`` for deletes only.
         """
+        if self._clocked:
+            self._at_change(delta)
         after = delta.after
         index = self._index
         deleted = after is None
@@ -132,6 +161,9 @@ class ContinuousQuery:
         current = index.element(element_id)
         if current is None and after is None:
             return []
+        if self._clocked and current is not None:
+            realtime = self._context.clock.realtime_ms
+            self._context.before_clock = QueryClock(current.effective_from, realtime)
         kind = ChangeKind.UPDATE
         if deleted:
             kind = ChangeKind.DELETE
@@ -140,6 +172,50 @@ class ContinuousQuery:
         same_shape = index.replace(current, after)
         changes = self._solutions.changes(index, element_id, after, same_shape, kind)
         return self._evaluate(changes) if changes else []
+
+    def _at_change(self, delta: ElementDelta) -> None:
+        """Point the context at a change: its time on both clocks, its element as anchor."""
+        context = self._context
+        context.clock = context.before_clock = QueryClock.at(delta.source_time_ms)
+        context.anchor_id = delta.element.id
+        context.reprocessing = False
+
+    # ------------------------------------------------------------------ the future queue
+
+    def next_due_ms(self) -> int | None:
+        """When the earliest scheduled re-evaluation is due (None: nothing is scheduled)."""
+        return self.state.queue.next_due()
+
+    def fire_due(self, now_ms: int) -> list[list[Diff]]:
+        """Run every scheduled re-evaluation due at ``now_ms``, earliest first; one diff list
+        per entry that changed the result (as Drasi emits one result per due entry)."""
+        return [diffs for _due, diffs in self.fire_due_timed(now_ms)]
+
+    def fire_due_timed(self, now_ms: int) -> list[tuple[int, list[Diff]]]:
+        """:meth:`fire_due`, each diff list with the due time of its entry."""
+        results: list[tuple[int, list[Diff]]] = []
+        queue = self.state.queue
+        while (entry := queue.pop_due(now_ms)) is not None:
+            diffs = self.fire(entry)
+            if diffs:
+                results.append((entry.due_ms, diffs))
+        return results
+
+    def fire(self, entry: FutureEntry) -> list[Diff]:
+        """Re-evaluate the rows of ``entry``'s anchor element at its due time."""
+        element = self._index.element(entry.anchor_id)
+        if element is None or element.effective_from >= entry.due_ms:
+            return []  # gone, or changed since: that change was evaluated at a later time
+        context = self._context
+        context.clock = QueryClock(entry.original_ms, entry.due_ms)
+        context.before_clock = QueryClock.at(element.effective_from)
+        context.anchor_id = entry.anchor_id
+        context.reprocessing = True
+        try:
+            changes = self._solutions.rows_of(self._index, entry.anchor_id)
+            return self._evaluate(changes) if changes else []
+        finally:
+            context.reprocessing = False
 
     def apply_batch(self, deltas: Sequence[ElementDelta]) -> list[list[Diff]]:
         """:meth:`apply` each delta in order; one diff list per delta."""
@@ -175,13 +251,37 @@ class ContinuousQuery:
         element goes into the index first, then each MATCH row is solved once and the rows
         run through the parts (:meth:`MatchSolutions.bulk_load`). Otherwise each element is
         applied as a change. Both give the same result rows.
+
+        A query that calls stateful functions loads as Drasi bootstraps: each element applied
+        as an insert at its own time, in time order, so the functions see the graph grow and
+        schedule what they would have. But when its state has history (:attr:`state` restored
+        after a restart, or handed over by the engine this one replaces), the graph is loaded
+        on the bulk path in :attr:`~drasi_ray.query.context.EvaluationMode.REPLAY`: each call
+        returns what it last returned for its row, so the rows are the rows held before.
         """
+        if self.stateful and self.state.restored:
+            self._context.mode = EvaluationMode.REPLAY
+            try:
+                self._bulk_load(elements)
+            finally:
+                self._context.mode = EvaluationMode.APPLY
+            return
+        if self.stateful:
+            for element in sorted(elements, key=lambda element: element.effective_from):
+                delta = ElementDelta(None, element, ZERO_VERSION, element.effective_from, True)
+                self.apply(delta)
+            self.state.restored = True
+            return
         index = self._index
         if len(index) or self._solutions.optionals:
             for element in elements:
                 current = index.element(element.id)
                 self.apply(ElementDelta(current, element, ZERO_VERSION, 0, current is None))
             return
+        self._bulk_load(elements)
+
+    def _bulk_load(self, elements: Iterable[Element]) -> None:
+        index = self._index
         wants = index.wants
         for element in elements:
             if wants(element):
@@ -220,10 +320,11 @@ def _make_part(
     parameters: Mapping[str, Any],
     last: bool,
     errors: EvaluationErrors,
+    context: EvaluationContext,
 ) -> Part:
     if any(contains_aggregate(item.expression) for item in projection.items):
-        return AggregatingPart(projection, where, parameters, last, errors)
-    return ProjectingPart(projection, where, parameters, last, errors)
+        return AggregatingPart(projection, where, parameters, last, errors, context)
+    return ProjectingPart(projection, where, parameters, last, errors, context)
 
 
 def _check_supported(query: ast.Query) -> None:

@@ -11,17 +11,24 @@ Evaluation follows :mod:`drasi_ray.query.values`; a closure may raise
 
 Aggregate calls cannot be compiled here: the engine evaluates them and substitutes their
 value (compiling one raises :class:`~drasi_ray.errors.QueryEvaluationError`).
+
+Functions that read the evaluation context (the query's clock, the row being evaluated) are
+bound to the :class:`~drasi_ray.query.context.EvaluationContext` given at compile time; Drasi's
+stateful functions (:mod:`drasi_ray.query.future_functions`) need the context of a continuous
+query, which holds their state.
 """
 
 from __future__ import annotations
 
+import functools
 import operator
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, TypeAlias
 
 from drasi_ray.model.changes import Element
 from drasi_ray.model.errors import QueryError, QueryEvaluationError
-from drasi_ray.query import ast, functions, values
+from drasi_ray.query import ast, functions, future_functions, values
+from drasi_ray.query.context import EvaluationContext
 from drasi_ray.query.failures import RowDropped
 
 Row: TypeAlias = Mapping[str, Any]
@@ -29,25 +36,36 @@ Evaluator: TypeAlias = Callable[[Row], Any]
 Predicate: TypeAlias = Callable[[Row], bool]
 
 
-def compile_expression(expr: ast.Expr, parameters: Mapping[str, Any]) -> Evaluator:
+def compile_expression(
+    expr: ast.Expr, parameters: Mapping[str, Any], context: EvaluationContext | None = None
+) -> Evaluator:
     """Compile ``expr`` into ``evaluate(row) -> value``.
 
     ``parameters`` binds ``$name`` parameters; they are read now, so a missing one raises
     :class:`~drasi_ray.errors.QueryError` at compile time rather than on the first change.
+    ``context`` is the query's evaluation context (None: a private one on the wall clock,
+    without stateful functions).
     """
-    return _Compiler(parameters).compile(expr)
+    return _Compiler(parameters, context).compile(expr)
 
 
-def compile_predicate(expr: ast.Expr, parameters: Mapping[str, Any]) -> Predicate:
+def compile_predicate(
+    expr: ast.Expr, parameters: Mapping[str, Any], context: EvaluationContext | None = None
+) -> Predicate:
     """Compile a WHERE condition: the row passes only when ``expr`` is exactly ``true``
     (null and false both fail, as Drasi).
 
     A top-level ``a AND b AND ...`` stops at the first conjunct that is not true. The AND
     operator itself evaluates both sides (Drasi's rule, see :func:`_and`), but here the only
     difference that could make is a row dropped (or refused) instead of failing, and a WHERE
-    treats those alike: the row does not pass.
+    treats those alike: the row does not pass. Not so when a stateful function is called: it
+    must see every evaluation (``previousDistinctValue`` learns the values that fail the
+    other conjuncts), so then every conjunct is evaluated, as Drasi does.
     """
-    conjuncts = [compile_expression(part, parameters) for part in _conjuncts(expr)]
+    if contains_stateful(expr):
+        whole = compile_expression(expr, parameters, context)
+        return lambda row: whole(row) is True
+    conjuncts = [compile_expression(part, parameters, context) for part in _conjuncts(expr)]
     if len(conjuncts) == 1:
         (evaluate,) = conjuncts
 
@@ -83,6 +101,14 @@ def walk(expr: ast.Expr) -> Iterator[ast.Expr]:
     yield expr
     for child in child_expressions(expr):
         yield from walk(child)
+
+
+def contains_stateful(expr: ast.Expr) -> bool:
+    """True if one of Drasi's stateful functions is called anywhere in ``expr``."""
+    return any(
+        isinstance(node, ast.FunctionCall) and node.name in future_functions.SPECS
+        for node in walk(expr)
+    )
 
 
 def contains_aggregate(expr: ast.Expr) -> bool:
@@ -193,8 +219,9 @@ _UNARY_FUNCTIONS: dict[ast.UnaryOp, Callable[[Any], Any]] = {
 class _Compiler:
     """Turns one AST into closures; dispatch on node type happens here, once."""
 
-    def __init__(self, parameters: Mapping[str, Any]) -> None:
+    def __init__(self, parameters: Mapping[str, Any], context: EvaluationContext | None) -> None:
         self._parameters = parameters
+        self._context = context
         self._dispatch: dict[type, Callable[[Any], Evaluator]] = {
             ast.Literal: self._literal,
             ast.Parameter: self._parameter,
@@ -330,14 +357,28 @@ class _Compiler:
                 f"aggregate function {expr.name}() must be evaluated by the engine, "
                 "not compiled as a scalar expression"
             )
-        spec = functions.lookup(expr.name)
+        spec = functions.lookup(expr.name) or future_functions.lookup(expr.name)
         if spec is None:
             raise QueryEvaluationError(f"unknown function '{expr.name}'")
         if not spec.accepts(len(expr.args)):
             raise QueryEvaluationError(
                 f"{expr.name}() takes {spec.arity_text()}, got {len(expr.args)}"
             )
-        return _call(spec.impl, tuple(self.compile(arg) for arg in expr.args))
+        args = tuple(self.compile(arg) for arg in expr.args)
+        if expr.name in future_functions.SPECS:
+            call: Evaluator = future_functions.compile_call(expr.name, args, self._own_context())
+            return call
+        if spec.contextual:
+            context = self._own_context()
+            context.reads_clock = True
+            return _call(functools.partial(spec.impl, context), args)
+        return _call(spec.impl, args)
+
+    def _own_context(self) -> EvaluationContext:
+        """The query's context, or a private one made on first need."""
+        if self._context is None:
+            self._context = EvaluationContext()
+        return self._context
 
     # ------------------------------------------------------------------ CASE
 

@@ -48,12 +48,17 @@ today, ``date(null)`` is null; ``round(x)`` gives a Float, ``round(x, 0)`` keeps
 @dataclass(frozen=True, slots=True)
 class FunctionSpec:
     """A scalar function: ``impl(*args)`` with ``min_args <= len(args) <= max_args``
-    (``max_args`` None: any number). ``name`` is the lower-case registry key."""
+    (``max_args`` None: any number). ``name`` is the lower-case registry key.
+
+    A ``contextual`` function is called ``impl(context, *args)`` with the query's
+    :class:`~drasi_ray.query.context.EvaluationContext`: what a function that reads the query's
+    clock (``datetime.realtime()``, ``date.transaction()``) is registered as."""
 
     name: str
     impl: Callable[..., Any]
     min_args: int
     max_args: int | None
+    contextual: bool = False
 
     def accepts(self, count: int) -> bool:
         return count >= self.min_args and (self.max_args is None or count <= self.max_args)
@@ -717,6 +722,26 @@ def datetime_from_epoch(seconds: Any, nanoseconds: Any = 0) -> dt.datetime | Non
     )
 
 
+# --------------------------------------------------------------------------- query clocks
+
+
+def _clock_instant(clock: str, result: str) -> Callable[..., Any]:
+    """``<type>.<clock>([timezone])``: the instant of the query's ``realtime`` or
+    ``transaction`` clock (:class:`~drasi_ray.query.context.QueryClock`, read from the context)
+    as a ``datetime`` (zoned) or a ``date``, in UTC or the named zone (Drasi's clock
+    functions). A contextual function: the compiler passes the context first."""
+
+    def instant(context: Any, zone: Any = _NO_ARGUMENT) -> Any:
+        millis = getattr(context.clock, f"{clock}_ms")
+        moment = temporal.from_epoch_millis(millis)
+        if zone is not _NO_ARGUMENT:
+            local = moment.astimezone(temporal.parse_zone(_string(f"{result}.{clock}", zone)))
+            moment = local
+        return moment.date() if result == "date" else moment
+
+    return instant
+
+
 # --------------------------------------------------------------------------- the registry
 
 
@@ -819,6 +844,14 @@ def _temporal_functions() -> list[FunctionSpec]:
         _spec("duration.inseconds", temporal.in_seconds, 2),
         _spec("duration.indays", temporal.in_days, 2),
         _spec("duration.inmonths", temporal.in_months, 2),
+        *(
+            FunctionSpec(f"{result}.{clock}", _clock_instant(clock, result), 0, 1, True)
+            for result, clock in (
+                ("datetime", "realtime"),
+                ("datetime", "transaction"),
+                ("date", "transaction"),
+            )
+        ),
     ]
 
 
@@ -845,8 +878,6 @@ def lookup(name: str) -> FunctionSpec | None:
 _DRASI_STATEFUL = frozenset(
     name.lower()
     for name in (
-        "drasi.trueFor", "drasi.trueLater", "drasi.trueUntil", "drasi.trueNowOrLater",
-        "drasi.previousValue", "drasi.previousDistinctValue", "drasi.slidingWindow",
         "drasi.getVersionByTimestamp", "drasi.getVersionsByTimeRange", "drasi.linearGradient",
     )
 )  # fmt: skip

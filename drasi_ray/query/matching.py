@@ -26,7 +26,7 @@ from typing import Any, TypeAlias
 from drasi_ray.model.changes import Element, ElementKind
 from drasi_ray.model.errors import UnsupportedQueryError
 from drasi_ray.query import ast
-from drasi_ray.query.expressions import compile_predicate, referenced_variables
+from drasi_ray.query.expressions import compile_predicate, contains_stateful, referenced_variables
 from drasi_ray.query.failures import RowDropped
 from drasi_ray.query.indexes import GraphIndex
 from drasi_ray.query.values import EVALUATION_FAILURES
@@ -137,6 +137,11 @@ class PatternBuilder:
     ``outer_names`` are variables bound outside this pattern (an OPTIONAL MATCH reads the
     variables of the MATCH before it); inline predicates that read them are returned as
     ``late_checks`` of the pattern, to be evaluated on the complete row.
+
+    An inline predicate that calls a stateful function (``(c:Contract WHERE
+    drasi.previousDistinctValue(c.status) = 'pending')``) is not a matching constraint: the
+    solver evaluates predicates any number of times, and such a function must see each row
+    change once. It is left in :attr:`hoisted` for the query part's WHERE, which it joins.
     """
 
     def __init__(self, parameters: Mapping[str, Any], anonymous_counter: list[int]) -> None:
@@ -146,6 +151,7 @@ class PatternBuilder:
         self._index: dict[str, int] = {}
         self._edges: list[Edge] = []
         self._inline: list[tuple[ast.Expr, str]] = []
+        self.hoisted: list[ast.Expr] = []
 
     def add_clause(self, paths: Sequence[ast.PathPattern]) -> None:
         """Add the paths of one MATCH clause."""
@@ -205,7 +211,9 @@ class PatternBuilder:
         if where is not None:
             checks.append(where)
         predicate = ast.conjunction(checks)
-        if predicate is not None:
+        if predicate is not None and contains_stateful(predicate):
+            self.hoisted.append(predicate)
+        elif predicate is not None:
             self._inline.append((predicate, variable.name))
 
     def _node(self, pattern: ast.NodePattern) -> int:

@@ -27,7 +27,7 @@ from lark.lexer import PatternStr
 from lark.tree import Meta
 
 from drasi_ray.model.errors import QueryError, QuerySyntaxError, UnsupportedQueryError
-from drasi_ray.query import ast, functions
+from drasi_ray.query import ast, functions, future_functions
 from drasi_ray.query.expressions import referenced_variables, walk
 from drasi_ray.query.values import I64_MAX
 
@@ -343,7 +343,10 @@ class _AstBuilder(Transformer[Token, Any]):
         return _Clause(ast.Projection(children[1]), True, _position(meta))
 
     def where(self, meta: Meta, children: list[Any]) -> ast.Expr:
-        return self._no_aggregates(children[1], "WHERE")
+        """A clause WHERE may call aggregates, as in Drasi (``WHERE drasi.trueFor(sum(o.value) >
+        1, ...)``): the part that applies it evaluates them (:mod:`drasi_ray.query.parts`)."""
+        expression: ast.Expr = children[1]
+        return expression
 
     def projection(self, meta: Meta, children: list[Any]) -> tuple[ast.ProjectionItem, ...]:
         items: tuple[ast.ProjectionItem, ...] = tuple(children)
@@ -649,7 +652,7 @@ class _AstBuilder(Transformer[Token, Any]):
     def _check_scalar_call(
         self, written: str, args: tuple[ast.Expr, ...], distinct: bool, position: ast.Position
     ) -> None:
-        spec = functions.lookup(written)
+        spec = functions.lookup(written) or future_functions.lookup(written)
         if spec is None and functions.is_drasi_stateful(written):
             _fail(
                 f"{written}() is one of Drasi's stateful (future or past) functions, which "

@@ -26,6 +26,21 @@ the previous WITH's WHERE for later parts (Drasi's layout). A row whose evaluati
 zero (:class:`RowDropped`) is dropped while it does, and comes back when it no longer does.
 Drasi skips such a row's change instead, and then also every later change whose previous row
 divided by zero, which leaves a row out of the results for good (docs/conformance.md).
+
+Drasi's stateful functions (:mod:`drasi_ray.query.future_functions`) are compiled against the
+query's :class:`~drasi_ray.query.context.EvaluationContext`; a part that holds any points the
+context at each row before evaluating it (row key, and result key: the grouping values in an
+aggregating part), evaluates the rows as they were before the change, and the group rows it
+reads as they stand, with the functions only looking (``SNAPSHOT``), and lets the functions
+forget a row that leaves. While a scheduled re-evaluation runs (the context is
+``reprocessing``), a row is passed on even where nothing in it changed, so the parts after it
+evaluate it again at the new time (Drasi's future re-processing).
+
+An aggregate called in a WHERE (Drasi allows it: ``WHERE drasi.trueFor(sum(o.value) > 1,
+...)``) is evaluated, in an aggregating part, over the group's rows as they reach the part,
+before its WHERE (every row counts, passing or not, the row being evaluated included); in a
+part that does not aggregate, over the row alone (docs/conformance.md: Drasi accumulates it
+over every evaluation and never takes a value back).
 """
 
 from __future__ import annotations
@@ -33,7 +48,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
-from typing import Any, TypeAlias
+from typing import Any, TypeAlias, TypeVar
 
 from drasi_ray.model.changes import Element
 from drasi_ray.model.errors import QueryEvaluationError
@@ -44,6 +59,7 @@ from drasi_ray.query.aggregates import (
     aggregate_value,
     check_argument,
 )
+from drasi_ray.query.context import EvaluationContext, EvaluationMode, QueryClock
 from drasi_ray.query.contexts import (
     Context,
     Key,
@@ -55,7 +71,9 @@ from drasi_ray.query.contexts import (
 )
 from drasi_ray.query.expressions import compile_expression, compile_predicate, contains_aggregate
 from drasi_ray.query.failures import RowDropped
+from drasi_ray.query.future_functions import SLIDING_WINDOW, StatefulCall, WindowedArgument
 from drasi_ray.query.matching import Predicate, Row, safe_predicate
+from drasi_ray.query.stateful import digest
 from drasi_ray.query.values import (
     EVALUATION_FAILURES,
     hashable_key,
@@ -65,9 +83,12 @@ from drasi_ray.query.values import (
 )
 
 Evaluator: TypeAlias = Callable[[Row], Any]
+_T = TypeVar("_T")
 
 AGGREGATE_PREFIX = " agg"
 """Prefix of the private row variables that carry aggregate results into item expressions."""
+FILTER_AGGREGATE_PREFIX = " where-agg"
+"""Prefix of the private row variables that carry a WHERE's aggregate results into it."""
 
 
 class _Marker:
@@ -116,10 +137,117 @@ class EvaluationErrors:
         return messages
 
 
-def _compile_filter(where: ast.Expr | None, parameters: Mapping[str, Any]) -> Predicate | None:
+def _compile_filter(
+    where: ast.Expr | None, parameters: Mapping[str, Any], context: EvaluationContext
+) -> Predicate | None:
     if where is None:
         return None
-    return safe_predicate(compile_predicate(where, parameters))
+    return safe_predicate(compile_predicate(where, parameters, context))
+
+
+class _StatefulCalls:
+    """The stateful call sites one part compiled (from the context's registry), and how the
+    part points the context at a row and releases a row that left."""
+
+    def __init__(self, context: EvaluationContext, first: int) -> None:
+        self.context = context
+        self.calls: tuple[StatefulCall, ...] = tuple(context.calls[first:])
+
+    def __bool__(self) -> bool:
+        return bool(self.calls)
+
+    def focus(self, row: Row, key: Key | None, result_key: Any = None) -> None:
+        """Point the context at ``row``; while rebuilding, also at the row's own time and its
+        latest element (what a call that must be applied again schedules for)."""
+        context = self.context
+        context.at_row(key, result_key)
+        if context.mode is EvaluationMode.REPLAY:
+            latest = _latest_element(row)
+            if latest is not None:
+                context.anchor_id = latest.id
+                context.clock = QueryClock.at(latest.effective_from)
+
+    def look(self, evaluate: Callable[[], _T]) -> _T:
+        """Run ``evaluate`` on a row as it was before the change, or a group read as it
+        stands: at the context's ``before_clock``, the calls only looking
+        (:attr:`EvaluationMode.SNAPSHOT`)."""
+        context = self.context
+        mode, context.mode = context.mode, EvaluationMode.SNAPSHOT
+        clock, context.clock = context.clock, context.before_clock
+        try:
+            return evaluate()
+        finally:
+            context.mode, context.clock = mode, clock
+
+    def release_row(self, key: Key, result_too: bool) -> None:
+        row_digest = digest(key)
+        for call in self.calls:
+            call.release_row(row_digest)
+            if result_too:
+                call.release_result(row_digest)
+
+    def release_result(self, result_key: Any) -> None:
+        result_digest = digest(result_key)
+        for call in self.calls:
+            call.release_result(result_digest)
+
+
+def _latest_element(row: Row) -> Element | None:
+    latest: Element | None = None
+    for value in row.values():
+        if type(value) is Element and (
+            latest is None or value.effective_from > latest.effective_from
+        ):
+            latest = value
+    return latest
+
+
+@dataclass(frozen=True, slots=True)
+class _FilterAggregates:
+    """The aggregate calls of a WHERE, each replaced by a private variable of the filter."""
+
+    variables: tuple[str, ...]
+    arguments: tuple[Evaluator, ...]
+    factories: tuple[Callable[[], Accumulator], ...]
+    checks: tuple[Callable[[Any], None], ...]
+
+    def evaluate(self, row: Row) -> tuple[Any, ...]:
+        """The calls' arguments for ``row`` (checked)."""
+        values = tuple([argument(row) for argument in self.arguments])
+        for check, value in zip(self.checks, values, strict=True):
+            check(value)
+        return values
+
+    def alone(self, row: Row) -> dict[str, Any]:
+        """``row`` extended with each call's result over the row alone."""
+        scope = dict(row)
+        for variable, factory, value in zip(
+            self.variables, self.factories, self.evaluate(row), strict=True
+        ):
+            accumulator = factory()
+            accumulator.add(None, value)
+            scope[variable] = accumulator.result()
+        return scope
+
+
+def _split_filter(
+    where: ast.Expr | None, parameters: Mapping[str, Any], context: EvaluationContext
+) -> tuple[ast.Expr | None, _FilterAggregates | None]:
+    """``where`` with its aggregate calls replaced by variables, and those calls compiled."""
+    if where is None or not contains_aggregate(where):
+        return where, None
+    rewriter = AggregateRewriter(prefix=FILTER_AGGREGATE_PREFIX)
+    rewritten = rewriter.rewrite(where)
+    calls = [
+        _compile_call(v, call, window, parameters, context) for v, call, window in rewriter.calls
+    ]
+    aggregates = _FilterAggregates(
+        tuple(call.variable for call in calls),
+        tuple(call.argument or _count_all for call in calls),
+        tuple(call.factory for call in calls),
+        tuple(_argument_check(call.name) for call in calls),
+    )
+    return rewritten, aggregates
 
 
 class _Signatures:
@@ -194,20 +322,32 @@ class ProjectingPart:
         parameters: Mapping[str, Any],
         last: bool,
         errors: EvaluationErrors,
+        context: EvaluationContext,
     ) -> None:
         self._errors = errors
-        self._filter = _compile_filter(where, parameters)
+        self._context = context
+        first = len(context.calls)
+        where, self._filter_aggregates = _split_filter(where, parameters, context)
+        self._filter = _compile_filter(where, parameters, context)
         self._items = [
-            (i.name, compile_expression(i.expression, parameters)) for i in projection.items
+            (i.name, compile_expression(i.expression, parameters, context))
+            for i in projection.items
         ]
+        self._calls_here = _StatefulCalls(context, first)
+        self._stateful = bool(self._calls_here)
+        self._looks = self._stateful or context.reads_clock
         self._last = last
         self._state: dict[Key | None, Any] = {}
         self._reported: dict[Key | None, dict[str, Any]] = {}
         self._signatures = _Signatures()
 
-    def _evaluate(self, row: Row) -> Any:
+    def _evaluate(self, row: Row, key: Key | None = None) -> Any:
         """The projected row, or FILTERED if it fails the WHERE or a value is refused."""
-        if self._filter is not None and not self._filter(row):
+        if self._stateful:
+            self._calls_here.focus(row, key)
+        if self._filter is not None and not (
+            self._filter(row) if self._filter_aggregates is None else self._passes(row)
+        ):
             return FILTERED
         try:
             projected = {name: evaluate(row) for name, evaluate in self._items}
@@ -218,13 +358,31 @@ class ProjectingPart:
             return FILTERED
         return _output_row(projected, self._errors) if self._last else projected
 
+    def _look(self, row: Row, key: Key | None) -> Any:
+        """:meth:`_evaluate` of a row as it was (stateful functions change nothing)."""
+        if not self._looks:
+            return self._evaluate(row)
+        return self._calls_here.look(lambda: self._evaluate(row, key))
+
+    def _passes(self, row: Row) -> bool:
+        """The filter, its aggregates evaluated over ``row`` alone."""
+        assert self._filter is not None and self._filter_aggregates is not None
+        try:
+            scope = self._filter_aggregates.alone(row)
+        except RowDropped:
+            return False
+        except EVALUATION_FAILURES as error:
+            self._errors.record(error)
+            return False
+        return self._filter(scope)
+
     def _before(self, context: Context) -> Any:
         """What this part made of the row before the change: its state, or (for a row it
         never held, such as a replaced OPTIONAL MATCH null row) ``context.before``
         evaluated."""
         state = self._state.get(context.old_key, ABSENT)
         if state is ABSENT and context.before is not None:
-            return self._evaluate(context.before)
+            return self._look(context.before, context.old_key)
         return state
 
     def process(self, context: Context) -> list[Context]:
@@ -242,27 +400,35 @@ class ProjectingPart:
         if not context.phantom:
             self._state[key] = row
 
+    def _release(self, key: Key | None) -> None:
+        """Row ``key`` left this part: its stateful calls forget it."""
+        if self._stateful and key is not None:
+            self._calls_here.release_row(key, result_too=True)
+
     def _adding(self, context: Context) -> list[Context]:
-        after = self._evaluate(context.after)
+        after = self._evaluate(context.after, context.new_key)
         self._store(context.new_key, after, context)
         return [] if after is FILTERED else [adding(context.new_key, after, context)]
 
     def _removing(self, context: Context) -> list[Context]:
         before = self._before(context)
         self._state.pop(context.old_key, None)
+        self._release(context.old_key)
         return [removing(context.old_key, before, context)] if isinstance(before, dict) else []
 
     def _updating(self, context: Context) -> list[Context]:
-        if context.before is not None and _unchanged(context):
+        if context.before is not None and _unchanged(context) and not self._context.reprocessing:
             # Drasi ignores it, but reads the row as it now is next time: 2 and 2.0 are equal
             # here, not in what the next change reports.
-            self._state[context.new_key] = self._evaluate(context.after)
+            self._state[context.new_key] = self._look(context.after, context.new_key)
             return []
         before = self._before(context)
-        after = self._evaluate(context.after)
+        after = self._evaluate(context.after, context.new_key)
         self._state.pop(context.old_key, None)
         self._store(context.new_key, after, context)
         old, new = context.old_key, context.new_key
+        if old != new:
+            self._release(old)
         if after is FILTERED:
             return [removing(old, before, context)] if isinstance(before, dict) else []
         if isinstance(before, dict):
@@ -271,12 +437,14 @@ class ProjectingPart:
 
     def _aggregation(self, context: Context) -> list[Context]:
         """A group's row changed in the (aggregating) part before this one."""
-        if _unchanged_group(context):
+        if _unchanged_group(context) and not self._context.reprocessing:
             return []
         revert, apply = self._signatures.decide(context)
         before_row = context.before
-        before = self._evaluate(before_row) if before_row is not None else ABSENT
-        after = self._evaluate(context.after) if apply else FILTERED
+        before = self._look(before_row, context.old_key) if before_row is not None else ABSENT
+        after = self._evaluate(context.after, context.new_key) if apply else FILTERED
+        if not apply:
+            self._release(context.new_key)  # the group emptied: its row leaves this part
         self._state.pop(context.old_key, None)
         if after is not FILTERED:
             self._state[context.new_key] = after
@@ -348,25 +516,39 @@ class AggregateRewriter:
     """Replaces each aggregate call in an item by a private variable (``" agg3"``).
 
     The rewritten item is then an ordinary expression over the row plus those variables, so
-    ``i.amount - sum(p.amount)`` needs no special evaluator.
+    ``i.amount - sum(p.amount)`` needs no special evaluator. Each call is recorded with the
+    duration of the ``drasi.slidingWindow`` it is inside (None: not in a window).
     """
 
-    def __init__(self) -> None:
-        self.calls: list[tuple[str, ast.FunctionCall]] = []
+    def __init__(self, prefix: str = AGGREGATE_PREFIX) -> None:
+        self.prefix = prefix
+        self.calls: list[tuple[str, ast.FunctionCall, ast.Expr | None]] = []
 
-    def rewrite(self, expr: Any) -> Any:
+    def rewrite(self, expr: Any, window: ast.Expr | None = None) -> Any:
         if isinstance(expr, ast.FunctionCall) and expr.name in ast.AGGREGATE_FUNCTIONS:
-            variable = f"{AGGREGATE_PREFIX}{len(self.calls)}"
-            self.calls.append((variable, expr))
+            variable = f"{self.prefix}{len(self.calls)}"
+            self.calls.append((variable, expr, window))
             return ast.Variable(variable)
+        if isinstance(expr, ast.FunctionCall) and expr.name == SLIDING_WINDOW:
+            duration, inner = expr.args
+            return dataclasses.replace(expr, args=(duration, self.rewrite(inner, duration)))
         if isinstance(expr, tuple):
-            return tuple(self.rewrite(item) for item in expr)
+            return tuple(self.rewrite(item, window) for item in expr)
         if dataclasses.is_dataclass(expr) and not isinstance(expr, type):
             changes = {
-                f.name: self.rewrite(getattr(expr, f.name)) for f in dataclasses.fields(expr)
+                f.name: self.rewrite(getattr(expr, f.name), window)
+                for f in dataclasses.fields(expr)
             }
             return dataclasses.replace(expr, **changes)
         return expr
+
+
+@dataclass(slots=True)
+class _Prefilter:
+    """A group's accumulators of the WHERE's aggregates: every row that reaches the part."""
+
+    accumulators: list[Accumulator]
+    rows: int = 0
 
 
 _GROUPING, _AGGREGATE, _EXPRESSION = 0, 1, 2
@@ -388,9 +570,11 @@ class AggregatingPart:
         parameters: Mapping[str, Any],
         last: bool,
         errors: EvaluationErrors,
+        context: EvaluationContext,
     ) -> None:
         self._errors = errors
-        self._filter = _compile_filter(where, parameters)
+        self._context = context
+        first = len(context.calls)
         self._last = last
         rewriter = AggregateRewriter()
         keys: list[tuple[str, Evaluator]] = []
@@ -398,10 +582,21 @@ class AggregatingPart:
         for item in projection.items:
             if contains_aggregate(item.expression):
                 rewritten = rewriter.rewrite(item.expression)
-                outputs.append((item.name, compile_expression(rewritten, parameters)))
+                outputs.append((item.name, compile_expression(rewritten, parameters, context)))
             else:
-                keys.append((item.name, compile_expression(item.expression, parameters)))
-        self._calls = [_compile_call(v, call, parameters) for v, call in rewriter.calls]
+                evaluator = compile_expression(item.expression, parameters, context)
+                keys.append((item.name, evaluator))
+        self._calls = [
+            _compile_call(v, call, window, parameters, context)
+            for v, call, window in rewriter.calls
+        ]
+        where, self._prefilter_calls = _split_filter(where, parameters, context)
+        self._filter = _compile_filter(where, parameters, context)
+        self._calls_here = _StatefulCalls(context, first)
+        self._stateful = bool(self._calls_here)
+        self._looks = self._stateful or context.reads_clock
+        self._prefilter: dict[Hashable, _Prefilter] = {}
+        self._prefilter_held: dict[Key | None, tuple[Hashable, tuple[Any, ...]]] = {}
         self._key_evaluators = tuple(evaluate for _, evaluate in keys)
         self._arguments = tuple(call.argument or _count_all for call in self._calls)
         self._checks = tuple(_argument_check(call.name) for call in self._calls)
@@ -415,18 +610,18 @@ class AggregatingPart:
 
     # ------------------------------------------------------------------ evaluation
 
-    def _contribution(self, row: Row, filtered: bool = True) -> Any:
+    def _contribution(self, row: Row, filtered: bool = True, key: Key | None = None) -> Any:
         """The row's contribution; FILTERED if it fails the WHERE (unless ``filtered`` is
         false: then it is evaluated all the same, with ``passes`` false) or a value is
-        refused."""
+        refused. ``key`` is the row's identity (for stateful functions)."""
+        if self._stateful or self._prefilter_calls is not None:
+            return self._grouped_contribution(row, filtered, key)
         passes = self._filter is None or self._filter(row)
         if not passes and filtered:
             return FILTERED
         try:
             values = tuple([evaluate(row) for evaluate in self._key_evaluators])
-            arguments = tuple([argument(row) for argument in self._arguments])
-            for check, value in zip(self._checks, arguments, strict=True):
-                check(value)
+            arguments = self._arguments_of(row)
             group = tuple([_group_key(value) for value in values])
         except RowDropped:
             return FILTERED
@@ -434,6 +629,97 @@ class AggregatingPart:
             self._errors.record(error)
             return FILTERED
         return _Contribution(group, values, arguments, row, passes)
+
+    def _arguments_of(self, row: Row) -> tuple[Any, ...]:
+        arguments = tuple([argument(row) for argument in self._arguments])
+        for check, value in zip(self._checks, arguments, strict=True):
+            check(value)
+        return arguments
+
+    def _grouped_contribution(self, row: Row, filtered: bool, key: Key | None) -> Any:
+        """:meth:`_contribution` when the WHERE needs the row's group first: it calls
+        stateful functions (kept per group) or aggregates (over the group's rows)."""
+        try:
+            values = tuple([evaluate(row) for evaluate in self._key_evaluators])
+            group = tuple([_group_key(value) for value in values])
+        except RowDropped:
+            return FILTERED
+        except EVALUATION_FAILURES as error:
+            self._errors.record(error)
+            return FILTERED
+        if self._stateful:
+            self._calls_here.focus(row, key, group)
+        scope = row if self._prefilter_calls is None else self._prefilter_scope(row, group)
+        passes = self._filter is None or self._filter(scope)
+        if not passes and filtered:
+            return FILTERED
+        try:
+            arguments = self._arguments_of(row)
+        except RowDropped:
+            return FILTERED
+        except EVALUATION_FAILURES as error:
+            self._errors.record(error)
+            return FILTERED
+        return _Contribution(group, values, arguments, row, passes)
+
+    def _look(self, row: Row, key: Key | None, filtered: bool = True) -> Any:
+        """:meth:`_contribution` of a row as it was (stateful functions change nothing)."""
+        if not self._looks:
+            return self._contribution(row, filtered)
+        return self._calls_here.look(lambda: self._contribution(row, filtered, key))
+
+    # ------------------------------------------------------------------ WHERE aggregates
+
+    def _prefilter_scope(self, row: Row, group: Hashable) -> dict[str, Any]:
+        """``row`` with the results of the WHERE's aggregates over ``group``'s rows."""
+        calls = self._prefilter_calls
+        assert calls is not None
+        held = self._prefilter.get(group)
+        accumulators = held.accumulators if held is not None else None
+        scope = dict(row)
+        for number, variable in enumerate(calls.variables):
+            if accumulators is None:
+                scope[variable] = calls.factories[number]().result()
+            else:
+                scope[variable] = accumulators[number].result()
+        return scope
+
+    def _count_prefilter(self, context: Context) -> None:
+        """Take the row's old values out of its group's WHERE aggregates and put its new ones
+        in, whether or not it passes the WHERE (they are what the WHERE reads)."""
+        calls = self._prefilter_calls
+        assert calls is not None
+        old = self._prefilter_held.pop(context.old_key, None)
+        if old is not None:
+            self._prefilter_change(old[0], old[1], context.old_key, -1)
+        row = context.after
+        if row is None or context.phantom:
+            return
+        try:
+            values = tuple([evaluate(row) for evaluate in self._key_evaluators])
+            group = tuple([_group_key(value) for value in values])
+            arguments = calls.evaluate(row)
+        except (RowDropped, *EVALUATION_FAILURES):
+            return
+        self._prefilter_held[context.new_key] = (group, arguments)
+        self._prefilter_change(group, arguments, context.new_key, 1)
+
+    def _prefilter_change(
+        self, group: Hashable, arguments: tuple[Any, ...], token: Key | None, sign: int
+    ) -> None:
+        calls = self._prefilter_calls
+        assert calls is not None
+        held = self._prefilter.get(group)
+        if held is None:
+            held = self._prefilter[group] = _Prefilter([f() for f in calls.factories])
+        for accumulator, value in zip(held.accumulators, arguments, strict=True):
+            if sign > 0:
+                accumulator.add(token, value)
+            else:
+                accumulator.remove(token, value)
+        held.rows += sign
+        if held.rows <= 0:
+            del self._prefilter[group]
 
     def _fresh(self) -> list[Accumulator]:
         """Accumulators of a group that holds no row (they read the identity values)."""
@@ -445,10 +731,18 @@ class AggregatingPart:
             group = self._groups[key] = _Group([call.factory() for call in self._calls])
         return group
 
-    def _row(self, item: _Contribution, snapshot: bool) -> dict[str, Any]:
+    def _row(self, item: _Contribution, snapshot: bool, look: bool = True) -> dict[str, Any]:
         """The row of ``item``'s group as Drasi projects ``item``'s row: its grouping values,
         the aggregates (read as a snapshot, or as just applied or taken back), and the items
-        computed from them over ``item``'s row."""
+        computed from them over ``item``'s row. Stateful functions in those items only look
+        unless ``look`` is false (the group's row after a row is applied)."""
+        if self._looks and self._needs_scope:
+            self._calls_here.focus(item.row, (item.group,), item.group)
+            if look:
+                return self._calls_here.look(lambda: self._group_row(item, snapshot))
+        return self._group_row(item, snapshot)
+
+    def _group_row(self, item: _Contribution, snapshot: bool) -> dict[str, Any]:
         group = self._groups.get(item.group)
         accumulators = group.accumulators if group is not None else self._fresh()
         results = [
@@ -486,7 +780,7 @@ class AggregatingPart:
         for accumulator, value in zip(group.accumulators, item.arguments, strict=True):
             accumulator.add(token, value)
         group.rows += 1
-        return self._row(item, snapshot=False)
+        return self._row(item, snapshot=False, look=False)
 
     def _revert(self, item: _Contribution, token: Hashable) -> dict[str, Any]:
         group = self._group(item.group)
@@ -496,6 +790,8 @@ class AggregatingPart:
         row = self._row(item, snapshot=False)
         if group.rows <= 0 and self._reads_identity(group):
             del self._groups[item.group]  # a fresh group reads the same
+        if group.rows <= 0 and self._stateful and item.group not in self._prefilter:
+            self._calls_here.release_result(item.group)
         return row
 
     def _reads_identity(self, group: _Group) -> bool:
@@ -536,6 +832,8 @@ class AggregatingPart:
         not report (``silent``: an OPTIONAL MATCH null row an update replaced or brought
         back) still changes the group, and is reported as the group's change: Drasi keeps
         the null row's contribution, counting it twice (docs/conformance.md)."""
+        if self._prefilter_calls is not None:
+            self._count_prefilter(context)
         kind = context.kind
         if kind is Kind.ADDING:
             return self._adding(context)
@@ -551,7 +849,7 @@ class AggregatingPart:
     def _adding(self, context: Context) -> list[Context]:
         if context.phantom:
             return []
-        item = self._contribution(context.after)
+        item = self._contribution(context.after, key=context.new_key)
         self._state[context.new_key] = item
         if not isinstance(item, _Contribution):
             return []
@@ -561,6 +859,8 @@ class AggregatingPart:
 
     def _removing(self, context: Context) -> list[Context]:
         item = self._state.pop(context.old_key, ABSENT)
+        if self._stateful and context.old_key is not None:
+            self._calls_here.release_row(context.old_key, result_too=False)
         if not isinstance(item, _Contribution):
             return []
         key = (item.group,)
@@ -569,13 +869,17 @@ class AggregatingPart:
         return [aggregation(key, key, snapshot, after, default_after=True)]
 
     def _updating(self, context: Context) -> list[Context]:
-        if context.before is not None and _unchanged(context):
+        if context.before is not None and _unchanged(context) and not self._context.reprocessing:
             # Drasi ignores it (the group keeps what the row gave it) but takes the row back
             # as it now is next time.
-            self._state[context.new_key] = self._contribution(context.after)
+            self._state[context.new_key] = self._look(context.after, context.new_key)
             return []
         before = self._held(context.old_key)
-        after = ABSENT if context.phantom else self._contribution(context.after)
+        after = (
+            ABSENT if context.phantom else self._contribution(context.after, key=context.new_key)
+        )
+        if self._stateful and context.old_key is not None and context.old_key != context.new_key:
+            self._calls_here.release_row(context.old_key, result_too=False)
         self._state.pop(context.old_key, None)
         if after is not ABSENT:
             self._state[context.new_key] = after
@@ -588,7 +892,7 @@ class AggregatingPart:
         elif before is ABSENT and context.before is not None:
             # A null row that an earlier match already replaced: Drasi reads the group as the
             # null row would, and takes back a row it does not hold (we do not).
-            phantom = self._contribution(context.before)
+            phantom = self._look(context.before, context.old_key)
             if isinstance(phantom, _Contribution) and isinstance(after, _Contribution):
                 before_row = self._row(phantom, snapshot=True)
                 after_row = self._apply(after, context.new_key)
@@ -604,13 +908,13 @@ class AggregatingPart:
     def _aggregation(self, context: Context) -> list[Context]:
         """A group's row changed in the aggregating part before this one: take its old row
         back and apply its new one, as :class:`_Signatures` decides."""
-        if _unchanged_group(context):
+        if _unchanged_group(context) and not self._context.reprocessing:
             return []
         revert, apply = self._signatures.decide(context)
-        after = self._contribution(context.after, filtered=False)
         before = None
         if context.before is not None:
-            before = self._contribution(context.before, filtered=False)
+            before = self._look(context.before, context.old_key, filtered=False)
+        after = self._contribution(context.after, filtered=False, key=context.new_key)
         if not isinstance(after, _Contribution) or (before is not None and before is FILTERED):
             return []
         snapshot = self._row(after, snapshot=True)
@@ -706,8 +1010,16 @@ def _argument_check(name: str) -> Callable[[Any], None]:
 
 
 def _compile_call(
-    variable: str, call: ast.FunctionCall, parameters: Mapping[str, Any]
+    variable: str,
+    call: ast.FunctionCall,
+    window: ast.Expr | None,
+    parameters: Mapping[str, Any],
+    context: EvaluationContext,
 ) -> _AggregateCall:
-    argument = compile_expression(call.args[0], parameters) if call.args else None
+    """Compile one aggregate call; inside a sliding window its argument is windowed."""
+    argument = compile_expression(call.args[0], parameters, context) if call.args else None
+    if window is not None and argument is not None:
+        duration = compile_expression(window, parameters, context)
+        argument = WindowedArgument(duration, argument, context)
     factory = accumulator_factory(call.name, call.distinct)
     return _AggregateCall(call.name, variable, argument, factory, call)

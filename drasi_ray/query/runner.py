@@ -5,6 +5,12 @@ resulting :class:`~drasi_ray.model.results.QueryResult` objects (``sequence`` st
 strictly increases) and hands them to its observers (reactions, metrics) and subscriber buffers.
 :class:`InOrder` runs a coordinator link's numbered deliveries strictly in order. The Ray shell
 is :mod:`drasi_ray.actors.query`.
+
+A query that calls Drasi's stateful functions also runs its due re-evaluations
+(:meth:`QueryRunner.take_due`, then :meth:`QueryRunner.publish_due`), one result per entry that
+changed something, timed at the entry's due time. Its function state is handed to
+``save_state`` (the owner persists it) after each change or due re-evaluation and before the
+results are published, so what was published is always what a restart rebuilds.
 """
 
 from __future__ import annotations
@@ -13,9 +19,9 @@ import asyncio
 import dataclasses
 import gc
 import logging
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeAlias
 
 import orjson
 
@@ -34,6 +40,12 @@ from drasi_ray.query.expressions import contains_aggregate
 from drasi_ray.query.subscribers import SubscriberBuffer
 
 logger = logging.getLogger("drasi_ray.query")
+
+StateSaver: TypeAlias = Callable[[dict[str, bytes | None]], Awaitable[None]]
+"""Persists changed function-state fields (name -> JSON bytes, None: delete the field)."""
+
+Due: TypeAlias = list[tuple[int, list[dict[str, Any]]]]
+"""Due re-evaluations that changed the result: (due time, diffs) each."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,9 +85,10 @@ def grouping_keys(query: ContinuousQuery) -> list[str]:
 class QueryRunner:
     """A continuous query plus its result numbering and subscriber buffers (no Ray)."""
 
-    def __init__(self, config: QueryConfig) -> None:
+    def __init__(self, config: QueryConfig, save_state: StateSaver | None = None) -> None:
         self.config = config
         self.engine = ContinuousQuery(config.id, config.query, config.parameters, config.joins)
+        self._save_state = save_state
         self.sequence = 0
         self.diffs_emitted = 0
         self.subscribers: dict[str, SubscriberBuffer] = {}
@@ -109,9 +122,13 @@ class QueryRunner:
         await self.signal(ControlSignal.BOOTSTRAP_STARTED)
         previous = self.engine.results() if self.bootstrapped else []
         if self.bootstrapped:
-            config = self.config
-            self.engine = ContinuousQuery(config.id, config.query, config.parameters, config.joins)
+            config, state = self.config, self.engine.state
+            state.restored = True  # the new engine rebuilds the rows this one holds
+            self.engine = ContinuousQuery(
+                config.id, config.query, config.parameters, config.joins, state=state
+            )
         self.engine.bootstrap(elements)
+        await self.save_state()
         # The loaded graph lives as long as the query: keep it out of every later GC pass
         # (a full collection over a 1M-element graph stalls the actor for a visible moment).
         gc.freeze()
@@ -156,10 +173,41 @@ class QueryRunner:
             for delta, diffs in zip(deltas, self.engine.apply_batch(deltas), strict=True)
             if diffs
         ]
+        await self.save_state()
         await self.publish_many(results)
         for message in self.engine.take_evaluation_errors():
             logger.warning("query %s: row refused: %s", self.config.id, message)
         return self.diffs_emitted - before
+
+    # ------------------------------------------------------------------ function state
+
+    def restore_state(self, fields: Mapping[str, bytes]) -> None:
+        """Load persisted function state (before the first bootstrap after a restart)."""
+        self.engine.state.load(fields)
+
+    async def save_state(self) -> None:
+        """Hand the function state changed since the last call to ``save_state``."""
+        if self._save_state is None or not self.engine.stateful:
+            return
+        changes = self.engine.state.take_changes()
+        if changes:
+            await self._save_state(changes)
+
+    def next_due_ms(self) -> int | None:
+        """When the next scheduled re-evaluation is due (None: nothing is scheduled)."""
+        return self.engine.next_due_ms() if self.bootstrapped else None
+
+    def take_due(self, now_ms: int) -> Due:
+        """Run the re-evaluations due at ``now_ms`` (results not numbered nor published yet:
+        :meth:`save_state`, then :meth:`publish_due`)."""
+        if not self.bootstrapped:
+            return []
+        return self.engine.fire_due_timed(now_ms)
+
+    async def publish_due(self, due: Due) -> None:
+        """Number and publish the results of :meth:`take_due`, one per re-evaluation."""
+        at_ms = now_ms()
+        await self.publish_many([self._result(diffs, due_ms, at_ms) for due_ms, diffs in due])
 
 
 def catch_up_diffs(

@@ -126,7 +126,9 @@ class MatchSolutions:
             if not clause.optional:
                 builder.add_clause(clause.paths)
         self.required = builder.build()
-        self.where = ast.conjunction([c.where for c in clauses if c.where])
+        self.where = ast.conjunction(
+            [*builder.hoisted, *(c.where for c in clauses if c.where is not None)]
+        )
         self.optionals: list[_Optional] = []
         bound = list(self.required.names)
         for clause in clauses:
@@ -157,6 +159,10 @@ class MatchSolutions:
     ) -> _Optional:
         builder = PatternBuilder(parameters, counter)
         builder.add_clause(clause.paths)
+        if builder.hoisted:
+            raise UnsupportedQueryError(
+                "a stateful function in a pattern of an OPTIONAL MATCH is not supported", 1, 1
+            )
         return _Optional(builder.build(), bound)
 
     # ------------------------------------------------------------------ label needs
@@ -275,12 +281,12 @@ class MatchSolutions:
     def bulk_load(self, index: GraphIndex, batch: int) -> Iterator[list[RowChange]]:
         """Every row of a freshly loaded index, as additions in batches of ``batch``.
 
-        Contract: no row was registered before (an empty query), there are no OPTIONAL MATCH
-        clauses, and ``index`` holds the whole graph. Each row is found exactly once, by
-        solving from the elements its first variable binds, instead of once per element as
-        it completes (which is what applying the elements one by one costs).
+        Contract: no row was registered before (an empty query) and ``index`` holds the whole
+        graph. Each required row is found exactly once, by solving from the elements its first
+        variable binds, instead of once per element as it completes (which is what applying
+        the elements one by one costs), then extended by the OPTIONAL MATCH clauses.
         """
-        assert not self.optionals and not self._by_element
+        assert not self._by_element
         required = self.required
         first = required.variables[0]
         rows: list[RowChange] = []
@@ -288,13 +294,32 @@ class MatchSolutions:
             if not first.accepts(element):
                 continue
             for key, row in required.solve_from(index, 0, element):
-                self._register(key)
-                rows.append(RowChange(None, key, row))
+                full = self._full_rows(index, key, row) if self.optionals else {key: row}
+                for full_key, full_row in full.items():
+                    self._register(full_key)
+                    rows.append(RowChange(None, full_key, full_row))
+                if self.optionals:
+                    self._by_required[key] = list(full)
             if len(rows) >= batch:
                 yield rows
                 rows = []
         if rows:
             yield rows
+
+    def rows_of(self, index: GraphIndex, element_id: str) -> list[RowChange]:
+        """An unchanged update of every row that holds ``element_id``, its elements as indexed
+        (a scheduled re-evaluation of that element's rows)."""
+        names = self.variable_names
+        element = index.element
+        result: list[RowChange] = []
+        keys = self._by_element.get(element_id, ())
+        for key in sorted(keys, key=lambda k: tuple("" if part is None else part for part in k)):
+            row = {
+                name: None if element_id_ is None else element(element_id_)
+                for name, element_id_ in zip(names, key, strict=True)
+            }
+            result.append(RowChange(key, key, row))
+        return result
 
     def _optional_changes(
         self, index: GraphIndex, changed_id: str, after: Element | None, kind: ChangeKind

@@ -17,6 +17,9 @@ Rules that differ from plain Python, and why:
 - Int and Float compare by value everywhere (``5 = 5.0``), as docs/semantics.md §3 requires.
 - ``/`` always gives Float. Division (or ``%``) by zero raises :class:`RowDropped`: the engine
   catches it and drops the row being evaluated instead of failing the whole query.
+- :data:`AWAITING` is Drasi's ``Awaiting``: what a future function returns while its answer
+  is not due yet. It is a value like any other: not true (so a WHERE fails and ``NOT`` of it
+  is true), equal only to itself, not null, and written ``"Awaiting"`` in results.
 """
 
 from __future__ import annotations
@@ -30,6 +33,32 @@ from drasi_ray.model.changes import Element
 from drasi_ray.model.errors import QueryEvaluationError
 from drasi_ray.query import temporal
 from drasi_ray.query.failures import RowDropped
+
+
+class _Awaiting:
+    """The type of :data:`AWAITING` (one instance, kept across pickling)."""
+
+    __slots__ = ()
+    _instance: _Awaiting | None = None
+
+    def __new__(cls) -> _Awaiting:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_Awaiting, ())
+
+    def __repr__(self) -> str:
+        return "AWAITING"
+
+
+AWAITING: Any = _Awaiting()
+"""Drasi's ``Awaiting``: the value of a future function whose answer is not due yet."""
+
+AWAITING_TEXT = "Awaiting"
+"""How :data:`AWAITING` is written in a result row (as Drasi writes it)."""
+
 
 EVALUATION_FAILURES = (QueryEvaluationError, ArithmeticError, ValueError, TypeError)
 """What evaluating a row may raise: the engine's own type errors, and Python's arithmetic, value
@@ -69,6 +98,8 @@ def type_name(value: Any) -> str:
         return "Node" if value.is_node else "Relationship"
     if isinstance(value, Mapping):
         return "Map"
+    if value is AWAITING:
+        return "Awaiting"
     return temporal.type_name(value) or type(value).__name__
 
 
@@ -478,6 +509,8 @@ def to_output(value: Any) -> Any:
         return {str(key): to_output(item) for key, item in value.items()}
     if is_list(value):
         return [to_output(item) for item in value]
+    if value is AWAITING:
+        return AWAITING_TEXT
     text = temporal.to_result_text(value)
     if text is not None:
         return text
@@ -489,6 +522,7 @@ _LIST_TAG = "\x00list"
 _MAP_TAG = "\x00map"
 _ELEMENT_TAG = "\x00element"
 _NAN_TAG = "\x00nan"
+_AWAITING_TAG = "\x00awaiting"
 
 
 def hashable_key(value: Any) -> Any:
@@ -516,6 +550,8 @@ def hashable_key(value: Any) -> Any:
         return (_LIST_TAG, tuple(hashable_key(item) for item in value))
     if temporal.type_name(value) is not None:
         return value  # temporal values are immutable and hash consistently with ==
+    if value is AWAITING:
+        return (_AWAITING_TAG,)
     raise QueryEvaluationError(f"a {type_name(value)} cannot be used as a key")
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from drasi_ray.app import DrasiRay
 from drasi_ray.coordinator.core import ApplyProbe
+from drasi_ray.model.clock import Clock
 from drasi_ray.model.config import (
     DispatchMode,
     PlatformSourceConfig,
@@ -40,6 +41,7 @@ def one_source_app(
     ray_config: RayConfig | None = None,
     state_config: StateConfig | None = None,
     failpoints: ApplyProbe | None = None,
+    clock: Clock | None = None,
     **source_options: Any,
 ) -> DrasiRay:
     """A new (not started) app ``<prefix>-<random>`` with one platform source ``source_id``
@@ -56,6 +58,7 @@ def one_source_app(
         ray_config=ray_config,
         state_config=state_config,
         failpoints=failpoints,
+        clock=clock,
     )
     app.add_source(
         PlatformSource(

@@ -7,6 +7,9 @@ the app is idle and compares the diffs the step produced, per query, as a multis
 value, floats to 1e-9 relative). Format: ``tests/scenarios/README.md``.
 
 Each case runs in its own app (fresh actors, a fresh stream), with as many consumers as asked.
+A case with a ``clock`` runs on a :class:`~drasi_ray.model.clock.ManualClock` starting there; a
+step's ``clock`` moves it before the step's event, and the diffs of what came due count in that
+step.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from typing import Any
 
 from drasi_ray.actors.subscription import Subscription
 from drasi_ray.app import DrasiRay
+from drasi_ray.model.clock import ManualClock
 from drasi_ray.model.config import RayConfig
 from drasi_ray.source.decode import encode_cloud_event
 from drasi_ray.streams.publisher import Publisher
@@ -77,6 +81,7 @@ def run_case(
     """Run one case in a fresh app; return its outcome (mismatches per step and query)."""
     stream = f"scenario-{scenario['name']}-{case['name']}-{uuid.uuid4().hex[:8]}"
     queries = {query_id: scenario["queries"][query_id] for query_id in case["queries"]}
+    clock = None if case.get("clock") is None else ManualClock(case["clock"])
     app = one_source_app(
         redis_url,
         stream,
@@ -85,6 +90,7 @@ def run_case(
         prefix="conformance",
         dispatch_buffer_capacity=100_000,
         ray_config=ray_config,
+        clock=clock,
         consumers=consumers,
         batch_size=50,
     )
@@ -93,41 +99,58 @@ def run_case(
     try:
         subscriptions = {query_id: app.subscribe(query_id) for query_id in case["queries"]}
         with Publisher.from_url(redis_url) as publisher:
-            _run_steps(app, publisher, stream, case, subscriptions, outcome, idle_timeout)
+            steps = _Steps(app, publisher, stream, clock, idle_timeout)
+            steps.run(case, subscriptions, outcome)
     finally:
         app.stop()
     return outcome
 
 
-def _run_steps(
-    app: DrasiRay,
-    publisher: Publisher,
-    stream: str,
-    case: Mapping[str, Any],
-    subscriptions: Mapping[str, Subscription],
-    outcome: CaseOutcome,
-    idle_timeout: float,
-) -> None:
-    # One entry holds the whole bootstrap: one consumer applies it, in order, whatever the
-    # consumer count (separate entries spread over consumers and make order-dependent values,
-    # such as a collect() list, depend on the race).
-    bootstrap = case.get("bootstrap", [])
-    if bootstrap:
-        publisher.publish(stream, [encode_cloud_event(bootstrap)])
-    app.wait_until_idle(idle_timeout)
-    for subscription in subscriptions.values():
-        subscription.drain()
-    for number, step in enumerate(case["steps"], start=1):
-        publisher.publish(stream, [encode_cloud_event([step["event"]])])
-        app.wait_until_idle(idle_timeout)
-        outcome.steps += 1
-        for query_id, subscription in subscriptions.items():
-            actual = [diff for result in subscription.drain() for diff in result.results]
-            expected = list(step["expect"].get(query_id, []))
-            if not diffs_match(expected, actual):
-                outcome.mismatches.append(
-                    StepMismatch(case["name"], number, query_id, expected, actual)
-                )
+@dataclass(slots=True)
+class _Steps:
+    """Publishes a case's events (and moves its clock) step by step, waiting for idle."""
+
+    app: DrasiRay
+    publisher: Publisher
+    stream: str
+    clock: ManualClock | None
+    idle_timeout: float
+
+    def run(
+        self,
+        case: Mapping[str, Any],
+        subscriptions: Mapping[str, Subscription],
+        outcome: CaseOutcome,
+    ) -> None:
+        # One entry holds the whole bootstrap: one consumer applies it, in order, whatever the
+        # consumer count (separate entries spread over consumers and make order-dependent
+        # values, such as a collect() list, depend on the race).
+        bootstrap = case.get("bootstrap", [])
+        if bootstrap:
+            self.publisher.publish(self.stream, [encode_cloud_event(bootstrap)])
+        self.app.wait_until_idle(self.idle_timeout)
+        for subscription in subscriptions.values():
+            subscription.drain()
+        for number, step in enumerate(case["steps"], start=1):
+            self.step(step)
+            outcome.steps += 1
+            for query_id, subscription in subscriptions.items():
+                actual = [diff for result in subscription.drain() for diff in result.results]
+                expected = list(step["expect"].get(query_id, []))
+                if not diffs_match(expected, actual):
+                    outcome.mismatches.append(
+                        StepMismatch(case["name"], number, query_id, expected, actual)
+                    )
+
+    def step(self, step: Mapping[str, Any]) -> None:
+        """Move the clock (a step's ``clock``), publish its event, wait until idle."""
+        if step.get("clock") is not None:
+            if self.clock is None:
+                raise ValueError("a step moves the clock of a case that has none")
+            self.clock.set(step["clock"])
+        if step.get("event") is not None:
+            self.publisher.publish(self.stream, [encode_cloud_event([step["event"]])])
+        self.app.wait_until_idle(self.idle_timeout)
 
 
 def diffs_match(expected: Sequence[Any], actual: Sequence[Any]) -> bool:

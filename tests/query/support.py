@@ -39,7 +39,7 @@ class TinyStore:
             time_ms,
         )
         if op == "d":
-            return self.delete(element.id)
+            return self.delete(element.id, time_ms)
         if op == "i":
             return self.put(element)
         return self.upsert(element)
@@ -67,11 +67,13 @@ class TinyStore:
             )
         return self.put(element, inserted=False)
 
-    def delete(self, element_id: str) -> ElementDelta | None:
+    def delete(self, element_id: str, time_ms: int | None = None) -> ElementDelta | None:
+        """Remove the element; the delta's time is the delete's (default: the element's)."""
         before = self.elements.pop(element_id, None)
         if before is None:
             return None
-        return ElementDelta(before, None, ZERO_VERSION, before.effective_from)
+        when = before.effective_from if time_ms is None else time_ms
+        return ElementDelta(before, None, ZERO_VERSION, when)
 
 
 # --------------------------------------------------------------------------- comparison

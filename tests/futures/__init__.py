@@ -1,0 +1,1 @@
+"""Helpers of the future-function tests: timed plans run through drasi-lib and the engine."""

@@ -1,0 +1,107 @@
+"""A pending ``drasi.trueFor`` survives killed actors and fires exactly once.
+
+Three consumers feed a query that waits five minutes of a manual clock before a machine counts
+as overheated. One machine's wait ends before the crash, another's is pending when the query
+actor, the coordinator or both are SIGKILLed; after the restart the clock moves on and a third
+machine starts its wait. The query's platform reaction stream (written from the query actor,
+its sequences kept across restarts) must hold each machine's ADD exactly once, in strictly
+increasing sequences, and the query's rows must be the three machines.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections import Counter
+from typing import Any
+
+import orjson
+import pytest
+import ray
+import redis
+
+from drasi_ray import DrasiRay, ManualClock, PlatformReaction, PlatformSource, Query
+from drasi_ray.model.changes import Op, node
+from drasi_ray.source.decode import change_event, encode_cloud_event
+from drasi_ray.streams.publisher import Publisher
+
+T0 = 1_700_000_000_000
+MINUTE = 60_000
+QUERY = (
+    "MATCH (m:Machine) WHERE drasi.trueFor(m.state = 'hot', duration({minutes: 5})) "
+    "RETURN m.id AS id"
+)
+
+
+def _machine(machine_id: str, state: str, minute: int, op: Op = Op.INSERT) -> bytes:
+    element = node(machine_id, ["Machine"], {"id": machine_id, "state": state})
+    return encode_cloud_event([change_event(op, element, (T0 + minute * MINUTE) * 1_000_000)])
+
+
+def _app(redis_url: str, stream: str, clock: ManualClock) -> DrasiRay:
+    app = DrasiRay(f"futures-{uuid.uuid4().hex[:8]}", clock=clock)
+    app.add_source(
+        PlatformSource.builder("machines")
+        .with_redis_url(redis_url)
+        .with_stream_key(stream)
+        .with_consumers(3)
+        .with_batch_size(10)
+        .with_block_ms(100)
+        .with_claim_idle_ms(1_000)
+        .with_reclaim_interval_ms(200)
+        .build()
+    )
+    query = Query.cypher("hot").query(QUERY).from_source("machines")
+    app.add_query(query.with_reaction(PlatformReaction()).build())
+    return app
+
+
+def _published(redis_url: str) -> list[dict[str, Any]]:
+    client = redis.Redis.from_url(redis_url)
+    events = [orjson.loads(fields[b"data"]) for _, fields in client.xrange("hot-results")]
+    return [event["data"] for event in events if event["data"]["kind"] == "change"]
+
+
+def _kill(app: DrasiRay, victim: str) -> None:
+    if victim in ("query", "both"):
+        ray.kill(app.query_actor("hot"), no_restart=False)
+    if victim in ("coordinator", "both"):
+        ray.kill(app.coordinator_actor(), no_restart=False)
+
+
+@pytest.mark.parametrize("victim", ["query", "coordinator", "both"])
+def test_a_pending_true_for_fires_once_after_restarts(
+    ray_session: None, redis_url: str, victim: str
+) -> None:
+    stream = f"machines-{uuid.uuid4().hex[:8]}"
+    clock = ManualClock(T0)
+    app = _app(redis_url, stream, clock)
+    app.start()
+    try:
+        with Publisher.from_url(redis_url) as publisher:
+            publisher.publish(
+                stream,
+                [_machine("m1", "hot", 0), _machine("m2", "hot", 1), _machine("m3", "cold", 1)],
+            )
+            app.wait_until_idle(60)
+            clock.set(T0 + 5 * MINUTE)  # m1's wait ends; m2's is pending until minute 6
+            app.wait_until_idle(60)
+            assert app.results("hot") == [{"id": "m1"}]
+            app.flush_reactions(30)
+            _kill(app, victim)
+            app.wait_until_idle(120)  # the killed actors are back and rebuilt
+            assert app.results("hot") == [{"id": "m1"}]
+            clock.set(T0 + 6 * MINUTE)
+            publisher.publish(stream, [_machine("m3", "hot", 6, Op.UPDATE)])
+            app.wait_until_idle(60)
+            clock.set(T0 + 11 * MINUTE)
+            app.wait_until_idle(60)
+        app.flush_reactions(30)
+        assert sorted(row["id"] for row in app.results("hot")) == ["m1", "m2", "m3"]
+        changes = _published(redis_url)
+        added = Counter(row["id"] for change in changes for row in change["addedResults"])
+        assert added == {"m1": 1, "m2": 1, "m3": 1}
+        assert not any(change["deletedResults"] or change["updatedResults"] for change in changes)
+        sequences = [change["sequence"] for change in changes]
+        assert sequences == sorted(set(sequences))
+    finally:
+        app.stop()
