@@ -39,7 +39,7 @@ and is not plainly wrong (docs/conformance.md lists where we part). Decisions wo
 
 Time and Drasi's future functions (:mod:`drasi_ray.query.future_functions`): a change is
 evaluated at its own time (``effective_from``: both clocks of the
-:class:`~drasi_ray.query.context.QueryClock`), never at the wall clock, so results depend only
+:class:`~drasi_ray.query.evaluation.QueryClock`), never at the wall clock, so results depend only
 on the changes. A future function that cannot answer yet schedules a re-evaluation in the
 query's future queue; the owner of the query asks :meth:`ContinuousQuery.next_due_ms` and calls
 :meth:`ContinuousQuery.fire_due` with its clock's time (an injected clock in tests). A due
@@ -59,8 +59,8 @@ from drasi_ray.model.changes import ZERO_VERSION, Element, ElementDelta
 from drasi_ray.model.errors import UnsupportedQueryError
 from drasi_ray.model.query_specs import QueryJoin
 from drasi_ray.query import ast
-from drasi_ray.query.context import EvaluationContext, EvaluationMode, QueryClock
 from drasi_ray.query.contexts import Collector, Context, Diff, Kind
+from drasi_ray.query.evaluation import EvaluationContext, EvaluationMode, QueryClock
 from drasi_ray.query.expressions import contains_aggregate
 from drasi_ray.query.futures import FutureEntry
 from drasi_ray.query.indexes import GraphIndex, LabelFilter
@@ -256,7 +256,7 @@ class ContinuousQuery:
         as an insert at its own time, in time order, so the functions see the graph grow and
         schedule what they would have. But when its state has history (:attr:`state` restored
         after a restart, or handed over by the engine this one replaces), the graph is loaded
-        on the bulk path in :attr:`~drasi_ray.query.context.EvaluationMode.REPLAY`: each call
+        on the bulk path in :attr:`~drasi_ray.query.evaluation.EvaluationMode.REPLAY`: each call
         returns what it last returned for its row, so the rows are the rows held before.
         """
         if self.stateful and self.state.restored:

@@ -13,7 +13,7 @@ Aggregate calls cannot be compiled here: the engine evaluates them and substitut
 value (compiling one raises :class:`~drasi_ray.errors.QueryEvaluationError`).
 
 Functions that read the evaluation context (the query's clock, the row being evaluated) are
-bound to the :class:`~drasi_ray.query.context.EvaluationContext` given at compile time; Drasi's
+bound to the :class:`~drasi_ray.query.evaluation.EvaluationContext` given at compile time; Drasi's
 stateful functions (:mod:`drasi_ray.query.future_functions`) need the context of a continuous
 query, which holds their state.
 """
@@ -28,7 +28,7 @@ from typing import Any, TypeAlias
 from drasi_ray.model.changes import Element
 from drasi_ray.model.errors import QueryError, QueryEvaluationError
 from drasi_ray.query import ast, functions, future_functions, values
-from drasi_ray.query.context import EvaluationContext
+from drasi_ray.query.evaluation import EvaluationContext
 from drasi_ray.query.failures import RowDropped
 
 Row: TypeAlias = Mapping[str, Any]

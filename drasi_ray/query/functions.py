@@ -51,7 +51,7 @@ class FunctionSpec:
     (``max_args`` None: any number). ``name`` is the lower-case registry key.
 
     A ``contextual`` function is called ``impl(context, *args)`` with the query's
-    :class:`~drasi_ray.query.context.EvaluationContext`: what a function that reads the query's
+    :class:`~drasi_ray.query.evaluation.EvaluationContext`: what a function that reads the query's
     clock (``datetime.realtime()``, ``date.transaction()``) is registered as."""
 
     name: str
@@ -727,7 +727,7 @@ def datetime_from_epoch(seconds: Any, nanoseconds: Any = 0) -> dt.datetime | Non
 
 def _clock_instant(clock: str, result: str) -> Callable[..., Any]:
     """``<type>.<clock>([timezone])``: the instant of the query's ``realtime`` or
-    ``transaction`` clock (:class:`~drasi_ray.query.context.QueryClock`, read from the context)
+    ``transaction`` clock (:class:`~drasi_ray.query.evaluation.QueryClock`, read from the context)
     as a ``datetime`` (zoned) or a ``date``, in UTC or the named zone (Drasi's clock
     functions). A contextual function: the compiler passes the context first."""
 

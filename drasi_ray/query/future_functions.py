@@ -26,7 +26,7 @@ LocalDateTime (read as UTC), a ZonedDateTime or an Integer of epoch milliseconds
 Duration (its months are dropped, as Drasi's ``TimeDelta`` drops them) or an Integer of
 milliseconds.
 
-"Now" is the evaluation's ``realtime`` (:class:`~drasi_ray.query.context.QueryClock`): the
+"Now" is the evaluation's ``realtime`` (:class:`~drasi_ray.query.evaluation.QueryClock`): the
 change's time, or the due time when a scheduled re-evaluation runs. When a function cannot
 answer yet it schedules a re-evaluation of the anchor element's rows at the due time, under the
 key (call site, row): see :mod:`drasi_ray.query.futures` for how ``trueFor``/``trueUntil``
@@ -48,7 +48,7 @@ from typing import Any
 from drasi_ray.model.changes import Element
 from drasi_ray.model.errors import QueryEvaluationError
 from drasi_ray.query import temporal
-from drasi_ray.query.context import EvaluationContext, EvaluationMode
+from drasi_ray.query.evaluation import EvaluationContext, EvaluationMode
 from drasi_ray.query.functions import FunctionSpec
 from drasi_ray.query.futures import PushType
 from drasi_ray.query.stateful import MISSING, FunctionState, Memo, digest

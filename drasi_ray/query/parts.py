@@ -28,7 +28,7 @@ Drasi skips such a row's change instead, and then also every later change whose 
 divided by zero, which leaves a row out of the results for good (docs/conformance.md).
 
 Drasi's stateful functions (:mod:`drasi_ray.query.future_functions`) are compiled against the
-query's :class:`~drasi_ray.query.context.EvaluationContext`; a part that holds any points the
+query's :class:`~drasi_ray.query.evaluation.EvaluationContext`; a part that holds any points the
 context at each row before evaluating it (row key, and result key: the grouping values in an
 aggregating part), evaluates the rows as they were before the change, and the group rows it
 reads as they stand, with the functions only looking (``SNAPSHOT``), and lets the functions
@@ -59,7 +59,6 @@ from drasi_ray.query.aggregates import (
     aggregate_value,
     check_argument,
 )
-from drasi_ray.query.context import EvaluationContext, EvaluationMode, QueryClock
 from drasi_ray.query.contexts import (
     Context,
     Key,
@@ -69,6 +68,7 @@ from drasi_ray.query.contexts import (
     removing,
     updating,
 )
+from drasi_ray.query.evaluation import EvaluationContext, EvaluationMode, QueryClock
 from drasi_ray.query.expressions import compile_expression, compile_predicate, contains_aggregate
 from drasi_ray.query.failures import RowDropped
 from drasi_ray.query.future_functions import SLIDING_WINDOW, StatefulCall, WindowedArgument
@@ -441,18 +441,20 @@ class ProjectingPart:
             return []
         revert, apply = self._signatures.decide(context)
         before_row = context.before
-        before = self._look(before_row, context.old_key) if before_row is not None else ABSENT
+        # The group's row before: its own key, or (a group the row just joined) the new one.
+        looked = context.old_key if context.old_key is not None else context.new_key
+        before = self._look(before_row, looked) if before_row is not None else ABSENT
         after = self._evaluate(context.after, context.new_key) if apply else FILTERED
         if not apply:
             self._release(context.new_key)  # the group emptied: its row leaves this part
-        self._state.pop(context.old_key, None)
+        self._state.pop(looked, None)
         if after is not FILTERED:
             self._state[context.new_key] = after
-        old, new = context.old_key, context.new_key
+        new = context.new_key
         if after is FILTERED:
-            return [removing(old, before, context)] if isinstance(before, dict) else []
+            return [removing(looked, before, context)] if isinstance(before, dict) else []
         if isinstance(before, dict) and revert:
-            return [updating(old, new, before, after, context)]
+            return [updating(looked, new, before, after, context)]
         return [adding(new, after, context)]
 
     def record(self, context: Context) -> None:
@@ -913,7 +915,8 @@ class AggregatingPart:
         revert, apply = self._signatures.decide(context)
         before = None
         if context.before is not None:
-            before = self._look(context.before, context.old_key, filtered=False)
+            looked = context.old_key if context.old_key is not None else context.new_key
+            before = self._look(context.before, looked, filtered=False)
         after = self._contribution(context.after, filtered=False, key=context.new_key)
         if not isinstance(after, _Contribution) or (before is not None and before is FILTERED):
             return []

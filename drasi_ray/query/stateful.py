@@ -10,11 +10,11 @@ one :class:`FunctionState` per query:
 - *memos*: per (call site, row), the arguments a function was last applied to (as a digest)
   and what it returned then. A query actor that restarts rebuilds its rows from the element
   store; with the memos, each call returns what it returned before the restart (see
-  :class:`~drasi_ray.query.context.EvaluationMode`), so the rebuilt rows are the old rows and a
+  :class:`~drasi_ray.query.evaluation.EvaluationMode`), so the rebuilt rows are the old rows and a
   pending ``trueFor`` fires once, when it is due.
 
 Call sites are numbered in the order the engine compiles them
-(:meth:`~drasi_ray.query.context.EvaluationContext.register`), which depends only on the query
+(:meth:`~drasi_ray.query.evaluation.EvaluationContext.register`), which depends only on the query
 text, so the numbers mean the same thing after a restart. The state is plain data: a rebuilt
 engine takes over the state of the one it replaces.
 

@@ -8,8 +8,9 @@ Every column is computed, none typed in:
   runs through drasi-lib over a small graph (it runs, Drasi refuses it when added, or the query
   stops on an error or a panic) and is added to drasi_ray's engine (accepted or refused);
 - functions (``DRASI_FUNCTIONS``): drasi_ray supports one when its function registry
-  (``drasi_ray.query.functions.FUNCTIONS``, the aggregates) has it, so a function another branch
-  adds shows up when it lands; the functions drasi_ray has and Drasi lacks are listed apart;
+  (``drasi_ray.query.functions.FUNCTIONS``, the aggregates, the future and stateful functions of
+  ``drasi_ray.query.future_functions``) has it, so a function another branch adds shows up
+  when it lands; the functions drasi_ray has and Drasi lacks are listed apart;
 - differential-tested: a catalogue query (tests/differential/catalogue.py) calls the
   function or uses the feature;
 - the deviations and refusals: tests/differential/known.py, whose test runs each through both.
@@ -29,6 +30,7 @@ from drasi_ray.query import ast
 from drasi_ray.query.engine import ContinuousQuery
 from drasi_ray.query.expressions import walk
 from drasi_ray.query.functions import AGGREGATES, FUNCTIONS
+from drasi_ray.query.future_functions import SPECS as FUTURE_FUNCTIONS
 from drasi_ray.query.parser import parse_query
 from tests.differential.catalogue import CATALOGUE
 from tests.differential.drasi_registry import DRASI_FUNCTIONS, FEATURES, Feature
@@ -80,7 +82,7 @@ def tested_functions(queries: Iterable[ast.Query]) -> set[str]:
 
 def drasi_ray_has(name: str) -> bool:
     key = name.lower()
-    return key in FUNCTIONS or key in AGGREGATES or key == "reduce"
+    return key in FUNCTIONS or key in AGGREGATES or key in FUTURE_FUNCTIONS or key == "reduce"
 
 
 def drasi_ray_accepts(feature: Feature) -> str:

@@ -48,11 +48,15 @@ def graph_change(event: Mapping[str, Any]) -> GraphChange:
 
 
 def scenario_cases() -> Iterator[ScenarioCase]:
-    """Every case of every scenario file, in file order."""
+    """Every case of every scenario file, in file order, but those on an injected clock
+    (Drasi's future functions: drasi-lib's future queue runs on the wall clock, so such a case
+    cannot run through it as written; tests/query/test_future_functions_drasi.py runs those
+    functions through drasi-lib on timed plans instead)."""
     for path in sorted(SCENARIO_DIR.glob("*.json")):
         scenario = json.loads(path.read_text(encoding="utf-8"))
         for case in scenario["cases"]:
-            yield _scenario_case(scenario, case)
+            if case.get("clock") is None:
+                yield _scenario_case(scenario, case)
 
 
 def _scenario_case(scenario: Mapping[str, Any], case: Mapping[str, Any]) -> ScenarioCase:

@@ -75,9 +75,10 @@ class EvaluationContext:
 
     ``clock``: see :class:`QueryClock`. ``before_clock``: the clock a row is evaluated at as it
     was before the change (Drasi's: the changed element's previous time as transaction time and
-    the change's realtime; for a due re-evaluation, the element's time on both). ``anchor_id``: the id of the element whose change (or
-    due re-evaluation) is being evaluated, None when there is none. ``row_key``: the identity of
-    the row at the query part being evaluated (a MATCH row's element ids, or a group's key).
+    the change's realtime; for a due re-evaluation, the element's time on both). ``anchor_id``:
+    the id of the element whose change (or due re-evaluation) is being evaluated, None when there
+    is none. ``row_key``: the identity of the row at the query part being evaluated (a MATCH
+    row's element ids, or a group's key).
     ``result_key``: where per-row state lives: the grouping values of an aggregating part,
     else ``row_key`` (Drasi's result key). ``state``: the query's stateful-function state, None
     outside a continuous query. ``calls``: the stateful call sites compiled against it;
