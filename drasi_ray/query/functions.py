@@ -19,13 +19,14 @@ import math
 import random
 import re
 import time
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from drasi_ray.model.changes import Element
 from drasi_ray.model.errors import QueryEvaluationError
-from drasi_ray.query import ast, temporal
+from drasi_ray.query import ast, ordering, temporal
 from drasi_ray.query.values import (
     I64_MAX,
     I64_MIN,
@@ -218,6 +219,24 @@ def to_string_function(value: Any) -> str | None:
     return to_string(value)
 
 
+def to_string_or_null(value: Any) -> str | None:
+    """``toStringOrNull(x)``: ``toString(x)``, but null where ``toString`` refuses the value
+    (a map, as Drasi, or a graph element). Drasi's refuses booleans and temporal values with
+    an error that stops the query; here they give the same text as ``toString``
+    (docs/conformance.md)."""
+    if isinstance(value, Mapping):
+        return None
+    try:
+        return to_string(value)
+    except QueryEvaluationError:
+        return None
+
+
+def random_uuid() -> str:
+    """``randomUUID()``: a new random (version 4) UUID in its 36-character text form."""
+    return str(uuid.uuid4())
+
+
 # --------------------------------------------------------------------------- numeric
 
 
@@ -348,6 +367,23 @@ def _float_function(name: str, impl: Callable[[float], float]) -> Callable[[Any]
             return impl(float(_number(name, value)))
         except ValueError:  # sqrt(-1), log(0): NaN as openCypher
             return math.nan
+
+    return call
+
+
+def _trigonometric(name: str, impl: Callable[[float], float]) -> Callable[[Any], float | None]:
+    """A Drasi trigonometric function: a Float from a number, null from null; any other
+    argument, and a result that is not a finite Float (``cos`` of an infinity), is an error
+    as in Drasi."""
+
+    def call(value: Any) -> float | None:
+        if value is None:
+            return None
+        argument = float(_number(name, value))
+        result = impl(argument) if math.isfinite(argument) else math.nan
+        if not math.isfinite(result):
+            raise QueryEvaluationError(f"{name}() of {argument!r} is not a finite number")
+        return result
 
     return call
 
@@ -552,15 +588,63 @@ def coll_insert(value: Any, position: Any, item: Any) -> list[Any] | None:
 
 def drasi_stdevp(value: Any) -> float | None:
     """``drasi.stdevp(list)``: the population standard deviation of the numbers in a list,
-    other items (null included) left out, as Drasi's. Null for null, and for a list without
-    numbers, where Drasi's result is undefined (it would divide zero by zero)."""
+    other items (null included) left out, summed left to right as Drasi's (so the same
+    Float). Null for null, and for a list without numbers, where Drasi's panics
+    (docs/conformance.md)."""
     if value is None:
         return None
     numbers = [float(item) for item in _sequence("drasi.stdevp", value) if is_number(item)]
     if not numbers:
         return None
-    mean = sum(numbers) / len(numbers)
-    return math.sqrt(sum((number - mean) ** 2 for number in numbers) / len(numbers))
+    mean = _left_sum(numbers) / len(numbers)
+    return math.sqrt(
+        _left_sum([(number - mean) * (number - mean) for number in numbers]) / len(numbers)
+    )
+
+
+def _left_sum(numbers: Sequence[float]) -> float:
+    """Floats added one by one, left to right: Python 3.12's ``sum`` compensates rounding,
+    which would give a different last digit than Drasi's plain fold."""
+    total = 0.0
+    for number in numbers:
+        total += number
+    return total
+
+
+_LIST_HELPER_PASSES = (str, int, float, bool, Mapping, dt.date, dt.time, temporal.Duration)
+"""What ``drasi.listMax``/``listMin`` return as they are when given instead of a list."""
+
+
+def drasi_list_max(value: Any, _ignored: Any = _NO_ARGUMENT) -> Any:
+    """``drasi.listMax(list)``: the greatest item by Drasi's order of values
+    (:func:`~drasi_ray.query.ordering.compare`). As Drasi's: the first item is the starting
+    candidate even when null, later nulls are skipped, an item unordered with the candidate
+    never replaces it, and a value that is not a list (a number, a string, a map, a temporal
+    value) comes back as it is; a second argument is accepted and ignored. An empty list
+    gives null, where Drasi's panics (docs/conformance.md)."""
+    return _list_extreme("drasi.listMax", value, 1)
+
+
+def drasi_list_min(value: Any) -> Any:
+    """``drasi.listMin(list)``: the least item, under the rules of :func:`drasi_list_max` (so a
+    leading null is never replaced: nothing is less than null)."""
+    return _list_extreme("drasi.listMin", value, -1)
+
+
+def _list_extreme(function: str, value: Any, wanted: int) -> Any:
+    if value is None:
+        return None
+    if not is_list(value):
+        if isinstance(value, _LIST_HELPER_PASSES):
+            return value
+        raise _bad_argument(function, "a List", value)
+    if not value:
+        return None
+    best = value[0]
+    for item in value:
+        if item is not None and ordering.compare(item, best) == wanted:
+            best = item
+    return best
 
 
 # --------------------------------------------------------------------------- graph
@@ -768,6 +852,8 @@ def _text_functions() -> list[FunctionSpec]:
         _spec("split", split, 2),
         _spec("substring", substring, 2, 3),
         _spec("tostring", to_string_function, 1),
+        _spec("tostringornull", to_string_or_null, 1),
+        _spec("randomuuid", random_uuid, 0),
     ]
 
 
@@ -787,6 +873,11 @@ def _numeric_functions() -> list[FunctionSpec]:
         _spec("log10", _float_function("log10", math.log10), 1),
         _spec("pi", lambda: math.pi, 0),
         _spec("e", lambda: math.e, 0),
+        _spec("cos", _trigonometric("cos", math.cos), 1),
+        _spec("sin", _trigonometric("sin", math.sin), 1),
+        _spec("tan", _trigonometric("tan", math.tan), 1),
+        _spec("degrees", _trigonometric("degrees", math.degrees), 1),
+        _spec("radians", _trigonometric("radians", math.radians), 1),
     ]
 
 
@@ -826,6 +917,8 @@ def _list_and_graph_functions() -> list[FunctionSpec]:
         _spec("properties", properties, 1),
         _spec("drasi.changedatetime", change_date_time, 1),
         _spec("drasi.stdevp", drasi_stdevp, 1),
+        _spec("drasi.listmax", drasi_list_max, 1, 2),
+        _spec("drasi.listmin", drasi_list_min, 1),
     ]
 
 
