@@ -5,8 +5,9 @@ openCypher's null rule: a null in the argument that carries the value gives null
 (``toUpper(null)`` is null), while ``coalesce`` and friends look at nulls on purpose.
 Wrong argument types raise :class:`~drasi_ray.errors.QueryEvaluationError`.
 
-Aggregates (count, sum, avg, min, max, collect) are *named* here, in :data:`AGGREGATES`, so
-the parser can recognise them, but they are evaluated by the engine, never by this module.
+Aggregates (count, sum, avg, min, max, collect, drasi.linearGradient, drasi.last) are *named*
+here, in :data:`AGGREGATES`, so the parser can recognise them, but they are evaluated by the
+engine, never by this module.
 
 The parser checks every call's name and argument count against :data:`FUNCTIONS` when a query
 is registered, so an unknown function is a registration error, not a runtime one.
@@ -919,7 +920,15 @@ def _list_and_graph_functions() -> list[FunctionSpec]:
         _spec("drasi.stdevp", drasi_stdevp, 1),
         _spec("drasi.listmax", drasi_list_max, 1, 2),
         _spec("drasi.listmin", drasi_list_min, 1),
+        _spec("retainhistory", retain_history, 0, None),
     ]
+
+
+def retain_history(*values: Any) -> Any:
+    """``retainHistory(x)``: ``x`` (null without an argument, the first with several, as
+    Drasi). Around an aggregate it changes how the aggregate forgets: see
+    :class:`~drasi_ray.query.aggregates.Retained`."""
+    return values[0] if values else None
 
 
 def _temporal_functions() -> list[FunctionSpec]:
@@ -971,7 +980,7 @@ def lookup(name: str) -> FunctionSpec | None:
 _DRASI_STATEFUL = frozenset(
     name.lower()
     for name in (
-        "drasi.getVersionByTimestamp", "drasi.getVersionsByTimeRange", "drasi.linearGradient",
+        "drasi.getVersionByTimestamp", "drasi.getVersionsByTimeRange",
     )
 )  # fmt: skip
 """Drasi functions that keep state per result row or need a timer: not supported yet."""
@@ -984,3 +993,13 @@ def is_drasi_stateful(name: str) -> bool:
 
 def is_aggregate(name: str) -> bool:
     return name.lower() in AGGREGATES
+
+
+_AGGREGATE_ARGUMENT_COUNTS: Mapping[str, int] = {"drasi.lineargradient": 2}
+"""The aggregates that take other than one argument (the engine hands an aggregate of several
+arguments their values as one list)."""
+
+
+def aggregate_argument_count(name: str) -> int:
+    """How many arguments aggregate ``name`` (lower-case) takes."""
+    return _AGGREGATE_ARGUMENT_COUNTS.get(name, 1)

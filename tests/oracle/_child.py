@@ -19,6 +19,8 @@ from typing import Any
 import drasi
 
 POLL_S = 0.02
+LIVE = ("Running", "Starting")
+"""States of a query that may still answer."""
 
 
 async def _drasi(spec: dict[str, Any]) -> Any:
@@ -46,7 +48,8 @@ def _step_of(stamps: list[int], sent_ns: int) -> int:
 async def _settle(
     engine: Any, events: list[Any], stamps: list[int], answers: dict[str, int], timeout_s: float
 ) -> dict[str, str]:
-    """Wait until each query emitted for its answering change or left "Running"."""
+    """Wait until each query emitted for its answering change ("Running": it answered) or
+    stopped (its state then, e.g. "Error")."""
     deadline = time.monotonic() + timeout_s
     waiting = dict(answers)
     statuses: dict[str, str] = {}
@@ -57,8 +60,8 @@ async def _settle(
                 and _step_of(stamps, event["profiling"]["source_send_ns"]) >= step
                 for event in events
             )
-            status = await engine.get_query_status(query_id)
-            if answered or status != "Running":
+            status = "Running" if answered else await engine.get_query_status(query_id)
+            if answered or status not in LIVE:
                 statuses[query_id] = status
                 del waiting[query_id]
         await asyncio.sleep(POLL_S)

@@ -7,8 +7,7 @@ from typing import Any
 
 import pytest
 
-from drasi_ray.model._construct import make_delta
-from drasi_ray.model.changes import ZERO_VERSION, node
+from drasi_ray.model.changes import ZERO_VERSION, ElementDelta, node
 from drasi_ray.query.engine import ContinuousQuery
 from tests.oracle.values import same_typed
 from tests.query.drasi_function_cases import (
@@ -25,7 +24,7 @@ def returned(case: FunctionCase) -> Any:
     the engine refuses the row)."""
     query = ContinuousQuery("q", f"MATCH (n:T) RETURN {case.expression} AS v")
     element = node("n1", ["T"], case.properties, EFFECTIVE_FROM)
-    diffs = query.apply(make_delta(None, element, ZERO_VERSION, EFFECTIVE_FROM))
+    diffs = query.apply(ElementDelta(None, element, ZERO_VERSION, EFFECTIVE_FROM))
     if query.take_evaluation_errors():
         assert diffs == []
         return REFUSED
@@ -45,7 +44,7 @@ def test_function_case(case: FunctionCase) -> None:
 def test_random_uuid_is_a_new_version_4_uuid_per_row() -> None:
     query = ContinuousQuery("q", "MATCH (n:T) RETURN n.k AS k, randomUUID() AS id")
     values = [
-        query.apply(make_delta(None, node(f"n{k}", ["T"], {"k": k}), ZERO_VERSION, 0))[0]["data"]
+        query.apply(ElementDelta(None, node(f"n{k}", ["T"], {"k": k}), ZERO_VERSION, 0))[0]["data"]
         for k in range(3)
     ]
     identifiers = [value["id"] for value in values]
