@@ -27,7 +27,7 @@ from typing import Any
 
 from drasi_ray.model.changes import Element
 from drasi_ray.model.errors import QueryEvaluationError
-from drasi_ray.query import ast, ordering, temporal
+from drasi_ray.query import ast, ordering, temporal, truncation
 from drasi_ray.query.values import (
     I64_MAX,
     I64_MIN,
@@ -809,22 +809,41 @@ def datetime_from_epoch(seconds: Any, nanoseconds: Any = 0) -> dt.datetime | Non
 
 # --------------------------------------------------------------------------- query clocks
 
+_CLOCK_VALUES: Mapping[str, Callable[[dt.datetime], Any]] = {
+    "date": lambda instant: instant.date(),
+    "localtime": lambda instant: instant.time(),
+    "localdatetime": lambda instant: instant.replace(tzinfo=None),
+    "time": lambda instant: instant.timetz(),
+    "datetime": lambda instant: instant,
+}
+"""What each temporal type takes of a clock's instant (in UTC, or in the zone asked for)."""
 
-def _clock_instant(clock: str, result: str) -> Callable[..., Any]:
-    """``<type>.<clock>([timezone])``: the instant of the query's ``realtime`` or
-    ``transaction`` clock (:class:`~drasi_ray.query.evaluation.QueryClock`, read from the context)
-    as a ``datetime`` (zoned) or a ``date``, in UTC or the named zone (Drasi's clock
-    functions). A contextual function: the compiler passes the context first."""
+_CLOCKS = ("transaction", "realtime", "statement")
 
-    def instant(context: Any, zone: Any = _NO_ARGUMENT) -> Any:
-        millis = getattr(context.clock, f"{clock}_ms")
-        moment = temporal.from_epoch_millis(millis)
+
+def _clock_function(kind: str, clock: str) -> Callable[..., Any]:
+    """``<kind>.<clock>([zone])``: the query's clock
+    (:class:`~drasi_ray.query.evaluation.QueryClock`, read from the context: a contextual
+    function, the compiler passes the context first) as a value of type ``kind``, in UTC or in
+    ``zone`` (an IANA name, ``Z``, an offset; spaces read as underscores, brackets ignored, as
+    Drasi). ``.statement`` reads the realtime clock, as Drasi's. Drasi reads an offset, and a
+    zone name with a hyphen, as UTC, and gives UTC for ``localdatetime.<clock>(zone)``; here
+    each is the zone's own clock (docs/conformance.md)."""
+    value_of = _CLOCK_VALUES[kind]
+    field = "transaction_ms" if clock == "transaction" else "realtime_ms"
+
+    def call(context: Any, zone: Any = _NO_ARGUMENT) -> Any:
+        instant = temporal.from_epoch_millis(getattr(context.clock, field))
         if zone is not _NO_ARGUMENT:
-            local = moment.astimezone(temporal.parse_zone(_string(f"{result}.{clock}", zone)))
-            moment = local
-        return moment.date() if result == "date" else moment
+            instant = instant.astimezone(_clock_zone(f"{kind}.{clock}", zone))
+        return value_of(instant)
 
-    return instant
+    return call
+
+
+def _clock_zone(function: str, zone: Any) -> dt.tzinfo:
+    name = _string(function, zone).replace(" ", "_").replace("[", "").replace("]", "")
+    return temporal.parse_zone(name)
 
 
 # --------------------------------------------------------------------------- the registry
@@ -946,13 +965,11 @@ def _temporal_functions() -> list[FunctionSpec]:
         _spec("duration.inseconds", temporal.in_seconds, 2),
         _spec("duration.indays", temporal.in_days, 2),
         _spec("duration.inmonths", temporal.in_months, 2),
+        *(_spec(f"{kind}.truncate", truncation.truncate, 2, 3) for kind in _CLOCK_VALUES),
         *(
-            FunctionSpec(f"{result}.{clock}", _clock_instant(clock, result), 0, 1, True)
-            for result, clock in (
-                ("datetime", "realtime"),
-                ("datetime", "transaction"),
-                ("date", "transaction"),
-            )
+            FunctionSpec(f"{kind}.{clock}", _clock_function(kind, clock), 0, 1, True)
+            for kind in _CLOCK_VALUES
+            for clock in _CLOCKS
         ),
     ]
 

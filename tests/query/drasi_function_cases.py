@@ -192,4 +192,151 @@ COLLECTIONS = [
     FunctionCase("coll.insert([1], 1.5, 2)", REFUSED),
 ]
 
-SCALAR_CASES = LIST_HELPERS + TEXT + TRIGONOMETRY + COLLECTIONS
+_LDT = "localdatetime('2017-11-11T12:31:14.645876123')"
+
+TRUNCATION = [
+    FunctionCase(f"date.truncate('millennium', {_LDT})", "2000-01-01 00:00:00"),
+    FunctionCase(f"date.truncate('century', {_LDT})", "2000-01-01 00:00:00"),
+    FunctionCase(f"date.truncate('decade', {_LDT})", "2010-01-01 00:00:00"),
+    FunctionCase(f"date.truncate('year', {_LDT})", "2017-01-01 00:00:00"),
+    FunctionCase(f"date.truncate('weekYear', {_LDT})", "2017-01-02 00:00:00"),
+    FunctionCase(f"date.truncate('quarter', {_LDT})", "2017-10-01 00:00:00"),
+    FunctionCase(f"date.truncate('month', {_LDT})", "2017-11-01 00:00:00"),
+    FunctionCase(f"date.truncate('week', {_LDT})", "2017-11-06 00:00:00"),
+    FunctionCase(f"date.truncate('day', {_LDT})", "2017-11-11 00:00:00"),
+    FunctionCase(f"date.truncate('hour', {_LDT})", "2017-11-11 12:00:00"),
+    FunctionCase(f"date.truncate('minute', {_LDT})", "2017-11-11 12:31:00"),
+    FunctionCase(f"date.truncate('second', {_LDT})", "2017-11-11 12:31:14"),
+    FunctionCase(f"date.truncate('millisecond', {_LDT})", "2017-11-11 12:31:14.645"),
+    FunctionCase(f"date.truncate('microsecond', {_LDT})", "2017-11-11 12:31:14.645876"),
+    FunctionCase("date.truncate('quarter', date('2024-02-15'))", "2024-01-01"),
+    FunctionCase(
+        "date.truncate('quarter', date('2024-03-15'))",
+        "2024-01-01",
+        drasi="2024-04-01",
+        note="Drasi's quarter of March, June and September starts the month after",
+    ),
+    FunctionCase(
+        "date.truncate('quarter', date('2024-12-15'))",
+        "2024-10-01",
+        drasi=ERROR,
+        note="Drasi's quarter of December would start in a 13th month",
+    ),
+    FunctionCase("date.truncate('weekYear', date('2024-06-02'))", "2024-01-01"),
+    FunctionCase(
+        "date.truncate('weekYear', date('2025-01-02'))",
+        "2024-12-30",
+        drasi="2025-01-06",
+        note="Drasi's week-year starts on the first Monday of the calendar year",
+    ),
+    FunctionCase("date.truncate('week', date('2024-06-02'))", "2024-05-27"),
+    FunctionCase("date.truncate('day', date('2024-06-02'))", "2024-06-02"),
+    FunctionCase("date.truncate('hour', date('2024-06-02'))", "2024-06-02"),
+    FunctionCase("date.truncate('DAY', date('2024-06-02'))", "2024-06-02"),
+    FunctionCase("date.truncate('month', date('2024-06-17'), {day: 5})", "2024-06-05"),
+    FunctionCase("date.truncate('day', date('2024-06-17'), {day: 5})", "2024-06-21"),
+    FunctionCase("date.truncate('year', date('2024-06-17'), {month: 3, day: 2})", "2024-03-02"),
+    FunctionCase("date.truncate('week', date('2024-06-19'), {dayOfWeek: 3})", "2024-06-19"),
+    FunctionCase("date.truncate('month', date('2024-01-31'), {month: 2})", "2024-02-01"),
+    FunctionCase("localtime.truncate('hour', localtime('12:31:14.645876'))", "12:00:00"),
+    FunctionCase("localtime.truncate('minute', localtime('12:31:14.645876'))", "12:31:00"),
+    FunctionCase("localtime.truncate('second', localtime('12:31:14.645876'))", "12:31:14"),
+    FunctionCase("localtime.truncate('millisecond', localtime('12:31:14.645876'))", "12:31:14.645"),
+    FunctionCase(
+        "localtime.truncate('microsecond', localtime('12:31:14.645876'))", "12:31:14.645876"
+    ),
+    FunctionCase("localtime.truncate('day', localtime('12:31:14.645876'))", "00:00:00"),
+    FunctionCase(
+        "localtime.truncate('hour', localtime('12:31:14.645876'), {minute: 5, second: 3})",
+        "12:05:03",
+    ),
+    FunctionCase("localtime.truncate('hour', localtime('12:31:14'), {hour: 2})", "14:00:00"),
+    FunctionCase(
+        "localtime.truncate('hour', localtime('12:31:14'), {millisecond: 5, microsecond: 7})",
+        "12:00:00.005007",
+    ),
+    FunctionCase("time.truncate('hour', time('12:31:14+02:00'))", "12:00:00"),
+    FunctionCase(
+        "datetime.truncate('day', datetime('2024-03-15T10:11:12.123+02:00'))",
+        "2024-03-15T00:00:00+00:00",
+    ),
+    FunctionCase(
+        "datetime.truncate('day', datetime('2024-03-31T12:11:12[Europe/Paris]'))",
+        "2024-03-31T00:00:00+02:00",
+    ),
+    FunctionCase(
+        "datetime.truncate('day', datetime('2024-03-15T10:11:12[Europe/Paris]'),"
+        " {timezone: 'America/New_York'})",
+        "2024-03-15T00:00:00-04:00",
+    ),
+    FunctionCase(
+        "datetime.truncate('hour', datetime('2024-03-15T10:11:12Z'), {minute: 30})",
+        "2024-03-15T10:30:00+00:00",
+    ),
+    FunctionCase(
+        "localdatetime.truncate('month', localdatetime('2024-03-15T10:11:12'), {day: 2, hour: 3})",
+        "2024-03-02 03:00:00",
+    ),
+    FunctionCase(
+        "date.truncate('month', datetime('2024-03-15T10:11:12Z'))", "2024-03-01T00:00:00+00:00"
+    ),
+    FunctionCase("datetime.truncate('month', date('2024-03-15'))", "2024-03-01"),
+    FunctionCase("date.truncate('bogus', date('2024-06-02'))", REFUSED),
+    FunctionCase("date.truncate('month', date('2024-06-17'), {month: 13})", REFUSED),
+    FunctionCase("localtime.truncate('timezone', localtime('12:31:14'))", REFUSED),
+    FunctionCase("localtime.truncate('hour', localtime('23:31:14'), {hour: 2})", REFUSED),
+    FunctionCase("date.truncate('day', 'x')", REFUSED),
+    FunctionCase("date.truncate(1, date('2024-03-15'))", REFUSED),
+    FunctionCase("date.truncate('day', date('2024-03-15'), 5)", REFUSED),
+    FunctionCase("date.truncate('day', date('2024-03-15'), {day: 1.5})", REFUSED),
+    FunctionCase("date.truncate('day', duration({days: 1}))", REFUSED),
+    FunctionCase("date.truncate(null, date('2024-03-15'))", None, drasi=ERROR, note="null in"),
+    FunctionCase("date.truncate('day', null)", None, drasi=ERROR, note="null in"),
+]
+
+CLOCKS = [
+    *(
+        FunctionCase(f"{kind}.{clock}()", value)
+        for kind, value in (
+            ("date", "2023-11-14"),
+            ("localtime", "22:13:20.123"),
+            ("localdatetime", "2023-11-14 22:13:20.123"),
+            ("time", "22:13:20.123"),
+            ("datetime", "2023-11-14T22:13:20.123+00:00"),
+        )
+        for clock in ("transaction", "realtime", "statement")
+    ),
+    FunctionCase("datetime.transaction('Europe/Paris')", "2023-11-14T23:13:20.123+01:00"),
+    FunctionCase("time.transaction('Europe/Paris')", "23:13:20.123"),
+    FunctionCase("date.transaction('Pacific/Kiritimati')", "2023-11-15"),
+    FunctionCase("localtime.transaction('Asia/Kolkata')", "03:43:20.123"),
+    FunctionCase("datetime.transaction('Z')", "2023-11-14T22:13:20.123+00:00"),
+    FunctionCase("datetime.transaction('America/New York')", "2023-11-14T17:13:20.123-05:00"),
+    FunctionCase("datetime.transaction('[Europe/Paris]')", "2023-11-14T23:13:20.123+01:00"),
+    FunctionCase("datetime.transaction().epochMillis", EFFECTIVE_FROM),
+    FunctionCase("datetime.transaction() = datetime.realtime()", True),
+    FunctionCase("date.transaction() + duration({days: 1})", "2023-11-15"),
+    FunctionCase(
+        "localdatetime.realtime('Europe/Paris')",
+        "2023-11-14 23:13:20.123",
+        drasi="2023-11-14 22:13:20.123",
+        note="Drasi gives the UTC clock for a local datetime in a zone",
+    ),
+    FunctionCase(
+        "datetime.transaction('+05:00')",
+        "2023-11-15T03:13:20.123+05:00",
+        drasi="2023-11-14T22:13:20.123+00:00",
+        note="Drasi reads a zone given as an offset as UTC",
+    ),
+    FunctionCase(
+        "datetime.transaction('America/Port-au-Prince')",
+        "2023-11-14T17:13:20.123-05:00",
+        drasi="2023-11-14T22:13:20.123+00:00",
+        note="Drasi reads a zone name with a hyphen as UTC",
+    ),
+    FunctionCase("datetime.transaction('Nowhere/Land')", REFUSED),
+    FunctionCase("datetime.transaction(null)", REFUSED),
+    FunctionCase("datetime.transaction(5)", REFUSED),
+]
+
+SCALAR_CASES = LIST_HELPERS + TEXT + TRIGONOMETRY + COLLECTIONS + TRUNCATION + CLOCKS
