@@ -27,7 +27,7 @@ from typing import Any
 
 from drasi_ray.model.changes import Element
 from drasi_ray.model.errors import QueryEvaluationError
-from drasi_ray.query import ast, ordering, temporal, truncation
+from drasi_ray.query import ast, ordering, past, temporal, truncation
 from drasi_ray.query.values import (
     I64_MAX,
     I64_MIN,
@@ -940,6 +940,8 @@ def _list_and_graph_functions() -> list[FunctionSpec]:
         _spec("drasi.listmax", drasi_list_max, 1, 2),
         _spec("drasi.listmin", drasi_list_min, 1),
         _spec("retainhistory", retain_history, 0, None),
+        FunctionSpec("drasi.getversionbytimestamp", past.get_version_by_timestamp, 2, 2, True),
+        FunctionSpec("drasi.getversionsbytimerange", past.get_versions_by_time_range, 3, 4, True),
     ]
 
 
@@ -992,20 +994,6 @@ FUNCTIONS: Mapping[str, FunctionSpec] = _build_registry()
 def lookup(name: str) -> FunctionSpec | None:
     """The scalar function called ``name`` (any case), or None."""
     return FUNCTIONS.get(name.lower())
-
-
-_DRASI_STATEFUL = frozenset(
-    name.lower()
-    for name in (
-        "drasi.getVersionByTimestamp", "drasi.getVersionsByTimeRange",
-    )
-)  # fmt: skip
-"""Drasi functions that keep state per result row or need a timer: not supported yet."""
-
-
-def is_drasi_stateful(name: str) -> bool:
-    """Whether ``name`` (any case) is one of Drasi's stateful future/past functions."""
-    return name.lower() in _DRASI_STATEFUL
 
 
 def is_aggregate(name: str) -> bool:

@@ -655,13 +655,6 @@ class _AstBuilder(Transformer[Token, Any]):
         self, written: str, args: tuple[ast.Expr, ...], distinct: bool, position: ast.Position
     ) -> None:
         spec = functions.lookup(written) or future_functions.lookup(written)
-        if spec is None and functions.is_drasi_stateful(written):
-            _fail(
-                f"{written}() is one of Drasi's stateful (future or past) functions, which "
-                f"drasi_ray does not support yet",
-                position,
-                unsupported=True,
-            )
         if spec is None:
             _fail(f"unknown function '{written}'", position)
         if distinct:
