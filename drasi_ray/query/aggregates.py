@@ -318,13 +318,15 @@ class _Extreme:
                 heapq.heapify(self._heap)
 
     def remove(self, token: Hashable, value: Any) -> None:
+        """Take back one ``value``; nothing if it is not there (Drasi's bookkeeping of a
+        group fed by an aggregating part can take back what it never applied)."""
         if value is None:
             return
         key = _key(value)
-        count = self._counts[key] - 1
-        if count:
+        count = self._counts.get(key, 0) - 1
+        if count > 0:
             self._counts[key] = count
-        else:
+        elif count == 0:
             del self._counts[key]
             del self._values[key]
 
@@ -436,10 +438,10 @@ class Distinct:
         if value is None:
             return
         key = hashable_key(value)
-        count = self._counts[key] - 1
-        if count:
+        count = self._counts.get(key, 0) - 1
+        if count > 0:
             self._counts[key] = count
-        else:
+        elif count == 0:
             del self._counts[key]
             self._inner.remove(key, value)
 

@@ -71,6 +71,7 @@ from drasi_ray.query.expressions import contains_aggregate, walk
 from drasi_ray.query.futures import FutureEntry
 from drasi_ray.query.indexes import GraphIndex, LabelFilter
 from drasi_ray.query.joins import JoinIndex, active_joins
+from drasi_ray.query.matching import ANONYMOUS_PREFIX as ANONYMOUS
 from drasi_ray.query.parser import parse_query
 from drasi_ray.query.parts import AggregatingPart, EvaluationErrors, ProjectingPart
 from drasi_ray.query.past import PAST_FUNCTIONS
@@ -141,6 +142,9 @@ class ContinuousQuery:
         )
         self._context.history = self.history
         self.column_names: tuple[str, ...] = tuple(i.name for i in self.query.returns.items)
+        names = self._solutions.variable_names
+        self._named = tuple(i for i, name in enumerate(names) if not name.startswith(ANONYMOUS))
+        self._anonymous = len(self._named) < len(names)
         self.row_changes = 0
         """MATCH row changes evaluated so far (one per row a change added, removed or altered):
         the query's work, and how many rows one change reached."""
@@ -185,7 +189,18 @@ class ContinuousQuery:
             self.history.observe(element_id, after)
         same_shape = index.replace(current, after)
         changes = self._solutions.changes(index, element_id, after, same_shape, kind)
+        if self._anonymous and kind is ChangeKind.UPDATE:
+            changes = [c for c in changes if self._visible(c, element_id)]
         return self._evaluate(changes) if changes else []
+
+    def _visible(self, change: RowChange, element_id: str) -> bool:
+        """Whether Drasi sees ``change``: a row that stays, and whose only changed element is
+        bound to anonymous variables (``-[:R]->``), is the same row to Drasi, whose rows hold
+        the named variables only, so it reports nothing."""
+        key = change.old_key
+        if key is None or key != change.new_key:
+            return True
+        return any(key[position] == element_id for position in self._named)
 
     def _at_change(self, delta: ElementDelta) -> None:
         """Point the context at a change: its time on both clocks, its element as anchor."""

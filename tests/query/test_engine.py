@@ -540,3 +540,23 @@ def test_logic_is_two_valued_as_in_drasi() -> None:
         g.node("o1", "Order", id="o1", total=3, cancelled=True),
         delete(id="o1", big=False, not_small=False),
     )
+
+
+def test_a_change_to_an_element_bound_only_anonymously_is_not_a_row_change() -> None:
+    # As drasi-lib: Drasi's rows hold the named variables only, so a changed relation that no
+    # variable names leaves the row as it was (the collect keeps its order); named, the row
+    # changed, and the group takes the row back and adds it again at the end.
+    for text, expected in (
+        ("MATCH (a:A)-[:R]->(b:B) RETURN b.name AS b, collect(a.name) AS names", []),
+        (
+            "MATCH (a:A)-[r:R]->(b:B) RETURN b.name AS b, collect(a.name) AS names",
+            [agg({"b": "b", "names": ["x", "y"]}, {"b": "b", "names": ["y", "x"]})],
+        ),
+    ):
+        g = Graph(text)
+        g.node("b", "B", name="b")
+        g.node("a1", "A", name="x")
+        g.node("a2", "A", name="y")
+        g.rel("r1", "R", "a1", "b", w=1)
+        g.rel("r2", "R", "a2", "b", w=1)
+        assert g.rel("r1", "R", "a1", "b", w=2) == expected
