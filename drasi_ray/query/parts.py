@@ -630,7 +630,9 @@ class AggregatingPart:
             return FILTERED
         try:
             values = tuple([evaluate(row) for evaluate in self._key_evaluators])
-            arguments = self._arguments_of(row)
+            arguments = tuple([argument(row) for argument in self._arguments])
+            for check, value in zip(self._checks, arguments, strict=True):
+                check(value)
             group = tuple([_group_key(value) for value in values])
         except RowDropped:
             return FILTERED
@@ -747,11 +749,8 @@ class AggregatingPart:
         unless ``look`` is false (the group's row after a row is applied)."""
         if self._looks and self._needs_scope:
             self._calls_here.focus(item.row, (item.group,), item.group)
-            if look:
-                return self._calls_here.look(lambda: self._group_row(item, snapshot))
-        return self._group_row(item, snapshot)
-
-    def _group_row(self, item: _Contribution, snapshot: bool) -> dict[str, Any]:
+            if look and self._context.mode is not EvaluationMode.SNAPSHOT:
+                return self._calls_here.look(lambda: self._row(item, snapshot))
         group = self._groups.get(item.group)
         accumulators = group.accumulators if group is not None else self._fresh()
         results = [
