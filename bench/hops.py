@@ -39,7 +39,7 @@ from bench.common import (
     print_lines,
 )
 from bench.ingest import fresh_stream
-from bench.latency import Collector, paced_publish, percentile
+from bench.latency import Collector, paced_publish, percentile, subscription_poll
 from bench.pipeline import QUERY_ID, hot_app, hot_payloads
 from bench.results import Recorder
 from drasi_ray.actors.line import Line, LineAddress, LineServer
@@ -210,7 +210,7 @@ def path_split(url: str, rates: Sequence[int], seconds: float) -> list[tuple[Any
     app = hot_app(url, stream, 1, 100, 50, "hops")
     app.start()
     subscription = app.subscribe(QUERY_ID, capacity=100_000)
-    collector = Collector(subscription).start()
+    collector = Collector(subscription_poll(subscription)).start()
     rows: list[tuple[Any, ...]] = []
     first = 0
     try:

@@ -47,6 +47,7 @@ from drasi_ray.model.config import (
 from drasi_ray.model.errors import ConfigError, NotRunningError, UnknownComponentError
 from drasi_ray.model.reaction_specs import AnyReaction
 from drasi_ray.query.engine import ContinuousQuery
+from drasi_ray.query.runner import make_engine
 from drasi_ray.reactions.factory import resolve_specs
 from drasi_ray.source.middleware import check_middleware
 from drasi_ray.source.platform import PlatformSource
@@ -134,7 +135,7 @@ class DrasiRay:
         """Add a continuous query; its text is parsed now, so errors surface here."""
         if query.id in self._queries:
             raise ConfigError(f"query {query.id!r} is already added")
-        engine = ContinuousQuery(query.id, query.query, query.parameters, query.joins)
+        engine = make_engine(query)
         check_middleware(query.middleware, query.pipelines)
         self._queries[query.id] = query
         self._engines[query.id] = engine
@@ -336,6 +337,7 @@ class DrasiRay:
                 _labels(engine.relation_labels),
                 query.middleware,
                 query.pipelines,
+                engine.history_limits,
             )
         )
 

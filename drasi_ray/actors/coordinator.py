@@ -46,6 +46,7 @@ from drasi_ray.coordinator.state import REDIS_TRANSIENT, StateStore
 from drasi_ray.coordinator.store import ElementStore
 from drasi_ray.model.backoff import outlasting
 from drasi_ray.model.changes import DecodedEntry, Element
+from drasi_ray.model.history import ElementHistory, HistoryLimits
 from drasi_ray.model.query_specs import MiddlewareSpec
 
 logger = logging.getLogger("drasi_ray.coordinator")
@@ -129,7 +130,7 @@ class CoordinatorActor:
         tune_for_latency(niceness)
         tune_gc()
         self._namespace = namespace
-        self._core = Coordinator(probe)
+        self._core = Coordinator(probe, durable=state_url is not None)
         self._analytics: Any = None
         if analytics_actor is not None:  # the change log: applied changes are forwarded to it
             self._analytics = ray.get_actor(analytics_actor, namespace=namespace)
@@ -149,26 +150,29 @@ class CoordinatorActor:
         """Load the durable state (waiting out a Redis outage); after a restart, re-link."""
         if self._state is None:
             return
-        records, stores = await outlasting(
+        records, stores, histories = await outlasting(
             self._load_state, REDIS_TRANSIENT, "coordinator: loading the durable state", logger
         )
         if records is not None:
             self._core.table = SubscriptionTable.from_records(records)
         self._core.stores.update(stores)
+        self._core.histories.update(histories)
         gc.freeze()  # the loaded stores are long-lived: keep them out of later GC passes
         if self._restarted:
             logger.warning("coordinator restarted: re-linking %s", self._core.table.query_ids)
             for query_id in self._core.table.query_ids:
                 await self._relink(query_id)
 
-    async def _load_state(self) -> tuple[dict[str, Any] | None, dict[str, ElementStore]]:
+    async def _load_state(
+        self,
+    ) -> tuple[dict[str, Any] | None, dict[str, ElementStore], dict[str, ElementHistory]]:
         assert self._state is not None
         records = await self._state.load_table()
         stores = {
             source_id: await self._state.load_store(source_id)
             for source_id in await self._state.stored_sources()
         }
-        return records, stores
+        return records, stores, await self._state.load_histories()
 
     async def _relink(self, query_id: str) -> None:
         try:
@@ -204,7 +208,8 @@ class CoordinatorActor:
             replaced.line.close()
         link = self._queries[query_id] = _QueryLink(Line(handle), tuple(sources))
         elements = self._core.snapshot(query_id, sources)
-        await handle.bootstrap.remote(link.epoch, link.take_delivery(), elements)
+        history = self._core.history_records(query_id, elements)
+        await handle.bootstrap.remote(link.epoch, link.take_delivery(), elements, history)
         link.ready = True
         return len(elements)
 
@@ -222,32 +227,38 @@ class CoordinatorActor:
         relation_labels: Sequence[str] | None,
         middleware: Sequence[MiddlewareSpec] = (),
         pipelines: Mapping[str, Sequence[str]] | None = None,
+        history: HistoryLimits | None = None,
     ) -> int:
         """Subscribe a query and bootstrap it from the store; returns the elements loaded.
 
         ``pipelines`` (source id -> middleware names, declared in ``middleware``) make the
         query see those sources through its middleware
-        (:mod:`drasi_ray.coordinator.middleware`). Registration, snapshot and the bootstrap
-        delivery are issued in one event-loop step, so the query sees exactly the changes
-        applied after its snapshot.
+        (:mod:`drasi_ray.coordinator.middleware`). ``history``: the query calls Drasi's past
+        functions, keep its element history with these limits. Registration, snapshot and
+        the bootstrap delivery are issued in one event-loop step, so the query sees exactly
+        the changes applied after its snapshot.
         """
         await self._loaded
         handle = ray.get_actor(actor_name, namespace=self._namespace)
         labels = LabelFilter.of(node_labels, relation_labels)
         self._core.middleware.subscribe(query_id, middleware, pipelines or {}, self._core.stores)
         self._core.table.register_query(query_id, sources, labels)
+        self._core.keep_history(query_id, history)
         loaded = await self._bootstrap(query_id, handle, sources)
         await self._save_table()
+        await self._save_history(query_id, history)
         return loaded
 
     async def unregister_query(self, query_id: str) -> None:
         await self._loaded
         self._core.table.unregister_query(query_id)
         self._core.middleware.unsubscribe(query_id)
+        self._core.keep_history(query_id, None)
         link = self._queries.pop(query_id, None)
         if link is not None:
             link.line.close()
         await self._save_table()
+        await self._save_history(query_id, None)
 
     @ray.method(enable_task_events=False)  # hot: see drasi_ray.actors.runtime
     async def apply_batch(self, source_id: str, entries: Sequence[DecodedEntry]) -> BatchReport:
@@ -354,6 +365,7 @@ class CoordinatorActor:
         async with self._persist_lock:
             store = self._core.store(source_id)
             await self._state.save_elements(source_id, store, store.take_dirty(), counters)
+            await self._save_histories()
             if report.controls:
                 await self._state.save_table(self._core.table.to_records())
 
@@ -377,6 +389,27 @@ class CoordinatorActor:
         if forgotten:
             logger.info("coordinator: forgot %d tombstones of %s", len(forgotten), source_id)
         return len(forgotten)
+
+    async def _save_histories(self) -> None:
+        """Write what changed in the kept histories (under the persist lock). A failed write
+        is taken back, to be written with the next batch (the failure fails this one)."""
+        assert self._state is not None
+        for query_id, history in self._core.histories.items():
+            writes = history.take_writes()
+            try:
+                await self._state.save_history(query_id, writes)
+            except BaseException:
+                history.retry_writes(writes)
+                raise
+
+    async def _save_history(self, query_id: str, limits: HistoryLimits | None) -> None:
+        """Persist whether (and how) ``query_id`` keeps a history, and what it holds now."""
+        if self._state is None:
+            return
+        async with self._persist_lock:
+            await self._state.save_history_limits(query_id, limits)
+            if limits is not None:
+                await self._save_histories()
 
     async def _save_table(self) -> None:
         if self._state is not None:

@@ -25,7 +25,7 @@ import asyncio
 import itertools
 import logging
 import os
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 import ray
@@ -173,6 +173,7 @@ class QueryActor:
             None if engine.relation_labels is None else sorted(engine.relation_labels),
             self._runner.config.middleware,
             self._runner.config.pipelines,
+            engine.history_limits,
         )
 
     def middleware_setup(self) -> tuple[tuple[MiddlewareSpec, ...], dict[str, tuple[str, ...]]]:
@@ -180,8 +181,15 @@ class QueryActor:
         config = self._runner.config
         return config.middleware, config.pipelines
 
-    async def bootstrap(self, epoch: int, delivery: int, elements: Sequence[Element]) -> None:
-        """Delivery 0 of a coordinator link: (re)load the graph from the coordinator's store.
+    async def bootstrap(
+        self,
+        epoch: int,
+        delivery: int,
+        elements: Sequence[Element],
+        history: Mapping[str, bytes] | None = None,
+    ) -> None:
+        """Delivery 0 of a coordinator link: (re)load the graph from the coordinator's store,
+        and the element history it keeps for this query if it keeps one.
 
         A new link (coordinator restarted, or this actor re-registered) has a newer epoch and
         numbers its deliveries from 0 again.
@@ -190,7 +198,9 @@ class QueryActor:
         await self._order.run(
             epoch,
             delivery,
-            lambda: self._exclusive(BOOTSTRAP_RESULTS, lambda: self._runner.bootstrap(elements)),
+            lambda: self._exclusive(
+                BOOTSTRAP_RESULTS, lambda: self._runner.bootstrap(elements, history)
+            ),
         )
         self._bootstrapped.set()
         self._clock.wake.set()

@@ -26,6 +26,7 @@ from drasi_ray.model.changes import (
     ElementDelta,
     SubscriptionControl,
 )
+from drasi_ray.model.history import ElementHistory, HistoryLimits
 from drasi_ray.streams.records import Rejection
 
 logger = logging.getLogger("drasi_ray.coordinator")
@@ -95,9 +96,11 @@ class CoordinatorReport:
 class Coordinator:
     """The coordinator's state and logic, without Ray (tested directly)."""
 
-    def __init__(self, probe: ApplyProbe | None = None) -> None:
-        """``probe`` (tests only) sees each change's element id before it is applied."""
+    def __init__(self, probe: ApplyProbe | None = None, durable: bool = False) -> None:
+        """``probe`` (tests only) sees each change's element id before it is applied;
+        ``durable``: the element histories kept are written to the durable state."""
         self.stores: dict[str, ElementStore] = {}
+        self._durable = durable
         self.table = SubscriptionTable()
         self.middleware = MiddlewareSubscriptions()
         self.stats = CoordinatorStats()
@@ -108,6 +111,9 @@ class Coordinator:
         # from the orjson state), so deltas may travel as MessagePack; False for good once a
         # batch of built entries (any Python values) was applied.
         self.json_values = True
+        # The element histories kept for the queries that call Drasi's past functions, fed the
+        # deltas routed to them, so a restarted query actor gets its history back.
+        self.histories: dict[str, ElementHistory] = {}
 
     def store(self, source_id: str) -> ElementStore:
         store = self.stores.get(source_id)
@@ -149,8 +155,47 @@ class Coordinator:
                         report.routed += 1
                 if piped:
                     self._pipe(source_id, entry.entry_id, change, routed, report)
+        if self.histories:
+            self._record_histories(source_id, routed)
         self._count(source_id, report)
         return routed, report
+
+    def keep_history(self, query_id: str, limits: HistoryLimits | None) -> None:
+        """Keep (with ``limits``) or stop keeping the element history of ``query_id``. A
+        history already kept goes on with the new limits."""
+        if limits is None:
+            self.histories.pop(query_id, None)
+            return
+        history = self.histories.get(query_id)
+        if history is None:
+            self.histories[query_id] = ElementHistory(limits, durable=self._durable)
+        else:
+            history.limits = limits
+
+    def _record_histories(self, source_id: str, routed: dict[str, list[ElementDelta]]) -> None:
+        """Record the deltas routed to each query that keeps a history, as its engine does:
+        the version when the query sees the element after the change, else the element is
+        forgotten."""
+        for query_id, history in self.histories.items():
+            for delta in routed.get(query_id, ()):
+                after = delta.after
+                if after is not None and not self._selects(query_id, source_id, after):
+                    after = None
+                history.observe(delta.element.id, after)
+
+    def _selects(self, query_id: str, source_id: str, element: Element) -> bool:
+        return any(labels.matches(element) for labels in self.table.filter_for(query_id, source_id))
+
+    def history_records(self, query_id: str, elements: Sequence[Element]) -> dict[str, bytes]:
+        """The histories of ``elements`` (a bootstrap snapshot of ``query_id``) to ship with
+        the bootstrap, each element's current version recorded first, as the query's engine
+        records the elements it bootstraps."""
+        history = self.histories.get(query_id)
+        if history is None:
+            return {}
+        for element in elements:
+            history.observe(element.id, element)
+        return history.records(element.id for element in elements)
 
     def _pipe(
         self,

@@ -16,6 +16,10 @@ What lives where (key names from :mod:`drasi_ray.model.keys`):
   the change or due re-evaluation that changed it are published (:meth:`StateStore.
   save_function_state`), so a restarted query actor rebuilds what it published and no more.
 - ``drasi:<app>:clock`` (string): the time of the app's manual clock, if it has one.
+- ``drasi:<app>:history:<query_id>`` (hash) and ``drasi:<app>:history-limits`` (hash): the
+  element history the coordinator keeps for a query that calls Drasi's past functions, one
+  field per version, written with the batch's element records (before the batch is acked),
+  and its limits (:mod:`drasi_ray.model.history`).
 
 Only JSON is ever stored: never pickle.
 """
@@ -35,6 +39,7 @@ from redis.exceptions import RedisError
 from drasi_ray.coordinator.store import ElementStore
 from drasi_ray.model import keys
 from drasi_ray.model.backoff import outlasting
+from drasi_ray.model.history import ElementHistory, HistoryLimits, HistoryWrites
 from drasi_ray.streams import resp
 
 SCAN_COUNT = 1000
@@ -138,6 +143,47 @@ class StateStore:
         prefix = keys.element_store(self._app, "x")[:-1]
         found = [key async for key in self._client.scan_iter(match=f"{prefix}*", count=SCAN_COUNT)]
         return sorted(key.decode()[len(prefix) :] for key in found)
+
+    # -- element histories --------------------------------------------------------------
+
+    async def save_history(self, query_id: str, writes: HistoryWrites) -> None:
+        """Apply a history's pending writes, in one pipeline."""
+        if not writes:
+            return
+        key = keys.element_history(self._app, query_id)
+        async with self._client.pipeline(transaction=False) as pipe:
+            if writes.deletes:
+                pipe.hdel(key, *writes.deletes)
+            if writes.puts:
+                pipe.hset(key, mapping=writes.puts)  # type: ignore[arg-type]
+            await pipe.execute()
+
+    async def load_histories(self) -> dict[str, ElementHistory]:
+        """Every kept history, by query id, with its limits."""
+        raw: Any = await self._client.hgetall(keys.history_limits(self._app))
+        histories = {}
+        for query_id, limits in raw.items():
+            history = ElementHistory(HistoryLimits(**orjson.loads(limits)), durable=True)
+            history.load_versions(
+                [
+                    (field.encode(), row)
+                    async for field, row in self._scan(
+                        keys.element_history(self._app, query_id.decode())
+                    )
+                ]
+            )
+            histories[query_id.decode()] = history
+        return histories
+
+    async def save_history_limits(self, query_id: str, limits: HistoryLimits | None) -> None:
+        """Record that ``query_id`` keeps a history with ``limits`` (None: it keeps none any
+        more, and its history is deleted)."""
+        if limits is None:
+            await self._client.hdel(keys.history_limits(self._app), query_id)
+            await self._client.delete(keys.element_history(self._app, query_id))
+            return
+        fields = {"max_versions": limits.max_versions, "retention_ms": limits.retention_ms}
+        await self._client.hset(keys.history_limits(self._app), query_id, orjson.dumps(fields))
 
     # -- subscription table -------------------------------------------------------------
 

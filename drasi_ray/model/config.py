@@ -27,6 +27,7 @@ from pydantic import (
 
 from drasi_ray.model import keys, urls
 from drasi_ray.model.errors import ConfigError
+from drasi_ray.model.history import DEFAULT_MAX_VERSIONS, HistoryLimits
 from drasi_ray.model.query_specs import (
     MiddlewareSpec,
     QueryJoin,
@@ -179,6 +180,27 @@ class SourceSpec(_Model):
     properties: PlatformSourceConfig = Field(description="the stream and its consumer group")
 
 
+class HistoryConfig(_Model):
+    """How much element history a query that calls Drasi's past functions
+    (``drasi.getVersionByTimestamp``, ``drasi.getVersionsByTimeRange``) keeps per element
+    (:mod:`drasi_ray.model.history`); other queries keep none."""
+
+    max_versions: int = Field(
+        DEFAULT_MAX_VERSIONS, ge=1, description="versions per element; the oldest go first"
+    )
+    retention_ms: int | None = Field(
+        None,
+        ge=0,
+        description=(
+            "also drop versions older than this before the element's newest one (the version "
+            "in effect at that cutoff stays); null: keep by count only"
+        ),
+    )
+
+    def limits(self) -> HistoryLimits:
+        return HistoryLimits(self.max_versions, self.retention_ms)
+
+
 class QueryConfig(_Model):
     """A continuous query: Cypher text over one or more sources."""
 
@@ -219,6 +241,11 @@ class QueryConfig(_Model):
     def _check_pipelines(self) -> QueryConfig:
         check_pipelines(self.sources, self.middleware, self.pipelines)
         return self
+
+    history: HistoryConfig = Field(
+        default_factory=HistoryConfig,
+        description="element history kept if the query calls Drasi's past functions",
+    )
 
 
 class RayConfig(_Model):

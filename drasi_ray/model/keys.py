@@ -29,6 +29,11 @@ key                               what it holds
                                   query text it belongs to.
 ``drasi:<app>:clock``             a counter: the time of an app's manual clock (tests), so a
                                   restarted query actor resumes at it.
+``drasi:<app>:history:<query_id>`` a hash: the element history of a query that calls Drasi's
+                                  past functions, one field per element version
+                                  (:mod:`drasi_ray.model.history`).
+``drasi:<app>:history-limits``    a hash: query id -> the history limits of each query that
+                                  keeps a history (JSON).
 ================================  ===============================================================
 
 Consumer names inside a group are ``<base>-<i>`` (``i`` = 0, 1, ...): stable across actor
@@ -113,6 +118,16 @@ def function_state(app: str, query_id: str) -> str:
 def manual_clock(app: str) -> str:
     """The time of an app's manual clock: ``drasi:<app>:clock``."""
     return f"{NAMESPACE}:{_require_app(app)}:clock"
+
+
+def element_history(app: str, query_id: str) -> str:
+    """The element history of a query: ``drasi:<app>:history:<query_id>``."""
+    return f"{NAMESPACE}:{_require_app(app)}:history:{_require('query_id', query_id)}"
+
+
+def history_limits(app: str) -> str:
+    """The history limits of the queries that keep one: ``drasi:<app>:history-limits``."""
+    return f"{NAMESPACE}:{_require_app(app)}:history-limits"
 
 
 def consumer_name(base: str, index: int) -> str:

@@ -1,4 +1,5 @@
-"""Revertible accumulators for count, sum, avg, min, max and collect (with DISTINCT).
+"""Revertible accumulators for count, sum, avg, min, max and collect (with DISTINCT), and
+Drasi's ``drasi.linearGradient`` and ``drasi.last``.
 
 An accumulator summarises the values one aggregate call received from the rows of one group.
 Rows come and go, so every accumulator supports :meth:`Accumulator.add` and an exact
@@ -19,15 +20,17 @@ time part only), and ``min``/``max`` order durations by
 
 from __future__ import annotations
 
+import datetime as dt
 import heapq
 import math
 from collections import deque
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Mapping
 from typing import Any, Protocol
 
+from drasi_ray.model.changes import Element
 from drasi_ray.model.errors import QueryEvaluationError
 from drasi_ray.query import temporal
-from drasi_ray.query.values import hashable_key, is_number, strict_key, type_name
+from drasi_ray.query.values import hashable_key, is_list, is_number, strict_key, type_name
 
 
 class Accumulator(Protocol):
@@ -446,6 +449,155 @@ class Distinct:
         return self._inner.result()
 
 
+class LinearGradient:
+    """``drasi.linearGradient(x, y)``: the slope of the least-squares line through the
+    group's points, sample covariance of x and y over sample variance of x.
+
+    The statistics are kept as Drasi keeps them (running means, a running sum of squared
+    deviations of x and of co-deviations), updated and reverted with Drasi's own formulas in
+    Drasi's order of operations, so the Float is the one Drasi reports. A point with a null
+    coordinate is left out. Null for fewer than two points and for points all at one x
+    (no slope; Drasi divides 0 by 0); an infinite slope, which only rounding residue can
+    produce, is 0.0 as Drasi reports it. Numbers count as themselves, durations as
+    milliseconds, dates and datetimes as epoch milliseconds (local ones read as UTC), times as
+    whole seconds since midnight.
+    """
+
+    __slots__ = ("_count", "_covariance", "_mean_x", "_mean_y", "_squares")
+
+    def __init__(self) -> None:
+        self._count = 0
+        self._mean_x = self._mean_y = self._squares = self._covariance = 0.0
+
+    def add(self, token: Hashable, value: Any) -> None:
+        point = gradient_point(value)
+        if point is None:
+            return
+        x, y = point
+        self._count += 1
+        delta_x, delta_y = x - self._mean_x, y - self._mean_y
+        self._mean_x += delta_x / self._count
+        self._mean_y += delta_y / self._count
+        self._squares += delta_x * (x - self._mean_x)
+        self._covariance += delta_x * (y - self._mean_y)
+
+    def remove(self, token: Hashable, value: Any) -> None:
+        point = gradient_point(value)
+        if point is None:
+            return
+        x, y = point
+        self._count -= 1
+        if self._count == 0:
+            self._mean_x = self._mean_y = self._squares = self._covariance = 0.0
+            return
+        delta_x, delta_y = x - self._mean_x, y - self._mean_y
+        self._mean_x -= delta_x / self._count
+        self._mean_y -= delta_y / self._count
+        self._squares -= delta_x * (x - self._mean_x)
+        self._covariance -= delta_x * (y - self._mean_y)
+
+    def result(self) -> float | None:
+        if self._count < 2:
+            return None  # Drasi: 0.0 / 0.0
+        scale = float(self._count - 1)
+        slope = _ieee_divide(self._covariance / scale, self._squares / scale)
+        if math.isnan(slope):
+            return None
+        return slope if math.isfinite(slope) else 0.0
+
+
+def _ieee_divide(numerator: float, denominator: float) -> float:
+    """``numerator / denominator`` as IEEE 754 (and Rust) divide: a zero denominator gives an
+    infinity or NaN instead of raising."""
+    if denominator != 0.0:
+        return numerator / denominator
+    if numerator == 0.0 or math.isnan(numerator):
+        return math.nan
+    return math.copysign(math.inf, numerator) * math.copysign(1.0, denominator)
+
+
+def gradient_point(value: Any) -> tuple[float, float] | None:
+    """The (x, y) of a ``drasi.linearGradient`` argument pair ``[x, y]`` as Floats; None when
+    either is null. Raises QueryEvaluationError for a coordinate of another type."""
+    x, y = value
+    if x is None or y is None:
+        return None
+    return _coordinate(x), _coordinate(y)
+
+
+def _coordinate(value: Any) -> float:
+    """A gradient coordinate as Drasi reads it (see :class:`LinearGradient`)."""
+    if is_number(value):
+        return float(value)
+    if type(value) is temporal.Duration:
+        return float(_toward_zero(value.length, 1_000_000))
+    if isinstance(value, dt.datetime):
+        moment = value if value.tzinfo is not None else value.replace(tzinfo=dt.timezone.utc)
+        return float(_epoch_micros(moment) // 1000)
+    if isinstance(value, dt.date):
+        midnight = dt.datetime.combine(value, dt.time(0), tzinfo=dt.timezone.utc)
+        return float(_epoch_micros(midnight) // 1000)
+    if isinstance(value, dt.time):
+        return float(value.hour * 3600 + value.minute * 60 + value.second)
+    raise QueryEvaluationError(
+        f"drasi.linearGradient() expects numbers or temporal values, got {type_name(value)}"
+    )
+
+
+def _epoch_micros(moment: dt.datetime) -> int:
+    return (moment - _EPOCH) // dt.timedelta(microseconds=1)
+
+
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+
+
+def _toward_zero(amount: int, unit: int) -> int:
+    """``amount / unit`` truncated toward zero (chrono's ``num_milliseconds``)."""
+    quotient = abs(amount) // unit
+    return quotient if amount >= 0 else -quotient
+
+
+class Last:
+    """``drasi.last(x)``: the value the group's latest change brought, as Drasi's: a row
+    entering the group sets it (null included), a row leaving sets it to null (so removing
+    any row clears it until the next row enters); null for an empty group. Takes what Drasi
+    can store in an element property: null, booleans, numbers, strings, lists, maps, local
+    datetimes and datetimes (a graph element inside a list or map becomes null)."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self) -> None:
+        self._value: Any = None
+
+    def add(self, token: Hashable, value: Any) -> None:
+        self._value = storable_value(value)
+
+    def remove(self, token: Hashable, value: Any) -> None:
+        self._value = None
+
+    def result(self) -> Any:
+        return self._value
+
+
+def storable_value(value: Any) -> Any:
+    """``value`` as Drasi keeps it for ``drasi.last`` (an element property value): graph
+    elements inside lists and maps become null. Raises QueryEvaluationError for a value that
+    is no property value (a graph element, a date, a time, a duration)."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, dt.datetime):
+        return value
+    if is_list(value):
+        return [_nested_storable(item) for item in value]
+    if isinstance(value, Mapping):
+        return {key: _nested_storable(item) for key, item in value.items()}
+    raise QueryEvaluationError(f"drasi.last() cannot keep a value of type {type_name(value)}")
+
+
+def _nested_storable(value: Any) -> Any:
+    return None if isinstance(value, Element) else storable_value(value)
+
+
 _FACTORIES: dict[str, Callable[[], Accumulator]] = {
     "count": Count,
     "sum": Sum,
@@ -453,15 +605,45 @@ _FACTORIES: dict[str, Callable[[], Accumulator]] = {
     "min": Min,
     "max": Max,
     "collect": Collect,
+    "drasi.lineargradient": LinearGradient,
+    "drasi.last": Last,
 }
 
 
-def accumulator_factory(name: str, distinct: bool) -> Callable[[], Accumulator]:
-    """A constructor of empty accumulators for aggregate function ``name`` (lower-case)."""
+class Retained:
+    """An aggregate inside Drasi's ``retainHistory(...)``: a row that leaves or changes takes
+    nothing back, so the value covers every value the group was ever given (an update adds
+    its new value to the old one: ``retainHistory(count(x))`` counts versions, and
+    ``retainHistory(collect(x))`` lists every value in arrival order). Memory grows with the
+    values given, as in Drasi."""
+
+    __slots__ = ("_added", "_inner")
+
+    def __init__(self, inner: Accumulator) -> None:
+        self._inner = inner
+        self._added = 0
+
+    def add(self, token: Hashable, value: Any) -> None:
+        self._added += 1  # every value is kept apart, even from the same row
+        self._inner.add((token, self._added), value)
+
+    def remove(self, token: Hashable, value: Any) -> None:
+        """Nothing to take back: the history stays."""
+
+    def result(self) -> Any:
+        return self._inner.result()
+
+
+def accumulator_factory(
+    name: str, distinct: bool, retain: bool = False
+) -> Callable[[], Accumulator]:
+    """A constructor of empty accumulators for aggregate function ``name`` (lower-case), with
+    DISTINCT and inside ``retainHistory(...)`` as asked."""
     base = _FACTORIES[name]
-    if not distinct:
-        return base
-    return lambda: Distinct(base())
+    counted: Callable[[], Accumulator] = (lambda: Distinct(base())) if distinct else base
+    if not retain:
+        return counted
+    return lambda: Retained(counted())
 
 
 def check_argument(name: str, value: Any) -> None:
@@ -479,6 +661,10 @@ def check_argument(name: str, value: Any) -> None:
         hashable_key(value)
     elif name in ("count", "collect"):
         hashable_key(value)
+    elif name == "drasi.lineargradient":
+        gradient_point(value)
+    elif name == "drasi.last":
+        storable_value(value)
 
 
 def identity_value(name: str) -> Any:

@@ -198,7 +198,9 @@ Expr: TypeAlias = (
     | Reduce
 )
 
-AGGREGATE_FUNCTIONS = frozenset({"count", "sum", "avg", "min", "max", "collect"})
+AGGREGATE_FUNCTIONS = frozenset(
+    {"count", "sum", "avg", "min", "max", "collect", "drasi.lineargradient", "drasi.last"}
+)
 """Names of the aggregate functions (lower-case). A projection using one is aggregating."""
 
 

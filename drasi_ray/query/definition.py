@@ -42,6 +42,7 @@ class QueryBuilder:
         self._joins: list[QueryJoin] = []
         self._middleware: list[MiddlewareSpec] = []
         self._pipelines: dict[str, tuple[str, ...]] = {}
+        self._history: dict[str, Any] = {}
 
     def query(self, text: str) -> QueryBuilder:
         self._text = text
@@ -96,6 +97,17 @@ class QueryBuilder:
         self._reactions.append(reaction)
         return self
 
+    def with_history(
+        self, max_versions: int | None = None, retention_ms: int | None = None
+    ) -> QueryBuilder:
+        """Bound the element history kept if the query calls Drasi's past functions
+        (:class:`~drasi_ray.config.HistoryConfig`; an argument left None keeps its default)."""
+        if max_versions is not None:
+            self._history["max_versions"] = max_versions
+        if retention_ms is not None:
+            self._history["retention_ms"] = retention_ms
+        return self
+
     def build(self) -> QueryConfig:
         config: QueryConfig = validated(
             QueryConfig,
@@ -108,5 +120,6 @@ class QueryBuilder:
             joins=tuple(self._joins),
             middleware=tuple(self._middleware),
             pipelines=dict(self._pipelines),
+            history=dict(self._history),
         )
         return config

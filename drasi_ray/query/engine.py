@@ -48,26 +48,33 @@ change's time and realtime = the due time, through every part even where nothing
 (Drasi's future re-processing); an entry whose element is gone, or changed at or after its due
 time, does nothing. The function state (:attr:`ContinuousQuery.state`) is plain data the owner
 persists; see :meth:`ContinuousQuery.bootstrap` for how a query with state rebuilds.
+
+Element history (:mod:`drasi_ray.model.history`): a query that calls Drasi's past functions
+(:mod:`drasi_ray.query.past`) keeps the versions of the elements it sees, recorded here before
+each change is evaluated, and reached by the functions through the evaluation context; other
+queries keep none.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from drasi_ray.model.changes import ZERO_VERSION, Element, ElementDelta
 from drasi_ray.model.errors import UnsupportedQueryError
+from drasi_ray.model.history import ElementHistory, HistoryLimits
 from drasi_ray.model.query_specs import QueryJoin
 from drasi_ray.query import ast
 from drasi_ray.query.contexts import Collector, Context, Diff, Kind
 from drasi_ray.query.evaluation import EvaluationContext, EvaluationMode, QueryClock
-from drasi_ray.query.expressions import contains_aggregate
+from drasi_ray.query.expressions import contains_aggregate, walk
 from drasi_ray.query.futures import FutureEntry
 from drasi_ray.query.indexes import GraphIndex, LabelFilter
 from drasi_ray.query.joins import JoinIndex, active_joins
 from drasi_ray.query.matching import ANONYMOUS_PREFIX as ANONYMOUS
 from drasi_ray.query.parser import parse_query
 from drasi_ray.query.parts import AggregatingPart, EvaluationErrors, ProjectingPart
+from drasi_ray.query.past import PAST_FUNCTIONS
 from drasi_ray.query.solutions import ChangeKind, MatchSolutions, RowChange
 from drasi_ray.query.stateful import FunctionState
 
@@ -101,6 +108,7 @@ class ContinuousQuery:
         parameters: Mapping[str, Any] | None = None,
         joins: Sequence[QueryJoin] = (),
         state: FunctionState | None = None,
+        history: HistoryLimits | None = None,
     ) -> None:
         self.query_id = query_id
         self.query = parse_query(text)
@@ -129,6 +137,10 @@ class ContinuousQuery:
                 _make_part(part.projection, where, params, last, self._errors, self._context)
             )
             where = part.projection.where
+        self.history: ElementHistory | None = (
+            ElementHistory(history) if _calls(self.query, PAST_FUNCTIONS) else None
+        )
+        self._context.history = self.history
         self.column_names: tuple[str, ...] = tuple(i.name for i in self.query.returns.items)
         names = self._solutions.variable_names
         self._named = tuple(i for i, name in enumerate(names) if not name.startswith(ANONYMOUS))
@@ -173,6 +185,8 @@ class ContinuousQuery:
             kind = ChangeKind.DELETE
         elif delta.inserted:
             kind = ChangeKind.INSERT
+        if self.history is not None:
+            self.history.observe(element_id, after)
         same_shape = index.replace(current, after)
         changes = self._solutions.changes(index, element_id, after, same_shape, kind)
         if self._anonymous and kind is ChangeKind.UPDATE:
@@ -297,12 +311,26 @@ class ContinuousQuery:
 
     def _bulk_load(self, elements: Iterable[Element]) -> None:
         index = self._index
-        wants = index.wants
+        wants, history = index.wants, self.history
         for element in elements:
             if wants(element):
                 index.replace(index.element(element.id), element)
+                if history is not None:
+                    history.observe(element.id, element)
         for changes in self._solutions.bulk_load(index, BOOTSTRAP_BATCH):
             self._evaluate(changes)
+
+    @property
+    def history_limits(self) -> HistoryLimits | None:
+        """The limits of the element history this query keeps (None: it keeps none)."""
+        return None if self.history is None else self.history.limits
+
+    def load_history(self, records: Mapping[str, bytes]) -> None:
+        """Take element histories kept elsewhere (the coordinator's, after a restart) before
+        :meth:`bootstrap`: element id -> :meth:`ElementHistory.record_of` bytes. Ignored by a
+        query that keeps no history."""
+        if self.history is not None:
+            self.history.load(records)
 
     def take_evaluation_errors(self) -> list[str]:
         """Messages of the rows refused since the last call because evaluating them raised a
@@ -347,3 +375,33 @@ def _check_supported(query: ast.Query) -> None:
     for part in query.parts[1:]:
         if part.matches:
             raise UnsupportedQueryError("MATCH after WITH is not supported", 1, 1)
+
+
+def _calls(query: ast.Query, names: frozenset[str]) -> bool:
+    """Whether ``query`` calls a function named in ``names`` anywhere."""
+    return any(
+        isinstance(node, ast.FunctionCall) and node.name in names
+        for expression in _expressions(query)
+        for node in walk(expression)
+    )
+
+
+def _expressions(query: ast.Query) -> Iterator[ast.Expr]:
+    """Every top-level expression of ``query``: patterns' property maps and WHEREs, MATCH
+    WHEREs, projected items and WITH WHEREs."""
+    for part in query.parts:
+        for match in part.matches:
+            yield from _present(match.where)
+            for path in match.paths:
+                patterns: tuple[ast.NodePattern | ast.RelationPattern, ...] = (
+                    *path.nodes,
+                    *path.relations,
+                )
+                for pattern in patterns:
+                    yield from _present(pattern.properties, pattern.where)
+        yield from (item.expression for item in part.projection.items)
+        yield from _present(part.projection.where)
+
+
+def _present(*expressions: ast.Expr | None) -> Iterator[ast.Expr]:
+    return (expression for expression in expressions if expression is not None)

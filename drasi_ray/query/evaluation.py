@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from drasi_ray.model.history import ElementHistory
     from drasi_ray.query.stateful import FunctionState
 
 
@@ -85,6 +86,8 @@ class EvaluationContext:
     ``reads_clock``: whether a compiled contextual function reads the clock (so the engine
     sets it for every change). ``reprocessing``: a scheduled re-evaluation is running (Drasi's
     future re-processing: rows go through every part even when nothing in them changed).
+    ``history``: the element history of a query that calls Drasi's past functions
+    (:mod:`drasi_ray.query.past`), None for any other.
     """
 
     __slots__ = (
@@ -92,6 +95,7 @@ class EvaluationContext:
         "before_clock",
         "calls",
         "clock",
+        "history",
         "mode",
         "reads_clock",
         "reprocessing",
@@ -111,6 +115,7 @@ class EvaluationContext:
         self.calls: list[Any] = []
         self.reads_clock = False
         self.reprocessing = False
+        self.history: ElementHistory | None = None
 
     def register(self, call: Any) -> int:
         """Number a stateful call site as it is compiled. Sites are numbered in compile order,

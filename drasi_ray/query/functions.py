@@ -5,8 +5,9 @@ openCypher's null rule: a null in the argument that carries the value gives null
 (``toUpper(null)`` is null), while ``coalesce`` and friends look at nulls on purpose.
 Wrong argument types raise :class:`~drasi_ray.errors.QueryEvaluationError`.
 
-Aggregates (count, sum, avg, min, max, collect) are *named* here, in :data:`AGGREGATES`, so
-the parser can recognise them, but they are evaluated by the engine, never by this module.
+Aggregates (count, sum, avg, min, max, collect, drasi.linearGradient, drasi.last) are *named*
+here, in :data:`AGGREGATES`, so the parser can recognise them, but they are evaluated by the
+engine, never by this module.
 
 The parser checks every call's name and argument count against :data:`FUNCTIONS` when a query
 is registered, so an unknown function is a registration error, not a runtime one.
@@ -19,13 +20,14 @@ import math
 import random
 import re
 import time
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from drasi_ray.model.changes import Element
 from drasi_ray.model.errors import QueryEvaluationError
-from drasi_ray.query import ast, temporal
+from drasi_ray.query import ast, ordering, past, temporal, truncation
 from drasi_ray.query.values import (
     I64_MAX,
     I64_MIN,
@@ -218,6 +220,24 @@ def to_string_function(value: Any) -> str | None:
     return to_string(value)
 
 
+def to_string_or_null(value: Any) -> str | None:
+    """``toStringOrNull(x)``: ``toString(x)``, but null where ``toString`` refuses the value
+    (a map, as Drasi, or a graph element). Drasi's refuses booleans and temporal values with
+    an error that stops the query; here they give the same text as ``toString``
+    (docs/conformance.md)."""
+    if isinstance(value, Mapping):
+        return None
+    try:
+        return to_string(value)
+    except QueryEvaluationError:
+        return None
+
+
+def random_uuid() -> str:
+    """``randomUUID()``: a new random (version 4) UUID in its 36-character text form."""
+    return str(uuid.uuid4())
+
+
 # --------------------------------------------------------------------------- numeric
 
 
@@ -348,6 +368,23 @@ def _float_function(name: str, impl: Callable[[float], float]) -> Callable[[Any]
             return impl(float(_number(name, value)))
         except ValueError:  # sqrt(-1), log(0): NaN as openCypher
             return math.nan
+
+    return call
+
+
+def _trigonometric(name: str, impl: Callable[[float], float]) -> Callable[[Any], float | None]:
+    """A Drasi trigonometric function: a Float from a number, null from null; any other
+    argument, and a result that is not a finite Float (``cos`` of an infinity), is an error
+    as in Drasi."""
+
+    def call(value: Any) -> float | None:
+        if value is None:
+            return None
+        argument = float(_number(name, value))
+        result = impl(argument) if math.isfinite(argument) else math.nan
+        if not math.isfinite(result):
+            raise QueryEvaluationError(f"{name}() of {argument!r} is not a finite number")
+        return result
 
     return call
 
@@ -552,15 +589,63 @@ def coll_insert(value: Any, position: Any, item: Any) -> list[Any] | None:
 
 def drasi_stdevp(value: Any) -> float | None:
     """``drasi.stdevp(list)``: the population standard deviation of the numbers in a list,
-    other items (null included) left out, as Drasi's. Null for null, and for a list without
-    numbers, where Drasi's result is undefined (it would divide zero by zero)."""
+    other items (null included) left out, summed left to right as Drasi's (so the same
+    Float). Null for null, and for a list without numbers, where Drasi's panics
+    (docs/conformance.md)."""
     if value is None:
         return None
     numbers = [float(item) for item in _sequence("drasi.stdevp", value) if is_number(item)]
     if not numbers:
         return None
-    mean = sum(numbers) / len(numbers)
-    return math.sqrt(sum((number - mean) ** 2 for number in numbers) / len(numbers))
+    mean = _left_sum(numbers) / len(numbers)
+    return math.sqrt(
+        _left_sum([(number - mean) * (number - mean) for number in numbers]) / len(numbers)
+    )
+
+
+def _left_sum(numbers: Sequence[float]) -> float:
+    """Floats added one by one, left to right: Python 3.12's ``sum`` compensates rounding,
+    which would give a different last digit than Drasi's plain fold."""
+    total = 0.0
+    for number in numbers:
+        total += number
+    return total
+
+
+_LIST_HELPER_PASSES = (str, int, float, bool, Mapping, dt.date, dt.time, temporal.Duration)
+"""What ``drasi.listMax``/``listMin`` return as they are when given instead of a list."""
+
+
+def drasi_list_max(value: Any, _ignored: Any = _NO_ARGUMENT) -> Any:
+    """``drasi.listMax(list)``: the greatest item by Drasi's order of values
+    (:func:`~drasi_ray.query.ordering.compare`). As Drasi's: the first item is the starting
+    candidate even when null, later nulls are skipped, an item unordered with the candidate
+    never replaces it, and a value that is not a list (a number, a string, a map, a temporal
+    value) comes back as it is; a second argument is accepted and ignored. An empty list
+    gives null, where Drasi's panics (docs/conformance.md)."""
+    return _list_extreme("drasi.listMax", value, 1)
+
+
+def drasi_list_min(value: Any) -> Any:
+    """``drasi.listMin(list)``: the least item, under the rules of :func:`drasi_list_max` (so a
+    leading null is never replaced: nothing is less than null)."""
+    return _list_extreme("drasi.listMin", value, -1)
+
+
+def _list_extreme(function: str, value: Any, wanted: int) -> Any:
+    if value is None:
+        return None
+    if not is_list(value):
+        if isinstance(value, _LIST_HELPER_PASSES):
+            return value
+        raise _bad_argument(function, "a List", value)
+    if not value:
+        return None
+    best = value[0]
+    for item in value:
+        if item is not None and ordering.compare(item, best) == wanted:
+            best = item
+    return best
 
 
 # --------------------------------------------------------------------------- graph
@@ -724,22 +809,41 @@ def datetime_from_epoch(seconds: Any, nanoseconds: Any = 0) -> dt.datetime | Non
 
 # --------------------------------------------------------------------------- query clocks
 
+_CLOCK_VALUES: Mapping[str, Callable[[dt.datetime], Any]] = {
+    "date": lambda instant: instant.date(),
+    "localtime": lambda instant: instant.time(),
+    "localdatetime": lambda instant: instant.replace(tzinfo=None),
+    "time": lambda instant: instant.timetz(),
+    "datetime": lambda instant: instant,
+}
+"""What each temporal type takes of a clock's instant (in UTC, or in the zone asked for)."""
 
-def _clock_instant(clock: str, result: str) -> Callable[..., Any]:
-    """``<type>.<clock>([timezone])``: the instant of the query's ``realtime`` or
-    ``transaction`` clock (:class:`~drasi_ray.query.evaluation.QueryClock`, read from the context)
-    as a ``datetime`` (zoned) or a ``date``, in UTC or the named zone (Drasi's clock
-    functions). A contextual function: the compiler passes the context first."""
+_CLOCKS = ("transaction", "realtime", "statement")
 
-    def instant(context: Any, zone: Any = _NO_ARGUMENT) -> Any:
-        millis = getattr(context.clock, f"{clock}_ms")
-        moment = temporal.from_epoch_millis(millis)
+
+def _clock_function(kind: str, clock: str) -> Callable[..., Any]:
+    """``<kind>.<clock>([zone])``: the query's clock
+    (:class:`~drasi_ray.query.evaluation.QueryClock`, read from the context: a contextual
+    function, the compiler passes the context first) as a value of type ``kind``, in UTC or in
+    ``zone`` (an IANA name, ``Z``, an offset; spaces read as underscores, brackets ignored, as
+    Drasi). ``.statement`` reads the realtime clock, as Drasi's. Drasi reads an offset, and a
+    zone name with a hyphen, as UTC, and gives UTC for ``localdatetime.<clock>(zone)``; here
+    each is the zone's own clock (docs/conformance.md)."""
+    value_of = _CLOCK_VALUES[kind]
+    field = "transaction_ms" if clock == "transaction" else "realtime_ms"
+
+    def call(context: Any, zone: Any = _NO_ARGUMENT) -> Any:
+        instant = temporal.from_epoch_millis(getattr(context.clock, field))
         if zone is not _NO_ARGUMENT:
-            local = moment.astimezone(temporal.parse_zone(_string(f"{result}.{clock}", zone)))
-            moment = local
-        return moment.date() if result == "date" else moment
+            instant = instant.astimezone(_clock_zone(f"{kind}.{clock}", zone))
+        return value_of(instant)
 
-    return instant
+    return call
+
+
+def _clock_zone(function: str, zone: Any) -> dt.tzinfo:
+    name = _string(function, zone).replace(" ", "_").replace("[", "").replace("]", "")
+    return temporal.parse_zone(name)
 
 
 # --------------------------------------------------------------------------- the registry
@@ -768,6 +872,8 @@ def _text_functions() -> list[FunctionSpec]:
         _spec("split", split, 2),
         _spec("substring", substring, 2, 3),
         _spec("tostring", to_string_function, 1),
+        _spec("tostringornull", to_string_or_null, 1),
+        _spec("randomuuid", random_uuid, 0),
     ]
 
 
@@ -787,6 +893,11 @@ def _numeric_functions() -> list[FunctionSpec]:
         _spec("log10", _float_function("log10", math.log10), 1),
         _spec("pi", lambda: math.pi, 0),
         _spec("e", lambda: math.e, 0),
+        _spec("cos", _trigonometric("cos", math.cos), 1),
+        _spec("sin", _trigonometric("sin", math.sin), 1),
+        _spec("tan", _trigonometric("tan", math.tan), 1),
+        _spec("degrees", _trigonometric("degrees", math.degrees), 1),
+        _spec("radians", _trigonometric("radians", math.radians), 1),
     ]
 
 
@@ -826,7 +937,19 @@ def _list_and_graph_functions() -> list[FunctionSpec]:
         _spec("properties", properties, 1),
         _spec("drasi.changedatetime", change_date_time, 1),
         _spec("drasi.stdevp", drasi_stdevp, 1),
+        _spec("drasi.listmax", drasi_list_max, 1, 2),
+        _spec("drasi.listmin", drasi_list_min, 1),
+        _spec("retainhistory", retain_history, 0, None),
+        FunctionSpec("drasi.getversionbytimestamp", past.get_version_by_timestamp, 2, 2, True),
+        FunctionSpec("drasi.getversionsbytimerange", past.get_versions_by_time_range, 3, 4, True),
     ]
+
+
+def retain_history(*values: Any) -> Any:
+    """``retainHistory(x)``: ``x`` (null without an argument, the first with several, as
+    Drasi). Around an aggregate it changes how the aggregate forgets: see
+    :class:`~drasi_ray.query.aggregates.Retained`."""
+    return values[0] if values else None
 
 
 def _temporal_functions() -> list[FunctionSpec]:
@@ -844,13 +967,11 @@ def _temporal_functions() -> list[FunctionSpec]:
         _spec("duration.inseconds", temporal.in_seconds, 2),
         _spec("duration.indays", temporal.in_days, 2),
         _spec("duration.inmonths", temporal.in_months, 2),
+        *(_spec(f"{kind}.truncate", truncation.truncate, 2, 3) for kind in _CLOCK_VALUES),
         *(
-            FunctionSpec(f"{result}.{clock}", _clock_instant(clock, result), 0, 1, True)
-            for result, clock in (
-                ("datetime", "realtime"),
-                ("datetime", "transaction"),
-                ("date", "transaction"),
-            )
+            FunctionSpec(f"{kind}.{clock}", _clock_function(kind, clock), 0, 1, True)
+            for kind in _CLOCK_VALUES
+            for clock in _CLOCKS
         ),
     ]
 
@@ -875,19 +996,15 @@ def lookup(name: str) -> FunctionSpec | None:
     return FUNCTIONS.get(name.lower())
 
 
-_DRASI_STATEFUL = frozenset(
-    name.lower()
-    for name in (
-        "drasi.getVersionByTimestamp", "drasi.getVersionsByTimeRange", "drasi.linearGradient",
-    )
-)  # fmt: skip
-"""Drasi functions that keep state per result row or need a timer: not supported yet."""
-
-
-def is_drasi_stateful(name: str) -> bool:
-    """Whether ``name`` (any case) is one of Drasi's stateful future/past functions."""
-    return name.lower() in _DRASI_STATEFUL
-
-
 def is_aggregate(name: str) -> bool:
     return name.lower() in AGGREGATES
+
+
+_AGGREGATE_ARGUMENT_COUNTS: Mapping[str, int] = {"drasi.lineargradient": 2}
+"""The aggregates that take other than one argument (the engine hands an aggregate of several
+arguments their values as one list)."""
+
+
+def aggregate_argument_count(name: str) -> int:
+    """How many arguments aggregate ``name`` (lower-case) takes."""
+    return _AGGREGATE_ARGUMENT_COUNTS.get(name, 1)

@@ -640,9 +640,11 @@ class _AstBuilder(Transformer[Token, Any]):
     def _check_aggregate_call(
         self, written: str, args: tuple[ast.Expr, ...], position: ast.Position
     ) -> None:
-        if len(args) != 1:
-            _fail(f"{written}() takes 1 argument, got {len(args)}", position)
-        nested = self._first_aggregate(args[0])
+        wanted = functions.aggregate_argument_count(written.lower())
+        if len(args) != wanted:
+            noun = "argument" if wanted == 1 else "arguments"
+            _fail(f"{written}() takes {wanted} {noun}, got {len(args)}", position)
+        nested = next(filter(None, map(self._first_aggregate, args)), None)
         if nested is not None:
             _fail(
                 f"aggregate function {nested[1]}() cannot be nested inside {written}()",
@@ -653,13 +655,6 @@ class _AstBuilder(Transformer[Token, Any]):
         self, written: str, args: tuple[ast.Expr, ...], distinct: bool, position: ast.Position
     ) -> None:
         spec = functions.lookup(written) or future_functions.lookup(written)
-        if spec is None and functions.is_drasi_stateful(written):
-            _fail(
-                f"{written}() is one of Drasi's stateful (future or past) functions, which "
-                f"drasi_ray does not support yet",
-                position,
-                unsupported=True,
-            )
         if spec is None:
             _fail(f"unknown function '{written}'", position)
         if distinct:

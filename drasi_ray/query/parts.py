@@ -86,6 +86,8 @@ Evaluator: TypeAlias = Callable[[Row], Any]
 _T = TypeVar("_T")
 
 AGGREGATE_PREFIX = " agg"
+RETAIN_HISTORY = "retainhistory"
+"""Drasi's ``retainHistory(...)``: the aggregates inside it keep what leaving rows gave."""
 """Prefix of the private row variables that carry aggregate results into item expressions."""
 FILTER_AGGREGATE_PREFIX = " where-agg"
 """Prefix of the private row variables that carry a WHERE's aggregate results into it."""
@@ -525,20 +527,25 @@ class AggregateRewriter:
     def __init__(self, prefix: str = AGGREGATE_PREFIX) -> None:
         self.prefix = prefix
         self.calls: list[tuple[str, ast.FunctionCall, ast.Expr | None]] = []
+        self.retained: set[str] = set()
+        """The variables of the calls inside ``retainHistory(...)``."""
 
-    def rewrite(self, expr: Any, window: ast.Expr | None = None) -> Any:
+    def rewrite(self, expr: Any, window: ast.Expr | None = None, retain: bool = False) -> Any:
         if isinstance(expr, ast.FunctionCall) and expr.name in ast.AGGREGATE_FUNCTIONS:
             variable = f"{self.prefix}{len(self.calls)}"
             self.calls.append((variable, expr, window))
+            if retain:
+                self.retained.add(variable)
             return ast.Variable(variable)
         if isinstance(expr, ast.FunctionCall) and expr.name == SLIDING_WINDOW:
             duration, inner = expr.args
-            return dataclasses.replace(expr, args=(duration, self.rewrite(inner, duration)))
+            return dataclasses.replace(expr, args=(duration, self.rewrite(inner, duration, retain)))
+        retain = retain or (isinstance(expr, ast.FunctionCall) and expr.name == RETAIN_HISTORY)
         if isinstance(expr, tuple):
-            return tuple(self.rewrite(item, window) for item in expr)
+            return tuple(self.rewrite(item, window, retain) for item in expr)
         if dataclasses.is_dataclass(expr) and not isinstance(expr, type):
             changes = {
-                f.name: self.rewrite(getattr(expr, f.name), window)
+                f.name: self.rewrite(getattr(expr, f.name), window, retain)
                 for f in dataclasses.fields(expr)
             }
             return dataclasses.replace(expr, **changes)
@@ -589,7 +596,7 @@ class AggregatingPart:
                 evaluator = compile_expression(item.expression, parameters, context)
                 keys.append((item.name, evaluator))
         self._calls = [
-            _compile_call(v, call, window, parameters, context)
+            _compile_call(v, call, window, parameters, context, v in rewriter.retained)
             for v, call, window in rewriter.calls
         ]
         where, self._prefilter_calls = _split_filter(where, parameters, context)
@@ -623,7 +630,9 @@ class AggregatingPart:
             return FILTERED
         try:
             values = tuple([evaluate(row) for evaluate in self._key_evaluators])
-            arguments = self._arguments_of(row)
+            arguments = tuple([argument(row) for argument in self._arguments])
+            for check, value in zip(self._checks, arguments, strict=True):
+                check(value)
             group = tuple([_group_key(value) for value in values])
         except RowDropped:
             return FILTERED
@@ -740,11 +749,8 @@ class AggregatingPart:
         unless ``look`` is false (the group's row after a row is applied)."""
         if self._looks and self._needs_scope:
             self._calls_here.focus(item.row, (item.group,), item.group)
-            if look:
-                return self._calls_here.look(lambda: self._group_row(item, snapshot))
-        return self._group_row(item, snapshot)
-
-    def _group_row(self, item: _Contribution, snapshot: bool) -> dict[str, Any]:
+            if look and self._context.mode is not EvaluationMode.SNAPSHOT:
+                return self._calls_here.look(lambda: self._row(item, snapshot))
         group = self._groups.get(item.group)
         accumulators = group.accumulators if group is not None else self._fresh()
         results = [
@@ -1018,11 +1024,18 @@ def _compile_call(
     window: ast.Expr | None,
     parameters: Mapping[str, Any],
     context: EvaluationContext,
+    retain: bool = False,
 ) -> _AggregateCall:
-    """Compile one aggregate call; inside a sliding window its argument is windowed."""
-    argument = compile_expression(call.args[0], parameters, context) if call.args else None
+    """Compile one aggregate call; inside a sliding window its argument is windowed, inside
+    ``retainHistory(...)`` its accumulator never takes a value back. An aggregate of several
+    arguments gets their values as one list."""
+    argument = None
+    if len(call.args) == 1:
+        argument = compile_expression(call.args[0], parameters, context)
+    elif call.args:
+        argument = compile_expression(ast.ListLiteral(call.args), parameters, context)
     if window is not None and argument is not None:
         duration = compile_expression(window, parameters, context)
         argument = WindowedArgument(duration, argument, context)
-    factory = accumulator_factory(call.name, call.distinct)
+    factory = accumulator_factory(call.name, call.distinct, retain)
     return _AggregateCall(call.name, variable, argument, factory, call)

@@ -37,6 +37,7 @@ from drasi_ray.model.results import (
 )
 from drasi_ray.query.engine import ContinuousQuery
 from drasi_ray.query.expressions import contains_aggregate
+from drasi_ray.query.stateful import FunctionState
 from drasi_ray.query.subscribers import SubscriberBuffer
 
 logger = logging.getLogger("drasi_ray.query")
@@ -87,7 +88,7 @@ class QueryRunner:
 
     def __init__(self, config: QueryConfig, save_state: StateSaver | None = None) -> None:
         self.config = config
-        self.engine = ContinuousQuery(config.id, config.query, config.parameters, config.joins)
+        self.engine = make_engine(config)
         self._save_state = save_state
         self.sequence = 0
         self.diffs_emitted = 0
@@ -115,18 +116,20 @@ class QueryRunner:
     async def signal(self, signal: ControlSignal) -> None:
         await self.publish(ControlResult(self.config.id, self.sequence, now_ms(), signal))
 
-    async def bootstrap(self, elements: Sequence[Element]) -> None:
-        """Load the graph. A re-bootstrap (after a coordinator or own restart) rebuilds the
-        engine and emits the difference between the old and new results as one result, so
-        subscribers catch up on whatever the crash interrupted."""
+    async def bootstrap(
+        self, elements: Sequence[Element], history: Mapping[str, bytes] | None = None
+    ) -> None:
+        """Load the graph (and the element history the coordinator keeps for a query that
+        calls Drasi's past functions). A re-bootstrap (after a coordinator or own restart)
+        rebuilds the engine and emits the difference between the old and new results as one
+        result, so subscribers catch up on whatever the crash interrupted."""
         await self.signal(ControlSignal.BOOTSTRAP_STARTED)
         previous = self.engine.results() if self.bootstrapped else []
         if self.bootstrapped:
             config, state = self.config, self.engine.state
             state.restored = True  # the new engine rebuilds the rows this one holds
-            self.engine = ContinuousQuery(
-                config.id, config.query, config.parameters, config.joins, state=state
-            )
+            self.engine = make_engine(config, state)
+        self.engine.load_history(history or {})
         self.engine.bootstrap(elements)
         await self.save_state()
         # The loaded graph lives as long as the query: keep it out of every later GC pass
@@ -208,6 +211,19 @@ class QueryRunner:
         """Number and publish the results of :meth:`take_due`, one per re-evaluation."""
         at_ms = now_ms()
         await self.publish_many([self._result(diffs, due_ms, at_ms) for due_ms, diffs in due])
+
+
+def make_engine(config: QueryConfig, state: FunctionState | None = None) -> ContinuousQuery:
+    """The engine of the query ``config`` describes (with the function ``state`` of the
+    engine it replaces, if any)."""
+    return ContinuousQuery(
+        config.id,
+        config.query,
+        config.parameters,
+        config.joins,
+        state=state,
+        history=config.history.limits(),
+    )
 
 
 def catch_up_diffs(

@@ -29,7 +29,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -129,10 +129,6 @@ class FunctionState:
         """Drop the memo of a row that is gone."""
         if self._memos.pop((site, row), None) is not None:
             self._dirty_memos.add((site, row))
-
-    @property
-    def empty(self) -> bool:
-        return not (self._values or self._memos or len(self.queue))
 
     # ------------------------------------------------------------------ persistence
 
@@ -258,22 +254,3 @@ def decode_value(data: Any) -> Any:
     if "$time" in data:
         return dt.time.fromisoformat(data["$time"]).replace(tzinfo=_unzone(data["tz"]))
     raise QueryEvaluationError(f"cannot read kept value {data!r}")
-
-
-def decode_fields(raw: Mapping[bytes | str, bytes]) -> dict[str, bytes]:
-    """A Redis hash reply (bytes field names) as :meth:`FunctionState.load` takes it."""
-    return {(k.decode() if isinstance(k, bytes) else k): v for k, v in raw.items()}
-
-
-def changed_fields(
-    changes: Iterable[tuple[str, bytes | None]],
-) -> tuple[dict[str, bytes], list[str]]:
-    """Split :meth:`FunctionState.take_changes` into fields to write and fields to delete."""
-    written: dict[str, bytes] = {}
-    deleted: list[str] = []
-    for name, raw in changes:
-        if raw is None:
-            deleted.append(name)
-        else:
-            written[name] = raw
-    return written, deleted

@@ -166,6 +166,33 @@ _QUERIES: tuple[tuple[str, str], ...] = (
     ),
     ("pi", "MATCH (a:A) WHERE a.y > 0 RETURN a.name AS name, pi() * a.y AS circle"),
     (
+        "trigonometry",
+        "MATCH (a:A) RETURN a.name AS name, a.x AS x, cos(a.x) AS c, sin(a.x) AS s, "
+        "tan(a.x) AS t, degrees(a.x) AS d, radians(a.x) AS r",
+    ),
+    (
+        "list_max_min",
+        "MATCH (a:B) WHERE size(a.l) > 0 "
+        "RETURN a.l AS l, drasi.listMax(a.l) AS hi, drasi.listMin(a.l) AS lo",
+    ),
+    (
+        "to_string_or_null",
+        "MATCH (a:C) RETURN a.name AS name, toStringOrNull(a.x) AS x, toStringOrNull(a.s) AS s, "
+        "toStringOrNull(a.l) AS l, toStringOrNull(a.m) AS m",
+    ),
+    (
+        "transaction_clock",
+        "MATCH (a:A) RETURN a.name AS name, datetime.transaction() AS at, "
+        "date.transaction() AS day, localtime.transaction('Europe/Paris') AS paris",
+    ),
+    (
+        "truncate",
+        "MATCH (a:A) RETURN a.name AS name, "
+        "date.truncate('month', datetime({epochSeconds: a.ts})) AS month, "
+        "datetime.truncate('hour', datetime({epochSeconds: a.ts}), {minute: 30}) AS half, "
+        "localdatetime.truncate('week', datetime({epochSeconds: a.ts})) AS week",
+    ),
+    (
         "datetime_epoch",
         "MATCH (a:A) RETURN a.name AS name, datetime({epochSeconds: a.ts}) AS at, "
         "datetime({epochSeconds: a.ts}).year AS year, "
@@ -257,6 +284,11 @@ _QUERIES: tuple[tuple[str, str], ...] = (
         "RETURN a.flag AS flag, max(a.x) - min(a.x) AS spread, count(a) * 2 AS twice",
     ),
     ("max_change_time", "MATCH (a:B) RETURN max(drasi.changeDateTime(a)) AS latest"),
+    (
+        "retain_history",
+        "MATCH (a:A) RETURN a.flag AS flag, retainHistory(count(a)) AS versions, "
+        "retainHistory(sum(a.y)) AS ys",
+    ),
     ("group_by_target", "MATCH (a:A)-[:R]->(b) RETURN b.name AS name, count(a) AS n"),
     (
         "group_by_element_id",

@@ -121,6 +121,12 @@ def test_yaml_schema(tmp_path: Path) -> None:
         ("id: sensors-app", "id: sensors-app\nextra: 1", "extra: unknown key"),
         ("source_type: platform", "source_type: kafka", "source_type"),
         ("sources: [sensors]", "sources: []", "queries.0.sources"),
+        ("sources: [sensors]", "sources: [sensors]\n    history: {max_version: 5}", "max_version"),
+        (
+            "sources: [sensors]",
+            "sources: [sensors]\n    history: {max_versions: 0}",
+            "queries.0.history.max_versions",
+        ),
     ],
 )
 def test_yaml_errors_name_the_key(tmp_path: Path, old: str, new: str, fragment: str) -> None:
@@ -128,6 +134,16 @@ def test_yaml_errors_name_the_key(tmp_path: Path, old: str, new: str, fragment: 
     path.write_text(YAML.replace(old, new))
     with pytest.raises(ConfigError, match=fragment.replace(".", r"\.")):
         DrasiRay.from_yaml(path)
+
+
+def test_yaml_history_limits(tmp_path: Path) -> None:
+    path = tmp_path / "app.yaml"
+    history = "sources: [sensors]\n    history: {max_versions: 5, retention_ms: 3600000}"
+    path.write_text(YAML.replace("sources: [sensors]", history))
+    (query,) = AppConfig.from_yaml(path).queries
+    assert (query.history.max_versions, query.history.retention_ms) == (5, 3_600_000)
+    built = Query.cypher("q").query("MATCH (n) RETURN n").from_source("s").with_history(5).build()
+    assert built.history.limits().max_versions == 5 and built.history.retention_ms is None
 
 
 def test_yaml_query_error_has_position(tmp_path: Path) -> None:

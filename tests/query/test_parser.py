@@ -426,13 +426,6 @@ def test_column_names(items: str, names: list[str]) -> None:
         ("MATCH (n) RETURN 'a\\qb' AS s", QuerySyntaxError, 1, 18, "invalid escape"),
         ("MATCH (n) RETURN foo(n)", QuerySyntaxError, 1, 18, "unknown function 'foo'"),
         ("MATCH (n) RETURN my.ns.fn(n)", QuerySyntaxError, 1, 18, "unknown function 'my.ns.fn'"),
-        (
-            "MATCH (n) WHERE drasi.getVersionByTimestamp(n, 5) IS NULL RETURN n",
-            UnsupportedQueryError,
-            1,
-            17,
-            "Drasi's stateful",
-        ),
         ("MATCH (n) RETURN left(n.x)", QuerySyntaxError, 1, 18, "left() takes 2 arguments, got 1"),
         ("MATCH (n) RETURN count(n, n)", QuerySyntaxError, 1, 18, "count() takes 1 argument"),
         ("MATCH (n) RETURN count(sum(n.x))", QuerySyntaxError, 1, 24, "sum() cannot be nested"),
