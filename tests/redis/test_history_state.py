@@ -5,23 +5,21 @@ from __future__ import annotations
 
 import asyncio
 
-from drasi_ray.model.batch import EntryBatchBuilder
-
 from drasi_ray.coordinator.core import Coordinator
 from drasi_ray.coordinator.routing import LabelFilter
 from drasi_ray.coordinator.state import StateStore
 from drasi_ray.model.changes import Element, Op, node
 from drasi_ray.model.history import ElementHistory, HistoryLimits
-from drasi_ray.source.decode import change_event, decode_rows, encode_cloud_event
+from drasi_ray.source.decode import change_event, decode_entry, encode_cloud_event
 
 
 def _apply(coordinator: Coordinator, *changes: tuple[Op, Element]) -> None:
-    builder = EntryBatchBuilder()
+    entries = []
     for number, (op, element) in enumerate(changes, start=1):
         event = change_event(op, element, element.effective_from * 1_000_000)
         entry_id = f"{number}-{element.effective_from}"
-        builder.add(entry_id, *decode_rows(entry_id, {b"data": encode_cloud_event([event])}))
-    coordinator.apply_entries("s", builder.build())
+        entries.append(decode_entry(entry_id, {b"data": encode_cloud_event([event])}))
+    coordinator.apply_entries("s", entries)
 
 
 def _thing(value: int, time: int, element_id: str = "t1", label: str = "Thing") -> Element:
