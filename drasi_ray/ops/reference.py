@@ -77,6 +77,7 @@ QUERY_BUILDER: dict[str, str] = {
     "joins": "`.with_join(id, (label, property), ...)`",
     "middleware": "`.with_middleware(name, kind, config)`",
     "pipelines": "`.from_source(id, pipeline=[name, ...])`",
+    "history": "`.with_history(max_versions, retention_ms)`",
 }
 APP_PYTHON: dict[str, str] = {
     "id": "`DrasiRay(app_id)`",
@@ -132,6 +133,9 @@ def sections() -> list[Section]:
                 "(`docs/semantics.md` §2)."),
         Section("Join key (`queries[].joins[].keys[]`)", query_specs.JoinKey,
                 "One side of a join."),
+        Section("Element history (`queries[].history`)", config.HistoryConfig,
+                "The versions kept per element for a query that calls Drasi's past functions "
+                "(`docs/semantics.md` §3); other queries keep none."),
         Section("Middleware (`queries[].middleware[]`)", query_specs.MiddlewareSpec,
                 "One named middleware; a source's `pipeline` lists names. Its `config` is "
                 "checked by its kind (below) when the query is added."),

@@ -357,6 +357,147 @@ KNOWN: tuple[Known, ...] = (
         _added(d="PT3600S"),
         _added(d="P1Y2MT3600S"),
     ),
+    Known(
+        "truncate_quarter",
+        "deviation",
+        "the quarter of March, June and September starts the next month (`2024-03-15` gives "
+        "`2024-04-01`), and December's fails",
+        "the quarter's first day (`2024-01-01`)",
+        Probe(
+            "truncate_quarter",
+            "MATCH (n:N) RETURN date.truncate('quarter', date(n.d)) AS q",
+            changes(_n(d="2024-03-15")),
+        ),
+        _added(q="2024-04-01"),
+        _added(q="2024-01-01"),
+    ),
+    Known(
+        "truncate_week_year",
+        "deviation",
+        "the first Monday of the calendar year, after the date itself for early January "
+        "(`2025-01-02` gives `2025-01-06`)",
+        "the Monday of ISO week 1 of the date's week-year (`2024-12-30`)",
+        Probe(
+            "truncate_week_year",
+            "MATCH (n:N) RETURN date.truncate('weekYear', date(n.d)) AS w",
+            changes(_n(d="2025-01-02")),
+        ),
+        _added(w="2025-01-06"),
+        _added(w="2024-12-30"),
+    ),
+    Known(
+        "clock_in_an_offset_zone",
+        "deviation",
+        "a zone given as an offset (or an IANA name with a hyphen) is read as UTC",
+        "the clock in that offset or zone",
+        Probe(
+            "clock_in_an_offset_zone",
+            "MATCH (n:N) RETURN datetime.transaction('+05:00').hour = "
+            "datetime.transaction().hour AS utc",
+            changes(_n(x=1)),
+        ),
+        _added(utc=True),
+        _added(utc=False),
+    ),
+    Known(
+        "local_datetime_clock_in_a_zone",
+        "deviation",
+        "`localdatetime.transaction(zone)` is the UTC wall clock (while "
+        "`localtime.transaction(zone)` is the zone's)",
+        "the zone's wall clock for both",
+        Probe(
+            "local_datetime_clock_in_a_zone",
+            "MATCH (n:N) RETURN localdatetime.transaction('Asia/Kolkata').hour = "
+            "localtime.transaction('Asia/Kolkata').hour AS same",
+            changes(_n(x=1)),
+        ),
+        _added(same=False),
+        _added(same=True),
+    ),
+    Known(
+        "linear_gradient_per_row",
+        "deviation",
+        "drasi-lib does not count `drasi.linearGradient` among the aggregates (drasi-core "
+        "does): each new row is an ADD carrying the gradient of one accumulator for the query",
+        "an aggregate, as drasi-core's own tests have it: one aggregation diff per group, the "
+        "same values",
+        Probe(
+            "linear_gradient_per_row",
+            "MATCH (p:N) RETURN drasi.linearGradient(p.x, p.y) AS g",
+            changes(
+                ("insert", "n1", "N", {"x": 1, "y": 6}),
+                ("insert", "n2", "N", {"x": 2, "y": 7}),
+            ),
+        ),
+        Expected(
+            steps=((("ADD", None, {"g": None}),), (("ADD", None, {"g": 1.0}),)),
+            results=({"g": None}, {"g": 1.0}),
+        ),
+        Expected(
+            steps=(
+                (("aggregation", {"g": None}, {"g": None}),),
+                (("aggregation", {"g": None}, {"g": 1.0}),),
+            ),
+            results=({"g": 1.0},),
+        ),
+    ),
+    Known(
+        "last_per_row",
+        "deviation",
+        "drasi-lib does not count `drasi.last` among the aggregates (drasi-core does): each "
+        "new row is an ADD carrying the last value of one accumulator for the query",
+        "an aggregate: one aggregation diff per group, the same values",
+        Probe(
+            "last_per_row",
+            "MATCH (p:N) RETURN p.g AS g, drasi.last(p.x) AS v",
+            changes(
+                ("insert", "n1", "N", {"g": "a", "x": 1}),
+                ("insert", "n2", "N", {"g": "b", "x": 2}),
+            ),
+        ),
+        Expected(
+            steps=((("ADD", None, {"g": "a", "v": 1}),), (("ADD", None, {"g": "b", "v": 2}),)),
+            results=({"g": "a", "v": 1}, {"g": "b", "v": 2}),
+        ),
+        Expected(
+            steps=(
+                (("aggregation", {"g": "a", "v": None}, {"g": "a", "v": 1}),),
+                (("aggregation", {"g": "b", "v": None}, {"g": "b", "v": 2}),),
+            ),
+            results=({"g": "a", "v": 1}, {"g": "b", "v": 2}),
+        ),
+    ),
+    Known(
+        "linear_gradient_of_a_null_point",
+        "deviation",
+        "the change that adds a point with a null coordinate reports a gradient of null (the "
+        "point is left out, and the next change's value is the gradient again)",
+        "the point is left out and the gradient stays",
+        Probe(
+            "linear_gradient_of_a_null_point",
+            "MATCH (p:N) RETURN drasi.linearGradient(p.x, p.y) AS g",
+            changes(
+                ("insert", "n1", "N", {"x": 1, "y": 1}),
+                ("insert", "n2", "N", {"x": 2, "y": 3}),
+                ("insert", "n3", "N", {"y": 5}),
+            ),
+        ),
+        Expected(
+            steps=(
+                (("ADD", None, {"g": None}),),
+                (("ADD", None, {"g": 2.0}),),
+                (("ADD", None, {"g": None}),),
+            )
+        ),
+        Expected(
+            steps=(
+                (("aggregation", {"g": None}, {"g": None}),),
+                (("aggregation", {"g": None}, {"g": 2.0}),),
+                (("aggregation", {"g": 2.0}, {"g": 2.0}),),
+            ),
+            results=({"g": 2.0},),
+        ),
+    ),
     # ------------------------------------------------------------------ refusals
     Known(
         "count_star",
@@ -472,11 +613,45 @@ KNOWN: tuple[Known, ...] = (
         "list_max_of_empty",
         "refusal",
         "a panic: the query stops answering",
-        "runs (refused while drasi_ray lacks `drasi.listMax`)",
+        "null",
         Probe("list_max_of_empty", "MATCH (a:N) RETURN drasi.listMax(a.l) AS c", changes(_n(l=[]))),
         _PANIC,
-        _RUNS,
-        function="drasi.listMax",
+        _added(c=None),
+    ),
+    Known(
+        "list_min_of_empty",
+        "refusal",
+        "a panic: the query stops answering",
+        "null",
+        Probe("list_min_of_empty", "MATCH (a:N) RETURN drasi.listMin(a.l) AS c", changes(_n(l=[]))),
+        _PANIC,
+        _added(c=None),
+    ),
+    Known(
+        "to_string_or_null_of_a_boolean",
+        "refusal",
+        "an error: the query stops",
+        "the text `toString` gives (`'true'`)",
+        Probe(
+            "to_string_or_null_of_a_boolean",
+            "MATCH (a:N) RETURN toStringOrNull(a.flag) AS c",
+            changes(_n(flag=True)),
+        ),
+        _stops("FunctionError"),
+        _added(c="true"),
+    ),
+    Known(
+        "truncate_null",
+        "refusal",
+        "an error: the query stops",
+        "null",
+        Probe(
+            "truncate_null",
+            "MATCH (a:N) RETURN date.truncate('day', a.missing) AS c",
+            changes(_n(x=1)),
+        ),
+        _stops("FunctionError"),
+        _added(c=None),
     ),
     Known(
         "stdevp_with_null",
