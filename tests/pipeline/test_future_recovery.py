@@ -21,8 +21,10 @@ import redis
 
 from drasi_ray import DrasiRay, ManualClock, PlatformReaction, PlatformSource, Query
 from drasi_ray.model.changes import Op, node
+from drasi_ray.model.clock import wall_ms
 from drasi_ray.source.decode import change_event, encode_cloud_event
 from drasi_ray.streams.publisher import Publisher
+from drasi_ray.testing.waiting import wait_until
 
 T0 = 1_700_000_000_000
 MINUTE = 60_000
@@ -103,5 +105,47 @@ def test_a_pending_true_for_fires_once_after_restarts(
         assert not any(change["deletedResults"] or change["updatedResults"] for change in changes)
         sequences = [change["sequence"] for change in changes]
         assert sequences == sorted(set(sequences))
+    finally:
+        app.stop()
+
+
+def test_on_the_wall_clock_a_due_true_for_fires_by_itself(
+    ray_session: None, redis_url: str
+) -> None:
+    """Without a manual clock the query actor's timer runs the re-evaluation when the wall
+    clock reaches it: the machine, stamped now, shows up about a second later, unasked."""
+    stream = f"machines-{uuid.uuid4().hex[:8]}"
+    app = DrasiRay(f"futures-{uuid.uuid4().hex[:8]}")
+    app.add_source(
+        PlatformSource.builder("machines")
+        .with_redis_url(redis_url)
+        .with_stream_key(stream)
+        .with_block_ms(100)
+        .build()
+    )
+    text = (
+        "MATCH (m:Machine) WHERE drasi.trueFor(m.state = 'hot', duration({seconds: 1})) "
+        "RETURN m.id AS id"
+    )
+    app.add_query(Query.cypher("hot").query(text).from_source("machines").build())
+    app.start()
+    try:
+        subscription = app.subscribe("hot")
+        element = node("m1", ["Machine"], {"id": "m1", "state": "hot"})
+        now_ns = wall_ms() * 1_000_000
+        with Publisher.from_url(redis_url) as publisher:
+            publisher.publish(
+                stream, [encode_cloud_event([change_event(Op.INSERT, element, now_ns)])]
+            )
+        app.wait_until_idle(60)
+        seen: list[Any] = []
+
+        def added() -> bool:
+            seen.extend(diff for result in subscription.drain() for diff in result.results)
+            return bool(seen)
+
+        wait_until(added, 30, what="the trueFor to fire on the wall clock")
+        assert seen == [{"type": "ADD", "data": {"id": "m1"}}]
+        assert wall_ms() - now_ns // 1_000_000 >= 1_000
     finally:
         app.stop()
