@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from drasi_ray.model.results import make_query_result
+from drasi_ray.model.results import QueryResult
 from drasi_ray.reactions.chain import RowLedger, platform_events
 
 
-def result(*diffs: dict) -> object:
-    return make_query_result("up", 1, 0, 0, tuple(diffs))
+def result(*diffs: dict) -> QueryResult:
+    return QueryResult("up", 1, 0, 0, tuple(diffs))
 
 
 def ops(plan: object) -> list[tuple[str, str, dict]]:
