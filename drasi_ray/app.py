@@ -499,10 +499,24 @@ class DrasiRay:
             self._drain_once(deadline, timeout)
             if not self._chain_sources:
                 return
-            upstream = [self._query_actors[q] for q in self._chain_sources]
+            for query_id in sorted(self._chain_sources):
+                self._flush_chain(query_id, deadline, timeout)
+
+    def _flush_chain(self, query_id: str, deadline: float, timeout: float) -> None:
+        """Wait until ``query_id`` wrote its rows to its chain stream; an actor that is
+        restarting is waited for (it writes what it missed when it is bootstrapped again)."""
+        while True:
             remaining = max(deadline - time.monotonic(), 0.001)
-            if not all(ray.get([a.flush_chain.remote(remaining) for a in upstream])):
-                raise TimeoutError(f"chain streams not written within {timeout:.1f}s")
+            try:
+                if ray.get(self._query_actors[query_id].flush_chain.remote(remaining)):
+                    return
+            except ray.exceptions.ActorUnavailableError:
+                if time.monotonic() > deadline:
+                    break
+                time.sleep(IDLE_POLL_S)
+                continue
+            break
+        raise TimeoutError(f"the chain stream of {query_id!r} not written within {timeout:.1f}s")
 
     def _drain_once(self, deadline: float, timeout: float) -> None:
         targets = [
