@@ -9,6 +9,9 @@ per query, and the queries Drasi could not run (skipped). ``--show N`` prints th
 divergences in full; ``--shrink`` shrinks the first divergence of each query to a minimal
 case (tests/differential/minimize.py) and prints it. Exit status 1 if anything diverged.
 
+With ``--sources`` it runs the join and middleware catalogue (tests/differential/
+catalogue_sources.py) over two-source cases (``generate_two_source_case``) instead.
+
 The CI part (tests/differential/test_differential.py) is this with a few fixed seeds.
 """
 
@@ -23,8 +26,9 @@ from collections.abc import Sequence
 from bench.common import command_line, format_table, print_lines
 from bench.results import Recorder
 from tests.differential.catalogue import CATALOGUE
+from tests.differential.catalogue_sources import SOURCES_CATALOGUE
 from tests.differential.compare import Comparison, Divergence, compare_runs
-from tests.differential.generator import generate_case
+from tests.differential.generator import generate_case, generate_two_source_case
 from tests.differential.minimize import shrink
 from tests.differential.model import Case, QuerySpec
 from tests.differential.oracle import run_oracle
@@ -40,14 +44,20 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--show", type=int, default=0, help="print the first N divergences")
     parser.add_argument("--shrink", action="store_true", help="shrink one case per query")
     parser.add_argument("--no-record", action="store_true", help="do not append to results.jsonl")
+    parser.add_argument(
+        "--sources", action="store_true", help="joins, middleware and two sources instead"
+    )
+    parser.add_argument(
+        "--no-label-changes", action="store_true", help="(--sources) updates keep the labels"
+    )
     return parser.parse_args(argv)
 
 
-def _selected(names: str) -> tuple[QuerySpec, ...]:
+def _selected(names: str, catalogue: tuple[QuerySpec, ...]) -> tuple[QuerySpec, ...]:
     if not names:
-        return CATALOGUE
+        return catalogue
     wanted = set(names.split(","))
-    return tuple(query for query in CATALOGUE if query.id in wanted)
+    return tuple(query for query in catalogue if query.id in wanted)
 
 
 def _summary(
@@ -81,7 +91,7 @@ def _summary(
 
 def _shrunk(divergences: Sequence[Divergence], cases: Sequence[Case]) -> list[str]:
     by_name = {case.name: case for case in cases}
-    texts = {query.id: query for query in CATALOGUE}
+    texts = {query.id: query for query in (*CATALOGUE, *SOURCES_CATALOGUE)}
     lines: list[str] = []
     seen: set[str] = set()
     for divergence in divergences:
@@ -117,11 +127,13 @@ def record_figures(
 def main(argv: Sequence[str] | None = None) -> int:
     args = _arguments(argv)
     recorder = Recorder("differential", command_line("bench.differential", argv))
-    queries = _selected(args.queries)
-    cases = [
-        generate_case(seed, args.changes)
-        for seed in range(args.first_seed, args.first_seed + args.cases)
-    ]
+    queries = _selected(args.queries, SOURCES_CATALOGUE if args.sources else CATALOGUE)
+    seeds = range(args.first_seed, args.first_seed + args.cases)
+    if args.sources:
+        keep = not args.no_label_changes
+        cases = [generate_two_source_case(seed, args.changes, label_changes=keep) for seed in seeds]
+    else:
+        cases = [generate_case(seed, args.changes) for seed in seeds]
     started = time.perf_counter()
     drasi = run_oracle(cases, queries)
     ours = {case.name: run_drasi_ray(case, queries) for case in cases}

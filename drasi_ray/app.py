@@ -98,6 +98,7 @@ class DrasiRay:
         self._consumers: dict[str, list[Any]] = {}
         self._query_actors: dict[str, Any] = {}
         self._redis: dict[str, redis.Redis] = {}
+        self._chain_sources: set[str] = set()
         self._owns_ray = False
         self._clock = clock
         self._stop_listening: Callable[[], None] | None = None
@@ -224,6 +225,7 @@ class DrasiRay:
         """Start every auto-start source and query; return once all consumers are reading."""
         if self.running:
             return self
+        self._add_chain_sources()
         for query in self._queries.values():
             self._check_sources(query)
         self._ensure_ray()
@@ -289,6 +291,42 @@ class DrasiRay:
         first = next(iter(self._sources.values()), None)
         return self._state.state_redis_url(None if first is None else first.config.redis_url)
 
+    def _chained(self) -> set[str]:
+        """Ids of the queries other queries read as a source (query chaining)."""
+        return {
+            source
+            for query in self._queries.values()
+            for source in query.sources
+            if source in self._queries and source not in self._sources
+        } | self._chain_sources
+
+    def _add_chain_sources(self) -> None:
+        """A platform source per chained query, reading its chain stream from the start
+        (:mod:`drasi_ray.reactions.chain`). Chained queries must be added before start()."""
+        url = self._chain_url()
+        for query_id in sorted(self._chained() - self._chain_sources):
+            if url is None:
+                raise ConfigError(
+                    f"query {query_id!r} is read by another query: chaining needs a Redis "
+                    "(add a source or set state.redis_url)"
+                )
+            self._sources[query_id] = (
+                PlatformSource.builder(query_id)
+                .with_redis_url(url)
+                .with_stream_key(keys.chain_stream(self.app_id, query_id))
+                .with_start_id("0")
+                .with_block_ms(100)
+                .build()
+            )
+            self._chain_sources.add(query_id)
+
+    def _chain_url(self) -> str | None:
+        """The Redis holding chain streams: the state Redis, else the first source's."""
+        if self._state.redis_url is not None:
+            return self._state.redis_url
+        first = next((s for s in self._sources.values() if s.id not in self._chain_sources), None)
+        return None if first is None else first.config.redis_url
+
     def _check_sources(self, query: QueryConfig) -> None:
         missing = [source for source in query.sources if source not in self._sources]
         if missing:
@@ -326,6 +364,7 @@ class DrasiRay:
             direct_calls=self._ray.direct_calls,
             niceness=self._ray.actor_niceness,
             clock=ClockSetting.of(self._clock),
+            chain_url=self._chain_url() if query.id in self._chain_sources else None,
         )
         self._query_actors[query.id] = actor
         ray.get(
@@ -449,11 +488,37 @@ class DrasiRay:
         """Return once every entry appended to the source streams before this call is acked
         and its results are delivered to the subscriptions: consumers ack once the coordinator
         applied a batch durably, and the coordinator's delivery barrier then waits for the
-        query actors. Raises TimeoutError otherwise.
+        query actors. With chained queries this repeats once per level of the chain, after the
+        upstream queries wrote their rows to their chain streams. Raises TimeoutError
+        otherwise.
         """
         if not self.running:
             raise NotRunningError("the app is not running; call start()")
         deadline = time.monotonic() + timeout
+        for _level in range(len(self._chain_sources) + 1):
+            self._drain_once(deadline, timeout)
+            if not self._chain_sources:
+                return
+            for query_id in sorted(self._chain_sources):
+                self._flush_chain(query_id, deadline, timeout)
+
+    def _flush_chain(self, query_id: str, deadline: float, timeout: float) -> None:
+        """Wait until ``query_id`` wrote its rows to its chain stream; an actor that is
+        restarting is waited for (it writes what it missed when it is bootstrapped again)."""
+        while True:
+            remaining = max(deadline - time.monotonic(), 0.001)
+            try:
+                if ray.get(self._query_actors[query_id].flush_chain.remote(remaining)):
+                    return
+            except ray.exceptions.ActorUnavailableError:
+                if time.monotonic() > deadline:
+                    break
+                time.sleep(IDLE_POLL_S)
+                continue
+            break
+        raise TimeoutError(f"the chain stream of {query_id!r} not written within {timeout:.1f}s")
+
+    def _drain_once(self, deadline: float, timeout: float) -> None:
         targets = [
             (
                 self._client(src.config.redis_url),

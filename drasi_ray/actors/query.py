@@ -46,6 +46,7 @@ from drasi_ray.model.results import ControlSignal
 from drasi_ray.query.runner import InOrder, QueryReport, QueryRunner, grouping_keys
 from drasi_ray.query.stateful import digest
 from drasi_ray.query.subscribers import SubscriberBuffer
+from drasi_ray.reactions.chain import ChainPublisher, is_bootstrap_done
 from drasi_ray.reactions.factory import ReactionSet
 
 logger = logging.getLogger("drasi_ray.query")
@@ -81,13 +82,21 @@ class QueryActor:
         direct_calls: bool = True,
         niceness: int | None = PIPELINE_NICENESS,
         clock: ClockSetting | None = None,
+        chain_url: str | None = None,
     ) -> None:
+        """``chain_url``: other queries read this one's results (query chaining): its rows
+        are published on its chain stream in that Redis (:mod:`drasi_ray.reactions.chain`)."""
         tune_for_latency(niceness)
         tune_gc()
         self._state = None if state_url is None else StateStore.from_url(state_url, app_id)
         saver = None if self._state is None else self._save_state
         self._runner = QueryRunner(config, save_state=saver)
         self._digest = query_digest(config)
+        self._chain: ChainPublisher | None = None
+        if chain_url is not None:
+            self._chain = ChainPublisher(config.id, app_id, chain_url)
+            self._chain.start()
+            self._runner.observers.append(self._feed_chain)
         self._reactions = ReactionSet(config.id, grouping_keys(self._runner.engine))
         self._metrics = QueryMetrics(config.id)
         self._runner.observers.append(self._reactions.offer)
@@ -105,6 +114,19 @@ class QueryActor:
         if was_restarted():
             self._rejoin = loop.create_task(self._reregister(namespace, name))
         self._line_server = LineServer(self, ("deliver", "take"), enabled=direct_calls)
+
+    def _feed_chain(self, item: Any) -> None:
+        """Results to the chain publisher; at a finished bootstrap, the rows it must match
+        (read now, in order with the results, not when the publisher gets to them)."""
+        assert self._chain is not None
+        if is_bootstrap_done(item):
+            self._chain.bootstrapped(self._runner.engine.results())
+        else:
+            self._chain.offer(item)
+
+    async def flush_chain(self, timeout_s: float) -> bool:
+        """Wait until the chain stream holds every result so far (True without chaining)."""
+        return True if self._chain is None else await self._chain.flush(timeout_s)
 
     async def line_address(self) -> LineAddress | None:
         """Where the coordinator reaches :meth:`deliver` and subscribers :meth:`take` directly
@@ -306,6 +328,9 @@ class QueryActor:
             await self._sequences.flush()
         flushed = await self._reactions.flush(timeout_s)
         await self._reactions.close(0.0)
+        if self._chain is not None:
+            flushed = await self._chain.flush(timeout_s) and flushed
+            await self._chain.close()
         return flushed
 
     def info(self) -> QueryReport:

@@ -34,6 +34,11 @@ key                               what it holds
                                   (:mod:`drasi_ray.model.history`).
 ``drasi:<app>:history-limits``    a hash: query id -> the history limits of each query that
                                   keeps a history (JSON).
+``drasi:<app>:chain:<query_id>``  a stream: a query's result rows as node changes, the source
+                                  of the queries that read that query (query chaining).
+``drasi:<app>:chain:<query_id>:rows`` a hash: node id -> the row it holds, as written to the
+                                  chain stream, with ``:next`` (the next node number) and
+                                  ``:token`` (the last batch written) beside it.
 ================================  ===============================================================
 
 Consumer names inside a group are ``<base>-<i>`` (``i`` = 0, 1, ...): stable across actor
@@ -149,3 +154,13 @@ def consumer_index(base: str, name: str) -> int | None:
     if not (digits.isascii() and digits.isdigit()) or (len(digits) > 1 and digits[0] == "0"):
         return None
     return int(digits)
+
+
+def chain_stream(app: str, query_id: str) -> str:
+    """The stream a chained query's rows are published on as node changes."""
+    return f"{NAMESPACE}:{_require_app(app)}:chain:{_require('query_id', query_id)}"
+
+
+def chain_rows(app: str, query_id: str) -> str:
+    """The hash of the rows a chained query has published (node id -> row JSON)."""
+    return chain_stream(app, query_id) + ":rows"

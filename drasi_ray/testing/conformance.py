@@ -1,15 +1,16 @@
 """Run Drasi conformance scenarios (``tests/scenarios/*.json``) through the public API.
 
 A scenario file holds queries and cases; each case starts from an empty graph with fresh
-queries, publishes its ``bootstrap`` events as one stream entry (so they apply in order with any
-number of consumers), then for each step publishes one event, waits until
-the app is idle and compares the diffs the step produced, per query, as a multiset (numbers by
-value, floats to 1e-9 relative). Format: ``tests/scenarios/README.md``.
+queries, publishes its ``bootstrap`` events as one stream entry per source (so they apply in
+order with any number of consumers), then for each step publishes one event on its source,
+waits until the app is idle and compares the diffs the step produced, per query, as a
+multiset (numbers by value, floats to 1e-9 relative). Format: ``tests/scenarios/README.md``
+(a query may be Cypher text, or ``{query, sources, joins, middleware}`` in Drasi's shapes).
 
-Each case runs in its own app (fresh actors, a fresh stream), with as many consumers as asked.
-A case with a ``clock`` runs on a :class:`~drasi_ray.model.clock.ManualClock` starting there; a
-step's ``clock`` moves it before the step's event, and the diffs of what came due count in that
-step.
+Each case runs in its own app (fresh actors, one fresh stream per source), with as many
+consumers per source as asked. A case with a ``clock`` runs on a
+:class:`~drasi_ray.model.clock.ManualClock` starting there; a step's ``clock`` moves it before
+the step's event, and the diffs of what came due count in that step.
 """
 
 from __future__ import annotations
@@ -22,13 +23,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import redis
+
 from drasi_ray.actors.subscription import Subscription
 from drasi_ray.app import DrasiRay
+from drasi_ray.model import keys
 from drasi_ray.model.clock import ManualClock
-from drasi_ray.model.config import RayConfig
+from drasi_ray.model.config import QueryConfig, RayConfig, validated
 from drasi_ray.source.decode import encode_cloud_event
+from drasi_ray.source.platform import PlatformSource
 from drasi_ray.streams.publisher import Publisher
-from drasi_ray.testing.apps import one_source_app
 
 REL_TOLERANCE = 1e-9
 
@@ -61,6 +65,80 @@ class CaseOutcome:
         return not self.mismatches
 
 
+@dataclass(frozen=True, slots=True)
+class ScenarioQuery:
+    """One query of a scenario: its text, sources, and Drasi-shaped joins and middleware."""
+
+    text: str
+    sources: tuple[str, ...]
+    joins: tuple[dict[str, Any], ...] = ()
+    middleware: tuple[dict[str, Any], ...] = ()
+    pipelines: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+    @staticmethod
+    def of(scenario: Mapping[str, Any], query_id: str) -> ScenarioQuery:
+        entry = scenario["queries"][query_id]
+        default = (default_source(scenario),)
+        if isinstance(entry, str):
+            return ScenarioQuery(entry, default)
+        sources: list[str] = []
+        pipelines: dict[str, tuple[str, ...]] = {}
+        for item in entry.get("sources", default):
+            if isinstance(item, str):
+                sources.append(item)
+            else:
+                sources.append(item["id"])
+                pipelines[item["id"]] = tuple(item.get("pipeline", ()))
+        return ScenarioQuery(
+            entry["query"],
+            tuple(sources),
+            tuple(entry.get("joins", ())),
+            tuple(entry.get("middleware", ())),
+            pipelines,
+        )
+
+    def config(self, query_id: str) -> QueryConfig:
+        config: QueryConfig = validated(
+            QueryConfig,
+            id=query_id,
+            query=self.text,
+            sources=self.sources,
+            joins=self.joins,
+            middleware=self.middleware,
+            pipelines=self.pipelines,
+        )
+        return config
+
+
+def default_source(scenario: Mapping[str, Any]) -> str:
+    return str(scenario.get("source_id") or "source")
+
+
+def bootstrap_events(
+    scenario: Mapping[str, Any], case: Mapping[str, Any]
+) -> list[tuple[str, dict[str, Any]]]:
+    """``(source, event)`` of each bootstrap item (an event, or ``{source, event}``)."""
+    default = default_source(scenario)
+    return [
+        (item["source"], item["event"]) if "event" in item else (default, item)
+        for item in case.get("bootstrap", [])
+    ]
+
+
+def step_source(scenario: Mapping[str, Any], step: Mapping[str, Any]) -> str:
+    return str(step.get("source") or default_source(scenario))
+
+
+def scenario_sources(scenario: Mapping[str, Any], case: Mapping[str, Any]) -> list[str]:
+    """Every source the case's queries read or its events arrive on."""
+    found = dict.fromkeys([default_source(scenario)])
+    for query_id in case["queries"]:
+        found.update(dict.fromkeys(ScenarioQuery.of(scenario, query_id).sources))
+    found.update(dict.fromkeys(source for source, _ in bootstrap_events(scenario, case)))
+    found.update(dict.fromkeys(step_source(scenario, step) for step in case["steps"]))
+    return list(found)
+
+
 def load_scenario(path: str | Path) -> dict[str, Any]:
     scenario: dict[str, Any] = json.loads(Path(path).read_text(encoding="utf-8"))
     return scenario
@@ -79,78 +157,118 @@ def run_case(
     idle_timeout: float = 30.0,
 ) -> CaseOutcome:
     """Run one case in a fresh app; return its outcome (mismatches per step and query)."""
-    stream = f"scenario-{scenario['name']}-{case['name']}-{uuid.uuid4().hex[:8]}"
-    queries = {query_id: scenario["queries"][query_id] for query_id in case["queries"]}
+    tag = uuid.uuid4().hex[:8]
     clock = None if case.get("clock") is None else ManualClock(case["clock"])
-    app = one_source_app(
-        redis_url,
-        stream,
-        queries,
-        source_id=scenario.get("source_id") or "source",
-        prefix="conformance",
-        dispatch_buffer_capacity=100_000,
-        ray_config=ray_config,
-        clock=clock,
-        consumers=consumers,
-        batch_size=50,
-    )
+    app = DrasiRay(f"conformance-{tag}", ray_config=ray_config, clock=clock)
+    streams: dict[str, str] = {}
+    for number, source_id in enumerate(scenario_sources(scenario, case)):
+        streams[source_id] = f"scenario-{scenario['name']}-{case['name']}-{tag}-{number}"
+        app.add_source(
+            PlatformSource.builder(source_id)
+            .with_redis_url(redis_url)
+            .with_stream_key(streams[source_id])
+            .with_consumers(consumers)
+            .with_batch_size(50)
+            .with_block_ms(100)
+            .with_dispatch_buffer_capacity(100_000)
+            .build()
+        )
+    for query_id in case["queries"]:
+        app.add_query(ScenarioQuery.of(scenario, query_id).config(query_id))
     outcome = CaseOutcome(scenario["name"], case["name"])
     app.start()
     try:
         subscriptions = {query_id: app.subscribe(query_id) for query_id in case["queries"]}
         with Publisher.from_url(redis_url) as publisher:
-            steps = _Steps(app, publisher, stream, clock, idle_timeout)
-            steps.run(case, subscriptions, outcome)
+            run = _CaseRun(
+                app, publisher, streams, scenario, subscriptions, idle_timeout, redis_url, clock
+            )
+            run.steps(case, outcome)
     finally:
         app.stop()
     return outcome
 
 
 @dataclass(slots=True)
-class _Steps:
-    """Publishes a case's events (and moves its clock) step by step, waiting for idle."""
-
+class _CaseRun:
     app: DrasiRay
     publisher: Publisher
-    stream: str
-    clock: ManualClock | None
+    streams: Mapping[str, str]
+    scenario: Mapping[str, Any]
+    subscriptions: Mapping[str, Subscription]
     idle_timeout: float
+    redis_url: str
+    clock: ManualClock | None = None
 
-    def run(
-        self,
-        case: Mapping[str, Any],
-        subscriptions: Mapping[str, Subscription],
-        outcome: CaseOutcome,
-    ) -> None:
-        # One entry holds the whole bootstrap: one consumer applies it, in order, whatever the
-        # consumer count (separate entries spread over consumers and make order-dependent
-        # values, such as a collect() list, depend on the race).
-        bootstrap = case.get("bootstrap", [])
-        if bootstrap:
-            self.publisher.publish(self.stream, [encode_cloud_event(bootstrap)])
+    def steps(self, case: Mapping[str, Any], outcome: CaseOutcome) -> None:
+        # One entry per source holds the whole bootstrap: one consumer applies it, in order,
+        # whatever the consumer count (separate entries spread over consumers and make
+        # order-dependent values, such as a collect() list, depend on the race).
+        by_source: dict[str, list[dict[str, Any]]] = {}
+        for source, event in bootstrap_events(self.scenario, case):
+            by_source.setdefault(source, []).append(event)
+        for source, events in by_source.items():
+            self.publisher.publish(self.streams[source], [encode_cloud_event(events)])
         self.app.wait_until_idle(self.idle_timeout)
-        for subscription in subscriptions.values():
+        for subscription in self.subscriptions.values():
             subscription.drain()
         for number, step in enumerate(case["steps"], start=1):
-            self.step(step)
+            published = self._step(step)
             outcome.steps += 1
-            for query_id, subscription in subscriptions.items():
-                actual = [diff for result in subscription.drain() for diff in result.results]
-                expected = list(step["expect"].get(query_id, []))
-                if not diffs_match(expected, actual):
-                    outcome.mismatches.append(
-                        StepMismatch(case["name"], number, query_id, expected, actual)
-                    )
+            self._compare(case, number, step, outcome)
+            if step.get("error") and published is not None:
+                stream, entry_id = published
+                self._check_dead_letter(stream, entry_id, case["name"], number, step, outcome)
 
-    def step(self, step: Mapping[str, Any]) -> None:
-        """Move the clock (a step's ``clock``), publish its event, wait until idle."""
+    def _step(self, step: Mapping[str, Any]) -> tuple[str, str] | None:
+        """Move the clock (a step's ``clock``), publish its event on its source's stream, wait
+        until idle; the stream and entry id of the event (None: a clock-only step)."""
         if step.get("clock") is not None:
             if self.clock is None:
                 raise ValueError("a step moves the clock of a case that has none")
             self.clock.set(step["clock"])
+        published = None
         if step.get("event") is not None:
-            self.publisher.publish(self.stream, [encode_cloud_event([step["event"]])])
+            stream = self.streams[step_source(self.scenario, step)]
+            (entry_id,) = self.publisher.publish(stream, [encode_cloud_event([step["event"]])])
+            published = (stream, entry_id)
         self.app.wait_until_idle(self.idle_timeout)
+        return published
+
+    def _check_dead_letter(
+        self,
+        stream: str,
+        entry_id: str,
+        case: str,
+        number: int,
+        step: Mapping[str, Any],
+        outcome: CaseOutcome,
+    ) -> None:
+        """The entry a query's middleware failed on is in ``<stream>:dlq``, with a reason
+        naming each such query."""
+        with redis.Redis.from_url(self.redis_url) as client:
+            letters = client.xrange(keys.dead_letter_stream(stream))
+        reasons = [
+            fields[b"reason"].decode()
+            for _id, fields in letters
+            if fields.get(b"entry_id", b"").decode() == entry_id
+        ]
+        for query_id in step["error"]:
+            if not any(f"query {query_id!r}" in reason for reason in reasons):
+                expected = [{"dead_letter": entry_id, "query": query_id}]
+                mismatch = StepMismatch(case, number, "dead-letter", expected, reasons)
+                outcome.mismatches.append(mismatch)
+
+    def _compare(
+        self, case: Mapping[str, Any], number: int, step: Mapping[str, Any], outcome: CaseOutcome
+    ) -> None:
+        for query_id, subscription in self.subscriptions.items():
+            actual = [diff for result in subscription.drain() for diff in result.results]
+            expected = list(step["expect"].get(query_id, []))
+            if not diffs_match(expected, actual):
+                outcome.mismatches.append(
+                    StepMismatch(case["name"], number, query_id, expected, actual)
+                )
 
 
 def diffs_match(expected: Sequence[Any], actual: Sequence[Any]) -> bool:

@@ -21,7 +21,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
-from tests.differential.model import Case, GraphChange, Op
+from tests.differential.model import SOURCE_ID, Case, GraphChange, Op
 
 BASE_TIME_MS = 1_700_000_000_000
 """The first change's time (2023-11-14T22:13:20Z); each later change is about 1 s after."""
@@ -47,12 +47,25 @@ class _Graph:
 class CaseGenerator:
     """Draws one case from ``seed``; ``size`` changes, at most ``node_pool`` node ids."""
 
-    def __init__(self, seed: int, size: int, node_pool: int = 10) -> None:
+    def __init__(
+        self,
+        seed: int,
+        size: int,
+        node_pool: int = 10,
+        source: str = SOURCE_ID,
+        prefix: str = "n",
+        label_changes: bool = True,
+    ) -> None:
+        """``source``: where the changes arrive; ``prefix``: of the node and relation ids (the
+        ids of two sources must differ: an element id names one element of the graph)."""
         self.random = random.Random(seed)
         self.size = size
         self.node_pool = node_pool
         self.graph = _Graph()
         self.time = BASE_TIME_MS
+        self.source = source
+        self.prefix = prefix
+        self.label_changes = label_changes
 
     def case(self, name: str) -> Case:
         changes = [self._change() for _ in range(self.size)]
@@ -78,11 +91,12 @@ class CaseGenerator:
         return self._insert_relation()
 
     def _node_id(self) -> str:
-        return f"n{self.random.randrange(self.node_pool)}"
+        return f"{self.prefix}{self.random.randrange(self.node_pool)}"
 
     def _insert_node(self) -> GraphChange:
         graph = self.graph
-        free = [f"n{i}" for i in range(self.node_pool) if f"n{i}" not in graph.nodes]
+        ids = [f"{self.prefix}{i}" for i in range(self.node_pool)]
+        free = [node_id for node_id in ids if node_id not in graph.nodes]
         if not free:
             return self._update_node()
         node_id = self.random.choice(free)
@@ -99,7 +113,7 @@ class CaseGenerator:
         else:
             node_id = rng.choice(sorted(graph.nodes))
             known, labels = True, graph.nodes[node_id]
-        if rng.random() < 0.08:
+        if rng.random() < 0.08 and self.label_changes:
             labels = rng.choice(NODE_LABELS)
         graph.nodes[node_id] = labels
         properties = self._node_properties(full=not known)
@@ -126,7 +140,7 @@ class CaseGenerator:
         nodes = sorted(graph.nodes)
         start = rng.choice(nodes) if nodes else self._node_id()
         end = rng.choice(nodes) if nodes else self._node_id()
-        relation_id = f"r{graph.next_relation}"
+        relation_id = f"{self.prefix}r{graph.next_relation}"
         graph.next_relation += 1
         label = rng.choice(RELATION_LABELS)
         graph.relations[relation_id] = (label, start, end)
@@ -188,14 +202,36 @@ class CaseGenerator:
     def _node(
         self, op: Op, node_id: str, labels: tuple[str, ...], properties: dict[str, Any]
     ) -> GraphChange:
-        return GraphChange(op, node_id, labels, properties, self.time)
+        return GraphChange(op, node_id, labels, properties, self.time, source=self.source)
 
     def _relation(
         self, op: Op, relation_id: str, label: str, start: str, end: str, props: dict[str, Any]
     ) -> GraphChange:
-        return GraphChange(op, relation_id, (label,), props, self.time, start, end)
+        return GraphChange(op, relation_id, (label,), props, self.time, start, end, self.source)
 
 
 def generate_case(seed: int, size: int, node_pool: int = 10) -> Case:
     """The case of ``seed``: ``size`` changes over at most ``node_pool`` node ids."""
     return CaseGenerator(seed, size, node_pool).case(f"seed{seed}")
+
+
+SECOND_SOURCE = "t"
+"""The other source of two-source cases (ids prefixed ``m``)."""
+
+
+def generate_two_source_case(
+    seed: int, size: int, node_pool: int = 8, label_changes: bool = True
+) -> Case:
+    """``size`` changes of two sources (``s``: ids ``n..``, ``t``: ids ``m..``), interleaved
+    at random; each source's changes are a case of its own generator. ``label_changes``:
+    whether an update may change a node's labels (an upsert of an unknown node still picks
+    its labels)."""
+    first = CaseGenerator(seed, size, node_pool, label_changes=label_changes)
+    second = CaseGenerator(seed + 7919, size, node_pool, SECOND_SOURCE, "m", label_changes)
+    pick = random.Random(seed * 31 + 1)
+    changes = []
+    for _ in range(size):
+        generator = first if pick.random() < 0.5 else second
+        generator.time = max(first.time, second.time)
+        changes.append(generator._change())
+    return Case(f"two-sources-{seed}", tuple(changes))

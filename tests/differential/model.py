@@ -37,6 +37,8 @@ class GraphChange:
     """Milliseconds since the epoch, as Drasi keeps an element's time."""
     start_id: str | None = None
     end_id: str | None = None
+    source: str = SOURCE_ID
+    """The source the change arrives on."""
 
     @property
     def is_relation(self) -> bool:
@@ -87,6 +89,7 @@ class GraphChange:
             "effective_from": self.effective_from,
             "start_id": self.start_id,
             "end_id": self.end_id,
+            "source": self.source,
         }
 
     @staticmethod
@@ -99,6 +102,7 @@ class GraphChange:
             doc["effective_from"],
             doc.get("start_id"),
             doc.get("end_id"),
+            doc.get("source", SOURCE_ID),
         )
 
 
@@ -112,6 +116,12 @@ class Case:
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "changes": [c.to_json() for c in self.changes]}
 
+    @property
+    def sources(self) -> tuple[str, ...]:
+        """Every source a change of the case arrives on (the default one first)."""
+        found = dict.fromkeys([SOURCE_ID, *(change.source for change in self.changes)])
+        return tuple(found)
+
     @staticmethod
     def from_json(doc: Mapping[str, Any]) -> Case:
         return Case(doc["name"], tuple(GraphChange.from_json(c) for c in doc["changes"]))
@@ -119,10 +129,49 @@ class Case:
 
 @dataclass(frozen=True, slots=True)
 class QuerySpec:
-    """A catalogue query: ``id`` is stable (divergence reports and docs name it)."""
+    """A catalogue query: ``id`` is stable (divergence reports and docs name it).
+
+    ``joins`` and ``middleware`` are in Drasi's config shape (``[{id, keys: [{label,
+    property}]}]``, ``[{name, kind, config}]``); ``pipelines`` maps a source id to the
+    middleware names its changes pass through; ``sources`` are the sources the query reads
+    (default: the one every case has)."""
 
     id: str
     text: str
+    joins: tuple[Mapping[str, Any], ...] = ()
+    middleware: tuple[Mapping[str, Any], ...] = ()
+    pipelines: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    sources: tuple[str, ...] = (SOURCE_ID,)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "text": self.text,
+            "joins": list(self.joins),
+            "middleware": list(self.middleware),
+            "pipelines": {k: list(v) for k, v in self.pipelines.items()},
+            "sources": list(self.sources),
+        }
+
+    @staticmethod
+    def from_json(doc: Mapping[str, Any]) -> QuerySpec:
+        return QuerySpec(
+            doc["id"],
+            doc["text"],
+            tuple(doc.get("joins", ())),
+            tuple(doc.get("middleware", ())),
+            {k: tuple(v) for k, v in doc.get("pipelines", {}).items()},
+            tuple(doc.get("sources", (SOURCE_ID,))),
+        )
+
+    def subscriptions(self) -> list[Any]:
+        """The query's sources as drasi-lib's ``add_query`` takes them."""
+        return [
+            {"id": source, "pipeline": list(self.pipelines[source])}
+            if source in self.pipelines
+            else source
+            for source in self.sources
+        ]
 
 
 @dataclass(slots=True)

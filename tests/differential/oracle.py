@@ -11,10 +11,10 @@ the change that caused it: an event's ``profiling.source_send_ns`` is the time t
 that change, and a ``time.time_ns()`` stamp taken before each push brackets it.
 
 Drasi runs each query in its own task, so the child waits for a condition before it reads:
-after the last change it pushes a sentinel (a relation whose endpoints never exist: it joins
-no relation pattern; Drasi matches it to a node pattern without a label, and its results are
-dropped) and waits until every query has dequeued ``len(changes) + 1`` events, counted
-from the query's debug log ("processing event from source"); a query dequeues its next event
+after the last change it pushes a sentinel (the delete of a relation that never existed) on
+every source and waits until every query has dequeued as many events as its
+sources carried (changes and sentinels), counted from the query's debug log ("processing
+event from source"); a query dequeues its next event
 only after it has dispatched the results of the previous one. Then it waits until the
 collector has received as many results as each query reports having sent
 (``result_seq_advances``). A query whose status leaves "Running" (a panic or an error) is
@@ -38,7 +38,6 @@ from pathlib import Path
 from typing import Any
 
 from tests.differential.model import (
-    SOURCE_ID,
     Case,
     CaseRun,
     GraphChange,
@@ -72,7 +71,7 @@ class OracleRequest:
 
     def to_json(self) -> dict[str, Any]:
         jobs = [
-            {"case": case.to_json(), "queries": [{"id": q.id, "text": q.text} for q in queries]}
+            {"case": case.to_json(), "queries": [q.to_json() for q in queries]}
             for case, queries in self.jobs
         ]
         return {"jobs": jobs, "timeout_s": self.timeout_s}
@@ -82,7 +81,7 @@ class OracleRequest:
         jobs = tuple(
             (
                 Case.from_json(job["case"]),
-                tuple(QuerySpec(q["id"], q["text"]) for q in job["queries"]),
+                tuple(QuerySpec.from_json(q) for q in job["queries"]),
             )
             for job in doc["jobs"]
         )
@@ -186,15 +185,22 @@ class _CaseRunner:
             await self.drasi.add_python_reaction("collector", accepted, self.collector.on_result)
             for query_id in accepted:
                 await self.drasi.on_query_logs(query_id, self.collector.on_log)
-        await self._push_all()
+        await self._push_all(accepted, time.monotonic() + timeout_s)
         await self._settle(accepted, time.monotonic() + timeout_s)
         return await self._collect(accepted)
 
     async def _add_queries(self) -> list[str]:
         accepted: list[str] = []
         for query in self.queries:
-            await self.drasi.add_query(query.id, query.text, [SOURCE_ID], auto_start=False)
             try:
+                await self.drasi.add_query(
+                    query.id,
+                    query.text,
+                    query.subscriptions(),
+                    joins=list(query.joins) or None,
+                    middleware=list(query.middleware) or None,
+                    auto_start=False,
+                )
                 await self.drasi.start_query(query.id)  # where Drasi parses the query
             except Exception as error:  # drasi.DrasiError and friends: Drasi refuses it
                 self.failures[query.id] = f"refused: {error}"
@@ -202,20 +208,48 @@ class _CaseRunner:
                 accepted.append(query.id)
         return accepted
 
-    async def _push_all(self) -> None:
+    async def _push_all(self, accepted: list[str], deadline: float) -> None:
+        """Push every change in order. Drasi runs each source in a task of its own, so with
+        several sources a query could take a later change of one source before an earlier
+        change of another: then each change is pushed only once every query reading its
+        source has dequeued it (the next event a query dequeues comes after its results)."""
+        in_step = len(self.case.sources) > 1 or any(len(q.sources) > 1 for q in self.queries)
+        sent: Counter[str] = Counter()
+        readers = {q.id: set(q.sources) for q in self.queries if q.id in accepted}
         for change in self.case.changes:
             self.stamps.append(time.time_ns())
-            await self.drasi.push_change(SOURCE_ID, change.drasi_change())
+            await self.drasi.push_change(change.source, change.drasi_change())
+            for query_id, sources in readers.items():
+                sent[query_id] += change.source in sources
+            if in_step:
+                await self._dequeued(sent, deadline)
         self.stamps.append(time.time_ns())
-        await self.drasi.push_change(SOURCE_ID, _sentinel(self.case).drasi_change())
+        for source in _sources(self.case, self.queries):
+            await self.drasi.push_change(source, _sentinel(self.case).drasi_change())
+
+    async def _dequeued(self, sent: Counter[str], deadline: float) -> None:
+        """Wait until every query dequeued the events sent to it (or stopped, or stalled)."""
+
+        async def caught_up() -> bool:
+            return all(
+                self.collector.processed[query_id] >= count or query_id in self.collector.errors
+                for query_id, count in sent.items()
+            )
+
+        await _until(caught_up, min(deadline, time.monotonic() + STALL_S))
 
     async def _settle(self, accepted: list[str], deadline: float) -> None:
-        """Wait until each query has processed the sentinel and its results have arrived.
+        """Wait until each query has processed its sentinels and its results have arrived.
 
         A query still short of the sentinel when no query made progress for ``STALL_S``
         (or at ``deadline``) is reported as not finished.
         """
-        expected = len(self.case.changes) + 1
+        by_query = {query.id: query for query in self.queries}
+        expected = {
+            query_id: sum(c.source in by_query[query_id].sources for c in self.case.changes)
+            + len(by_query[query_id].sources)
+            for query_id in accepted
+        }
         waiting = set(accepted)
         progress = (-1, time.monotonic())
         last_status = 0.0
@@ -223,7 +257,7 @@ class _CaseRunner:
         async def processed() -> bool:
             nonlocal last_status, progress
             for query_id in list(waiting):
-                if self.collector.processed[query_id] >= expected:
+                if self.collector.processed[query_id] >= expected[query_id]:
                     waiting.discard(query_id)
             now = time.monotonic()
             if waiting and now - last_status > STATUS_EVERY_S:
@@ -283,10 +317,20 @@ class _CaseRunner:
         return CaseRun(self.case.name, runs)
 
 
+def _sources(case: Case, queries: Sequence[QuerySpec]) -> list[str]:
+    """Every source the case's changes or the queries name."""
+    found = dict.fromkeys(case.sources)
+    for query in queries:
+        found.update(dict.fromkeys(query.sources))
+    return list(found)
+
+
 def _sentinel(case: Case) -> GraphChange:
+    """A delete of an element that never existed: it changes no result, and middleware passes
+    it on untouched (a delete carries no properties for a decoder or promote to fail on)."""
     last = case.changes[-1].effective_from if case.changes else 0
     return GraphChange(
-        "insert", "differential-sentinel", (SENTINEL_LABEL,), {}, last + 1, "nowhere", "nowhere"
+        "delete", "differential-sentinel", (SENTINEL_LABEL,), {}, last + 1, "nowhere", "nowhere"
     )
 
 
@@ -296,7 +340,8 @@ async def _run_request(request: OracleRequest, target: Path) -> None:
     with target.open("a", encoding="utf-8") as output:
         for number, (case, queries) in enumerate(request.jobs):
             instance = await drasi.Drasi.create(f"differential-{os.getpid()}-{number}")
-            await instance.add_python_source(SOURCE_ID)
+            for source in _sources(case, queries):
+                await instance.add_python_source(source)
             run = await _CaseRunner(instance, case, queries).run(request.timeout_s)
             await instance.stop()
             output.write(json.dumps(run.to_json()) + "\n")

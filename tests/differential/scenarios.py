@@ -2,8 +2,14 @@
 
 A scenario case is a bootstrap and steps of platform events, with the diffs each step must
 give. Here each case becomes one :class:`~tests.differential.model.Case` (the bootstrap's
-changes, then the steps'), so drasi-lib and drasi_ray can run it and their diffs be compared
-step by step, and the scenario's transcribed expectations checked against drasi-lib's.
+changes, then the steps', each on its source), with its queries as
+:class:`~tests.differential.model.QuerySpec` objects carrying their sources, joins, middleware
+and pipelines, so drasi-lib and drasi_ray can run it and their diffs be compared step by step,
+and the scenario's transcribed expectations checked against drasi-lib's.
+
+A case's last step may list in ``error`` the queries whose middleware fails on its event:
+drasi-lib then stops those queries (status Error), where drasi_ray dead-letters the entry and
+goes on; either way the step changes no result (:attr:`ScenarioCase.refusing`).
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from drasi_ray.testing.conformance import ScenarioQuery, bootstrap_events, step_source
 from tests.differential.model import Case, GraphChange, QuerySpec
 
 SCENARIO_DIR = Path(__file__).resolve().parents[1] / "scenarios"
@@ -29,14 +36,17 @@ class ScenarioCase:
     queries: tuple[QuerySpec, ...]
     first_step: int
     expected: tuple[Mapping[str, list[dict[str, Any]]], ...]
+    refusing: frozenset[str] = frozenset()
+    """Queries whose middleware fails on the last step (Drasi stops them there)."""
 
 
-def graph_change(event: Mapping[str, Any]) -> GraphChange:
-    """The change a platform event stands for (the element's time in milliseconds)."""
+def graph_change(event: Mapping[str, Any], source: str | None = None) -> GraphChange:
+    """The change a platform event stands for (the element's time in milliseconds), on
+    ``source`` (default: the differential cases' one source)."""
     op = event["op"]
     payload = event["payload"]
     data = payload["before"] if op == "d" else payload["after"]
-    return GraphChange(
+    change = GraphChange(
         _OPS[op],  # type: ignore[arg-type]
         data["id"],
         tuple(data["labels"]),
@@ -44,6 +54,18 @@ def graph_change(event: Mapping[str, Any]) -> GraphChange:
         payload["source"]["ts_ns"] // 1_000_000,
         data.get("startId"),
         data.get("endId"),
+    )
+    if source is None:
+        return change
+    return GraphChange(
+        change.op,
+        change.id,
+        change.labels,
+        change.properties,
+        change.effective_from,
+        change.start_id,
+        change.end_id,
+        source,
     )
 
 
@@ -60,13 +82,43 @@ def scenario_cases() -> Iterator[ScenarioCase]:
             continue
         for case in scenario["cases"]:
             if case.get("clock") is None:
-                yield _scenario_case(scenario, case)
+                yield scenario_case(scenario, case)
 
 
-def _scenario_case(scenario: Mapping[str, Any], case: Mapping[str, Any]) -> ScenarioCase:
-    bootstrap = [graph_change(event) for event in case["bootstrap"]]
-    steps = [graph_change(step["event"]) for step in case["steps"]]
+def query_spec(scenario: Mapping[str, Any], query_id: str) -> QuerySpec:
+    """A scenario query with its sources, joins, middleware and pipelines."""
+    query = ScenarioQuery.of(scenario, query_id)
+    return QuerySpec(
+        query_id,
+        query.text,
+        tuple(query.joins),
+        tuple(query.middleware),
+        {source: tuple(names) for source, names in query.pipelines.items()},
+        tuple(query.sources),
+    )
+
+
+def scenario_case(scenario: Mapping[str, Any], case: Mapping[str, Any]) -> ScenarioCase:
+    several = _declares_sources(scenario)
+    bootstrap = [
+        graph_change(event, source if several else None)
+        for source, event in bootstrap_events(scenario, case)
+    ]
+    steps = [
+        graph_change(step["event"], step_source(scenario, step) if several else None)
+        for step in case["steps"]
+    ]
     name = f"{scenario['name']}::{case['name']}"
-    queries = tuple(QuerySpec(qid, scenario["queries"][qid]) for qid in case["queries"])
+    queries = tuple(query_spec(scenario, qid) for qid in case["queries"])
+    if not several:  # the differential cases' one source
+        queries = tuple(QuerySpec(q.id, q.text) for q in queries)
     expected = tuple(step["expect"] for step in case["steps"])
-    return ScenarioCase(Case(name, tuple(bootstrap + steps)), queries, len(bootstrap), expected)
+    refusing = frozenset(case["steps"][-1].get("error", ())) if case["steps"] else frozenset()
+    return ScenarioCase(
+        Case(name, tuple(bootstrap + steps)), queries, len(bootstrap), expected, refusing
+    )
+
+
+def _declares_sources(scenario: Mapping[str, Any]) -> bool:
+    """Whether a query gives sources, joins or middleware (``{query, ...}`` entries)."""
+    return any(isinstance(entry, dict) for entry in scenario["queries"].values())

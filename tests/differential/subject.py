@@ -25,11 +25,12 @@ from drasi_ray.actors.wire import DeltaPacket
 from drasi_ray.coordinator.core import Coordinator
 from drasi_ray.coordinator.routing import LabelFilter
 from drasi_ray.model.encoding import dumps
-from drasi_ray.model.errors import QuerySyntaxError
+from drasi_ray.model.errors import ConfigError, QuerySyntaxError
+from drasi_ray.model.query_specs import MiddlewareSpec, QueryJoin
 from drasi_ray.query.engine import ContinuousQuery
 from drasi_ray.query.expressions import contains_aggregate
 from drasi_ray.source.decode import decode_entry, encode_cloud_event
-from tests.differential.model import SOURCE_ID, Case, CaseRun, QueryRun, QuerySpec, empty_steps
+from tests.differential.model import Case, CaseRun, QueryRun, QuerySpec, empty_steps
 
 
 def as_users_read(value: Any) -> Any:
@@ -46,19 +47,29 @@ class DrasiRaySubject:
         self.refused: dict[str, str] = {}
         for query in queries:
             try:
-                engine = ContinuousQuery(query.id, query.text)
-            except QuerySyntaxError as error:
+                self._register(query)
+            except (QuerySyntaxError, ConfigError) as error:
                 self.refused[query.id] = f"refused: {error}"
-                continue
-            self.engines[query.id] = engine
-            labels = LabelFilter.of(engine.node_labels, engine.relation_labels)
-            self.coordinator.table.register_query(query.id, [SOURCE_ID], labels)
 
-    def apply(self, position: int, event: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
-        """The diffs of each query for the platform ``event`` at stream ``position``."""
+    def _register(self, query: QuerySpec) -> None:
+        joins = [QueryJoin.model_validate(join) for join in query.joins]
+        engine = ContinuousQuery(query.id, query.text, joins=joins)
+        middleware = [MiddlewareSpec.model_validate(spec) for spec in query.middleware]
+        self.coordinator.middleware.subscribe(
+            query.id, middleware, query.pipelines, self.coordinator.stores
+        )
+        self.engines[query.id] = engine
+        labels = LabelFilter.of(engine.node_labels, engine.relation_labels)
+        self.coordinator.table.register_query(query.id, query.sources, labels)
+
+    def apply(
+        self, position: int, event: dict[str, Any], source: str
+    ) -> dict[str, list[dict[str, Any]]]:
+        """The diffs of each query for the platform ``event`` at stream ``position`` of
+        ``source``."""
         entry_id = f"{position + 1}-0"
         entry = decode_entry(entry_id, {b"data": encode_cloud_event([event])})
-        routed, _report = self.coordinator.apply_entries(SOURCE_ID, [entry], json_values=True)
+        routed, _report = self.coordinator.apply_entries(source, [entry], json_values=True)
         diffs: dict[str, list[dict[str, Any]]] = {}
         for query_id, deltas in routed.items():
             packet = DeltaPacket(deltas, self.coordinator.json_values)
@@ -81,7 +92,8 @@ def run_drasi_ray(case: Case, queries: Sequence[QuerySpec]) -> CaseRun:
         runs[query_id].aggregating = _aggregates(engine)
     for position, change in enumerate(case.changes):
         reached = {query_id: engine.row_changes for query_id, engine in engines.items()}
-        for query_id, diffs in subject.apply(position, change.platform_event()).items():
+        applied = subject.apply(position, change.platform_event(), change.source)
+        for query_id, diffs in applied.items():
             runs[query_id].steps[position].extend(diffs)
         for query_id, engine in engines.items():
             runs[query_id].rows.append(engine.row_changes - reached[query_id])

@@ -348,3 +348,28 @@ def test_a_late_subscription_is_built_from_the_source_as_inserts() -> None:
     relabel = MiddlewareSpec(name="r", kind="relabel", config={"labelMappings": {"Person": "U"}})
     core.middleware.subscribe("q", [relabel], {"s": ("r",)}, core.stores)
     assert [e.labels for e in core.snapshot("q", ["s"])] == [("U",)]
+
+
+def test_yaml_gives_pipelines_in_drasis_subscription_shape() -> None:
+    from drasi_ray import AppConfig
+
+    config = AppConfig.from_mapping(
+        {
+            "queries": [
+                {
+                    "id": "q",
+                    "query": "MATCH (u:User) RETURN u.name AS name",
+                    "sources": ["a", {"id": "b", "pipeline": ["r"]}],
+                    "middleware": [
+                        {"name": "r", "kind": "relabel", "config": {"labelMappings": {"P": "U"}}}
+                    ],
+                }
+            ]
+        }
+    )
+    query = config.queries[0]
+    assert (query.sources, query.pipelines) == (("a", "b"), {"b": ("r",)})
+    with pytest.raises(ConfigError, match="pipeline for 'c', which is not a source"):
+        AppConfig.from_mapping(
+            {"queries": [{**config.queries[0].model_dump(), "pipelines": {"c": ["r"]}}]}
+        )

@@ -251,3 +251,16 @@ def test_a_join_without_an_id_is_refused_in_yaml() -> None:
                 ]
             }
         )
+
+
+def test_gaining_the_key_label_joins_where_drasi_misses_the_link() -> None:
+    """drasi-lib 0.3.0, same changes (insert v1 [V] plate A, insert o1 [X] plate A, update o1
+    to [O] plate A, to plate B, back to plate A): [], [], [], [], [ADD]: its index registers a
+    node under a key only when the key's value changes, so o1 joins only after its plate moved
+    away and back. drasi_ray joins o1 as soon as it has the label and the value."""
+    g = graph()
+    g.put(node("v1", ["V"], {"plate": "A", "name": "a"}))
+    assert g.put(node("o1", ["X"], {"plate": "A", "name": "b"})) == []
+    assert g.put(node("o1", ["O"], {"plate": "A", "name": "b"})) == [add("a", "b", "v1:o1")]
+    assert g.put(node("o1", ["O"], {"plate": "B", "name": "b"})) == [delete("a", "b", "v1:o1")]
+    assert g.put(node("o1", ["O"], {"plate": "A", "name": "b"})) == [add("a", "b", "v1:o1")]
