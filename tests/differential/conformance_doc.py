@@ -13,13 +13,16 @@ Every column is computed, none typed in:
   when it lands; the functions drasi_ray has and Drasi lacks are listed apart;
 - differential-tested: a catalogue query (tests/differential/catalogue.py) calls the
   function or uses the feature;
-- the deviations and refusals: tests/differential/known.py, whose test runs each through both.
+- the deviations and refusals: tests/differential/known.py, whose test runs each through both;
+  those other tests pin (tests/differential/pinned.py); the scalar function cases where Drasi
+  differs (tests/query/drasi_function_cases.py).
 
 tests/differential/test_conformance_doc.py fails when the file differs from what this makes.
 """
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Iterable, Sequence
 from importlib.metadata import version
@@ -37,8 +40,10 @@ from tests.differential.drasi_registry import DRASI_FUNCTIONS, FEATURES, Feature
 from tests.differential.known import KNOWN, Known
 from tests.differential.model import Case, CaseRun, QueryRun, QuerySpec
 from tests.differential.oracle import run_jobs
+from tests.differential.pinned import PINNED
 from tests.differential.probes import changes
 from tests.differential.test_differential import CHANGES, SEEDS
+from tests.query.drasi_function_cases import ERROR, REFUSED, SCALAR_CASES, SILENT
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "conformance.md"
 
@@ -177,6 +182,36 @@ def _known_rows(kind: str) -> list[list[str]]:
     ]
 
 
+def _pinned_rows() -> list[list[str]]:
+    return [
+        [f"`{pinned.id}`", pinned.drasi_does, pinned.drasi_ray_does, pinned.test]
+        for pinned in PINNED
+    ]
+
+
+def _outcome_text(outcome: object) -> str:
+    if outcome is ERROR:
+        return "the query stops (error)"
+    if outcome is SILENT:
+        return "panics (the query stops answering)"
+    if outcome is REFUSED:
+        return "the row is refused (error)"
+    return f"`{json.dumps(outcome)}`"
+
+
+def _function_case_rows() -> list[list[str]]:
+    return [
+        [
+            f"`{case.expression}`",
+            _outcome_text(case.drasi_outcome),
+            _outcome_text(case.expected),
+            case.note,
+        ]
+        for case in SCALAR_CASES
+        if case.differs
+    ]
+
+
 HEADER = """# Conformance with Drasi
 
 What drasi_ray supports of Drasi's continuous Cypher, and where it differs, checked against
@@ -235,6 +270,16 @@ def build() -> str:
         "outputs, so a drasi-lib release that changes either fails it.",
         "",
         *_table(("id", "query", "Drasi", "drasi_ray", "test"), _known_rows("deviation")),
+        "",
+        "Pinned by the tests of the features they belong to, each running both engines:",
+        "",
+        *_table(("id", "Drasi", "drasi_ray", "test"), _pinned_rows()),
+        "",
+        "Scalar function cases (tests/query/drasi_function_cases.py; drasi_ray's outcome checked",
+        "by tests/query/test_function_cases.py, Drasi's by",
+        "tests/query/test_function_cases_oracle.py):",
+        "",
+        *_table(("expression", "Drasi", "drasi_ray", "why"), _function_case_rows()),
         "",
         "## Where Drasi refuses, fails or panics",
         "",

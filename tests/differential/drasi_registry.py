@@ -4,7 +4,7 @@ The function names are those drasi-core registers (``functions-cypher``'s defaul
 future and past functions core registers itself; ../shared/DRASI-REFERENCE.md §1.4), by the
 category the reference gives them. tests/differential/test_conformance_doc.py checks this list
 against drasi-lib: every function here must be known to it (past functions only with an
-archive index, which drasi-lib's Python API does not configure).
+archive index: a RocksDB index store with ``enable_archive``).
 
 Each language feature has a sample query, run through both engines when the document is made
 (Drasi's and drasi_ray's columns are what they did with it), and a detector that says whether

@@ -19,6 +19,11 @@ only after it has dispatched the results of the previous one. Then it waits unti
 collector has received as many results as each query reports having sent
 (``result_seq_advances``). A query whose status leaves "Running" (a panic or an error) is
 reported with ``failure`` set, and so is one that does not finish within the timeout.
+
+A case whose queries call one of Drasi's past functions (``drasi.getVersionByTimestamp``,
+``drasi.getVersionsByTimeRange``) runs on a RocksDB index store with Drasi's archive on, in a
+directory of its own: Drasi knows those functions only there (a request can also turn the
+archive on or off for every case).
 """
 
 from __future__ import annotations
@@ -56,6 +61,7 @@ RUNNING = "Running"
 STATUS_EVERY_S = 0.25
 STALL_S = 3.0
 ERROR_LOG_S = 2.0
+PAST_FUNCTIONS = ("drasi.getversionbytimestamp", "drasi.getversionsbytimerange")
 
 
 Job = tuple[Case, tuple[QuerySpec, ...]]
@@ -68,13 +74,15 @@ class OracleRequest:
 
     jobs: tuple[Job, ...]
     timeout_s: float
+    archive: bool | None = None
+    """Drasi's archive index on or off; None: on for a case whose queries need it."""
 
     def to_json(self) -> dict[str, Any]:
         jobs = [
             {"case": case.to_json(), "queries": [q.to_json() for q in queries]}
             for case, queries in self.jobs
         ]
-        return {"jobs": jobs, "timeout_s": self.timeout_s}
+        return {"jobs": jobs, "timeout_s": self.timeout_s, "archive": self.archive}
 
     @staticmethod
     def from_json(doc: Mapping[str, Any]) -> OracleRequest:
@@ -85,7 +93,7 @@ class OracleRequest:
             )
             for job in doc["jobs"]
         )
-        return OracleRequest(jobs, doc["timeout_s"])
+        return OracleRequest(jobs, doc["timeout_s"], doc["archive"])
 
 
 # --------------------------------------------------------------------------- parent side
@@ -98,14 +106,17 @@ def run_oracle(
     return run_jobs([(case, tuple(queries)) for case in cases], timeout_s)
 
 
-def run_jobs(jobs: Sequence[Job], timeout_s: float = 60.0) -> dict[str, CaseRun]:
-    """Drasi's run of each case with its own queries, by case name (case names unique)."""
+def run_jobs(
+    jobs: Sequence[Job], timeout_s: float = 60.0, archive: bool | None = None
+) -> dict[str, CaseRun]:
+    """Drasi's run of each case with its own queries, by case name (case names unique).
+    ``archive``: Drasi's archive index on or off (None: on where a query needs it)."""
     done: dict[str, CaseRun] = {}
     pending = list(jobs)
     for _attempt in range(2):
         if not pending:
             break
-        done.update(_run_child(OracleRequest(tuple(pending), timeout_s)))
+        done.update(_run_child(OracleRequest(tuple(pending), timeout_s, archive)))
         pending = [job for job in pending if job[0].name not in done]
     for case, queries in pending:
         failure = "drasi-lib crashed while running this case"
@@ -334,16 +345,35 @@ def _sentinel(case: Case) -> GraphChange:
     )
 
 
-async def _run_request(request: OracleRequest, target: Path) -> None:
+def needs_archive(queries: Sequence[QuerySpec]) -> bool:
+    """Whether a query calls a past function (module docstring)."""
+    return any(name in query.text.lower() for query in queries for name in PAST_FUNCTIONS)
+
+
+async def _run_case(
+    number: int, case: Case, queries: Sequence[QuerySpec], request: OracleRequest
+) -> CaseRun:
     import drasi  # only here: the parent process never loads drasi-lib
 
+    name = f"differential-{os.getpid()}-{number}"
+    archive = needs_archive(queries) if request.archive is None else request.archive
+    with tempfile.TemporaryDirectory(prefix="drasi-archive-") as directory:
+        if archive:
+            store = {"kind": "rocksdb", "path": directory, "enable_archive": True}
+            instance = await drasi.Drasi.create(name, index_store=store)
+        else:
+            instance = await drasi.Drasi.create(name)
+        for source in _sources(case, queries):
+            await instance.add_python_source(source)
+        run = await _CaseRunner(instance, case, queries).run(request.timeout_s)
+        await instance.stop()
+    return run
+
+
+async def _run_request(request: OracleRequest, target: Path) -> None:
     with target.open("a", encoding="utf-8") as output:
         for number, (case, queries) in enumerate(request.jobs):
-            instance = await drasi.Drasi.create(f"differential-{os.getpid()}-{number}")
-            for source in _sources(case, queries):
-                await instance.add_python_source(source)
-            run = await _CaseRunner(instance, case, queries).run(request.timeout_s)
-            await instance.stop()
+            run = await _run_case(number, case, queries, request)
             output.write(json.dumps(run.to_json()) + "\n")
             output.flush()
 

@@ -73,13 +73,10 @@ def scenario_cases() -> Iterator[ScenarioCase]:
     """Every case of every scenario file, in file order, but those on an injected clock
     (Drasi's future functions: drasi-lib's future queue runs on the wall clock, so such a case
     cannot run through it as written; tests/query/test_future_functions_drasi.py runs those
-    functions through drasi-lib on timed plans instead) and those of a scenario marked
-    ``archive`` (Drasi's past functions need drasi-lib's archive index, which this oracle does
-    not turn on; tests/query/test_history_oracle.py runs them with it)."""
+    functions through drasi-lib on timed plans instead). A scenario calling Drasi's past
+    functions runs with drasi-lib's archive index on (tests/differential/oracle.py)."""
     for path in sorted(SCENARIO_DIR.glob("*.json")):
         scenario = json.loads(path.read_text(encoding="utf-8"))
-        if scenario.get("archive"):
-            continue
         for case in scenario["cases"]:
             if case.get("clock") is None:
                 yield scenario_case(scenario, case)

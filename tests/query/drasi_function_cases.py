@@ -8,7 +8,7 @@ stops the query) or SILENT (Drasi panics in the query's task: no result, and the
 answers nothing more).
 
 tests/query/test_function_cases.py checks drasi_ray against ``expected``;
-tests/oracle/test_function_cases_oracle.py checks drasi-lib against ``drasi`` (or
+tests/query/test_function_cases_oracle.py checks drasi-lib against ``drasi`` (or
 ``expected``), so the table stays Drasi's.
 """
 
@@ -56,6 +56,11 @@ class FunctionCase:
         if self.drasi is not _SAME:
             return self.drasi
         return ERROR if self.expected is REFUSED else self.expected
+
+    @property
+    def differs(self) -> bool:
+        """Whether Drasi's outcome is not drasi_ray's (a documented deviation)."""
+        return self.drasi is not _SAME
 
     @property
     def id(self) -> str:

@@ -2,7 +2,7 @@
 
 Each plan runs through drasi-lib and drasi_ray's engine (see tests/futures/plans.py); the test
 asserts what each produced, step by step, so a change on either side shows up here. The
-reasons are in docs/conformance.md ("Future and stateful functions").
+deviations section of docs/conformance.md lists each (tests/differential/pinned.py).
 """
 
 from __future__ import annotations
