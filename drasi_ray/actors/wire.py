@@ -1,9 +1,10 @@
 """How batches cross between actors: MessagePack in C, compressed when large.
 
-One call carries one batch: an :class:`EntryPacket` (consumer -> coordinator: decoded entries),
-a :class:`DeltaPacket` (coordinator -> query actor: element deltas) and a :class:`ResultBatch`
-(query actor -> subscriber: results). The actor shells wrap what their Ray-free cores hand them
-and unwrap what they receive; the cores see only the change model's structs.
+One call carries one batch: an :class:`EntryPacket` (consumer -> store shard: decoded entries),
+a :class:`HostPacket` around a :class:`DeltaPacket` (store shard -> query host: element deltas
+and which query sees which) and a :class:`ResultBatch` (query host -> subscriber: results).
+The actor shells wrap what their Ray-free cores hand them and unwrap what they receive; the
+cores see only the change model's structs.
 
 A packet whose property values are all JSON values (``json_values``: they were decoded from
 JSON, or loaded from the JSON state) pickles as one MessagePack blob of the structs (msgspec
@@ -19,7 +20,7 @@ would double the bytes for nothing; received, such a delta has ``before=None``.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Generic, TypeVar
 
 import lz4.block
@@ -27,6 +28,7 @@ import msgspec
 
 from drasi_ray.model.changes import DecodedEntry, ElementDelta, FrozenMap
 from drasi_ray.model.results import ControlResult, ControlSignal, Delivered, QueryResult
+from drasi_ray.model.shards import BatchTag
 
 T = TypeVar("T")
 
@@ -86,7 +88,7 @@ class _Packet(Sequence[T], Generic[T]):
 
 
 class EntryPacket(_Packet[DecodedEntry]):
-    """A consumer's decoded entries on their way to the coordinator."""
+    """A consumer's decoded entries on their way to a store shard."""
 
     __slots__ = ()
 
@@ -105,6 +107,51 @@ class DeltaPacket(_Packet[ElementDelta]):
             )
             for delta in self.items
         )
+
+
+class HostPacket:
+    """A shard's delivery of one batch to one query host: every delta once, and for each query
+    of the host that must see some, which ones (indices into ``deltas``, in order; None: all
+    of them). A delta several queries of the host see crosses, and is decoded, once.
+
+    ``tag`` names the consumer batch when it touched several shards
+    (:class:`~drasi_ray.model.shards.BatchTag`); such a packet may carry no delta at all (the
+    host still waits for it: :mod:`drasi_ray.query.merge`).
+    """
+
+    __slots__ = ("deltas", "routes", "tag")
+
+    def __init__(
+        self,
+        deltas: DeltaPacket,
+        routes: Mapping[str, list[int] | None],
+        tag: BatchTag | None = None,
+    ) -> None:
+        self.deltas = deltas
+        self.routes = routes
+        self.tag = tag
+
+    def for_query(self, query_id: str) -> list[ElementDelta]:
+        """The deltas ``query_id`` must see, in order (empty if none)."""
+        if query_id not in self.routes:
+            return []
+        indices = self.routes[query_id]
+        items = self.deltas.items
+        return list(items) if indices is None else [items[index] for index in indices]
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, HostPacket)
+            and self.deltas == other.deltas
+            and dict(self.routes) == dict(other.routes)
+            and self.tag == other.tag
+        )
+
+    def __hash__(self) -> int:
+        return hash((self.deltas, self.tag))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (HostPacket, (self.deltas, dict(self.routes), self.tag))
 
 
 _DECODERS: dict[str, tuple[Any, Any]] = {

@@ -1,10 +1,12 @@
-"""The coordinator's state and logic without Ray: apply a batch, route its deltas.
+"""A store shard's state and logic without Ray: apply a batch, route its deltas.
 
 :class:`Coordinator` owns one versioned element store per source
-(:mod:`drasi_ray.coordinator.store`) and the subscription table
+(:mod:`drasi_ray.coordinator.store`) and a copy of the subscription table
 (:mod:`drasi_ray.coordinator.routing`). :meth:`Coordinator.apply_entries` applies a consumer's
-batch to the store and returns, per query, the deltas it must see, in store order. The Ray
-shell (:mod:`drasi_ray.actors.coordinator`) persists, delivers and recovers around it.
+batch to the store and returns, per query, the deltas it must see, in store order. Every store
+shard runs one, over the elements it owns (:mod:`drasi_ray.model.shards`; the coordinator
+actor is shard 0); the Ray shell (:mod:`drasi_ray.actors.shard`) persists, delivers and
+recovers around it.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -69,10 +71,12 @@ class CoordinatorStats:
 
 @dataclass(frozen=True, slots=True)
 class CoordinatorReport:
-    """The coordinator's live status (``DrasiRay.status()["coordinator"]``).
+    """A store shard's live status (``DrasiRay.status()["shards"]``), or every shard's added
+    up (``DrasiRay.status()["coordinator"]``: :func:`combine_reports`).
 
-    ``durable``: the counters kept in Redis per source (they add up across restarts; empty
-    without durable state); ``elements`` and ``tombstones``: per source, in memory now.
+    ``durable``: the counters kept in Redis per source (every shard adds to the same ones, so
+    they count the whole app, across restarts; empty without durable state); ``elements`` and
+    ``tombstones``: per source, in memory now; ``shard``: the shard's index (-1 for a sum).
     """
 
     batches: int
@@ -87,14 +91,40 @@ class CoordinatorReport:
     elements: dict[str, int]
     tombstones: dict[str, int]
     queries: list[str]
+    shard: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         """The plain-data form (``status()``, JSON)."""
         return dataclasses.asdict(self)
 
 
+def combine_reports(reports: Sequence[CoordinatorReport]) -> CoordinatorReport:
+    """Every shard's report added up (counters and per-source counts summed; the durable
+    counters are the app's already, so the first shard's are taken)."""
+    counters = ("batches", "changes", "applied", "duplicates", "controls", "tombstones_forgotten")
+    summed = {name: sum(getattr(report, name) for report in reports) for name in counters}
+    return CoordinatorReport(
+        **summed,
+        restarted=any(report.restarted for report in reports),
+        line_calls=sum(report.line_calls for report in reports),
+        durable=reports[0].durable if reports else {},
+        elements=_summed(report.elements for report in reports),
+        tombstones=_summed(report.tombstones for report in reports),
+        queries=reports[0].queries if reports else [],
+        shard=-1,
+    )
+
+
+def _summed(counts: Iterable[dict[str, int]]) -> dict[str, int]:
+    total: dict[str, int] = {}
+    for per_source in counts:
+        for source_id, count in per_source.items():
+            total[source_id] = total.get(source_id, 0) + count
+    return total
+
+
 class Coordinator:
-    """The coordinator's state and logic, without Ray (tested directly)."""
+    """A store shard's state and logic, without Ray (tested directly)."""
 
     def __init__(self, probe: ApplyProbe | None = None, durable: bool = False) -> None:
         """``probe`` (tests only) sees each change's element id before it is applied;
@@ -230,7 +260,7 @@ class Coordinator:
         stats.per_source[source_id] = stats.per_source.get(source_id, 0) + report.applied
 
     def report(
-        self, restarted: bool, line_calls: int, durable: dict[str, dict[str, int]]
+        self, restarted: bool, line_calls: int, durable: dict[str, dict[str, int]], shard: int = 0
     ) -> CoordinatorReport:
         """The live status, with what only the actor shell knows."""
         stats, stores = self.stats, self.stores
@@ -247,6 +277,7 @@ class Coordinator:
             elements={source: len(store) for source, store in stores.items()},
             tombstones={source: store.tombstones for source, store in stores.items()},
             queries=self.table.query_ids,
+            shard=shard,
         )
 
     def snapshot(self, query_id: str, sources: Sequence[str]) -> list[Element]:

@@ -15,6 +15,7 @@ older one on the query's host.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -25,16 +26,21 @@ import orjson
 from drasi_ray.coordinator.routing import LabelFilter, SubscriptionTable
 from drasi_ray.model.changes import SubscriptionControl
 from drasi_ray.model.config import QueryConfig
+from drasi_ray.model.history import HistoryLimits
 
 
 @dataclass(frozen=True, slots=True)
 class QueryRegistration:
-    """A query as the control plane knows it: its settings, its host, the labels it reads."""
+    """A query as the control plane knows it: its settings, its host, the labels it reads,
+    the element history the shards keep for it (None: it calls no past function) and, when
+    other queries read its results, the Redis of its chain stream."""
 
     config: QueryConfig
     host: str
     node_labels: tuple[str, ...] | None
     relation_labels: tuple[str, ...] | None
+    history: HistoryLimits | None = None
+    chain_url: str | None = None
 
     @property
     def query_id(self) -> str:
@@ -51,6 +57,8 @@ class QueryRegistration:
                 "host": self.host,
                 "nodeLabels": _listed(self.node_labels),
                 "relLabels": _listed(self.relation_labels),
+                "history": None if self.history is None else dataclasses.asdict(self.history),
+                "chainUrl": self.chain_url,
             }
         )
 
@@ -62,6 +70,8 @@ class QueryRegistration:
             doc["host"],
             _tupled(doc["nodeLabels"]),
             _tupled(doc["relLabels"]),
+            None if doc.get("history") is None else HistoryLimits(**doc["history"]),
+            doc.get("chainUrl"),
         )
 
 

@@ -80,7 +80,8 @@ class BatchTag(msgspec.Struct, frozen=True, gc=False, array_like=True):
 
 class BootstrapPart(msgspec.Struct, frozen=True, gc=False, array_like=True):
     """One shard's share of a query's bootstrap: the elements of ``query_id``'s subscriptions
-    it owns, as of the moment it registered the query for bootstrap round ``round``.
+    it owns (and their history), as of the moment it registered the query for bootstrap round
+    ``round``.
 
     A query is bootstrapped once it holds the parts of every one of the ``shards`` shards for
     its latest round (:mod:`drasi_ray.query.inbox`). Rounds are numbered by the coordinator,
@@ -92,3 +93,7 @@ class BootstrapPart(msgspec.Struct, frozen=True, gc=False, array_like=True):
     shard: int
     shards: int
     elements: tuple[Element, ...]
+    history: dict[str, bytes] = msgspec.field(default_factory=dict)
+    """For a query that calls Drasi's past functions, the element history the shard keeps of
+    these elements (element id -> record, :meth:`~drasi_ray.model.history.ElementHistory.
+    records`)."""

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from operator import attrgetter
 
 from drasi_ray.model.changes import Element, ElementDelta
@@ -40,6 +41,14 @@ def merge_by_version(lists: Iterable[Sequence[ElementDelta]]) -> list[ElementDel
     return list(heapq.merge(*present, key=_VERSION))
 
 
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """The graph a round's parts make together, and the element history they carry."""
+
+    elements: list[Element]
+    history: dict[str, bytes]
+
+
 class QueryInbox:
     """Bootstrap rounds and held deltas of one query (module docstring)."""
 
@@ -47,6 +56,7 @@ class QueryInbox:
         self.round: int | None = None
         self._shards = 0
         self._parts: dict[int, tuple[Element, ...]] = {}
+        self._history: dict[str, bytes] = {}
         self._held: list[ElementDelta] = []
         self.bootstrapped = False
         """True once a round was complete (the query has a graph)."""
@@ -58,22 +68,25 @@ class QueryInbox:
         """A round is under way: some shard's part has not come yet."""
         return self.round is not None and len(self._parts) < self._shards
 
-    def part(self, part: BootstrapPart) -> list[Element] | None:
+    def part(self, part: BootstrapPart) -> Snapshot | None:
         """Take one shard's part; the round's whole graph once its last part is in."""
         if self.round is not None and part.round < self.round:
             return None
         if self.round is None or part.round > self.round:
             self.round, self._shards = part.round, part.shards
-            self._parts, self._held = {}, []
+            self._parts, self._history, self._held = {}, {}, []
         elif part.shard in self._parts or not self.loading:
             return None
         self._parts[part.shard] = part.elements
+        self._history.update(part.history)
         if self.loading:
             return None
         elements = [element for shard in sorted(self._parts) for element in self._parts[shard]]
+        snapshot = Snapshot(elements, self._history)
         self._parts = {shard: () for shard in self._parts}  # the graph now lives in the engine
+        self._history = {}
         self.bootstrapped = True
-        return elements
+        return snapshot
 
     def deltas(self, by_shard: Mapping[int, Sequence[ElementDelta]]) -> list[ElementDelta]:
         """The deltas of one unit (per shard, each in order) that the query applies now, in

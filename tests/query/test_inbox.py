@@ -22,7 +22,7 @@ def test_the_graph_comes_once_every_shard_sent_its_part() -> None:
     assert inbox.loading
     assert inbox.part(part(1, 2, 3, "c")) is None
     graph = inbox.part(part(1, 1, 3, "b"))
-    assert graph is not None and sorted(e.id for e in graph) == ["a", "b", "c"]
+    assert graph is not None and sorted(e.id for e in graph.elements) == ["a", "b", "c"]
     assert not inbox.loading and inbox.bootstrapped
 
 
@@ -45,7 +45,7 @@ def test_a_newer_round_starts_over_and_an_older_part_is_ignored() -> None:
     assert inbox.part(part(1, 0, 2, "stale")) is None
     inbox.part(part(2, 0, 3, "a2"))
     graph = inbox.part(part(2, 2, 3, "c2"))
-    assert graph is not None and sorted(e.id for e in graph) == ["a2", "b2", "c2"]
+    assert graph is not None and sorted(e.id for e in graph.elements) == ["a2", "b2", "c2"]
     assert [d.version for d in inbox.take_held()] == [(9, 0, 0)]
 
 

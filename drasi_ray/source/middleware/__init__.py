@@ -5,7 +5,12 @@ per kind (``relabel``, ``decoder``, ``parse_json``, ``promote``, ``unwind``, ``m
 :mod:`drasi_ray.coordinator.middleware`."""
 
 from drasi_ray.source.middleware.base import Change, ElementLookup, Middleware
-from drasi_ray.source.middleware.pipeline import Pipeline, build_pipeline, check_middleware
+from drasi_ray.source.middleware.pipeline import (
+    Pipeline,
+    build_pipeline,
+    check_middleware,
+    rekeying,
+)
 
 __all__ = [
     "Change",
@@ -14,4 +19,5 @@ __all__ = [
     "Pipeline",
     "build_pipeline",
     "check_middleware",
+    "rekeying",
 ]
