@@ -56,7 +56,7 @@ from drasi_ray.model.reaction_specs import AnyReaction
 from drasi_ray.query.engine import ContinuousQuery
 from drasi_ray.query.runner import make_engine
 from drasi_ray.reactions.factory import resolve_specs
-from drasi_ray.source.middleware import check_middleware, rekeying
+from drasi_ray.source.middleware import check_middleware
 from drasi_ray.source.platform import PlatformSource
 from drasi_ray.streams import admin
 
@@ -153,7 +153,6 @@ class DrasiRay:
             raise ConfigError(f"query {query.id!r} is already added")
         engine = make_engine(query)
         check_middleware(query.middleware, query.pipelines)
-        _check_shardable(query, self._scaling.shards)
         self._queries[query.id] = query
         self._engines[query.id] = engine
         if self.running and query.auto_start:
@@ -231,8 +230,6 @@ class DrasiRay:
         """
         if shards < 1:
             raise ConfigError("shards must be >= 1")
-        for query in self._queries.values():
-            _check_shardable(query, shards)
         coordinator = self._coordinator or scaling.find_coordinator(self.namespace)
         if coordinator is None:
             raise NotRunningError(f"no app is running in {self.namespace}")
@@ -777,17 +774,6 @@ class DrasiRay:
         if not self.running:
             raise NotRunningError("the app is not running; call start()")
         return list(ray.get(self._coordinator.elements.remote(source_id)))
-
-
-def _check_shardable(query: QueryConfig, shards: int) -> None:
-    """A pipeline whose outputs name other elements' ids needs one store shard."""
-    names = rekeying(query.middleware, query.pipelines)
-    if shards > 1 and names:
-        raise ConfigError(
-            f"query {query.id!r}: middleware {names} make changes of other elements than the "
-            f"changed one (an output 'id'), which needs scaling.shards 1 (not {shards}): a "
-            "store shard holds only the elements it owns"
-        )
 
 
 def _default_hosts(shared_queries: int) -> int:

@@ -35,21 +35,23 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from drasi_ray.actors.metrics import QueryMetrics
+from drasi_ray.coordinator.middleware import MiddlewareSubscriptions, source_view
 from drasi_ray.coordinator.state import REDIS_TRANSIENT, SequenceKeeper, StateStore
 from drasi_ray.model.backoff import Backoff, outlasting
-from drasi_ray.model.changes import ElementDelta
+from drasi_ray.model.changes import ElementDelta, PipedChange
 from drasi_ray.model.clock import ActorClock, ClockSetting
 from drasi_ray.model.config import DispatchMode, QueryConfig
 from drasi_ray.model.reaction_specs import AnyReaction
 from drasi_ray.model.results import ControlSignal, Delivered
 from drasi_ray.model.shards import BootstrapPart
 from drasi_ray.query.footprint import deep_size
-from drasi_ray.query.inbox import QueryInbox, Snapshot
+from drasi_ray.query.inbox import Item, QueryInbox, Snapshot
 from drasi_ray.query.runner import QueryReport, QueryRunner, grouping_keys
 from drasi_ray.query.stateful import digest
 from drasi_ray.query.subscribers import SubscriberBuffer
 from drasi_ray.reactions.chain import ChainPublisher, is_bootstrap_done
 from drasi_ray.reactions.factory import ReactionSet
+from drasi_ray.streams.records import Rejection
 
 logger = logging.getLogger("drasi_ray.query")
 
@@ -57,9 +59,9 @@ BOOTSTRAP_RESULTS = 4
 """Results a bootstrap emits at most: three control signals and one catch-up result."""
 _SAVE_RETRY_CAP_S = 2.0
 
-Work = BootstrapPart | Mapping[int, Sequence[ElementDelta]]
-"""What a host hands a query: one shard's bootstrap part, or one delivery unit's deltas by
-shard (each shard's in its order)."""
+Work = BootstrapPart | Mapping[int, Sequence[Item]]
+"""What a host hands a query: one shard's bootstrap part, or one delivery unit's deltas (and
+piped changes) by shard (each shard's in its order)."""
 
 
 def query_digest(config: QueryConfig) -> str:
@@ -106,7 +108,8 @@ class HostedQuery:
         self._bootstrapped = asyncio.Event()
         self.errors = 0
         self.last_error: str | None = None
-        self._queue: asyncio.Queue[tuple[Work, asyncio.Future[None]]] = asyncio.Queue()
+        self._pipes = MiddlewareSubscriptions()  # the sources it sees through pipelines
+        self._queue: asyncio.Queue[tuple[Work, asyncio.Future[list[Rejection]]]] = asyncio.Queue()
         self._busy = False
         loop = asyncio.get_event_loop()
         self.loaded = loop.create_task(self._load())
@@ -168,9 +171,10 @@ class HostedQuery:
 
     # -- work, in order -----------------------------------------------------------------
 
-    def submit(self, work: Work) -> asyncio.Future[None]:
-        """Queue ``work``; the future is done once it is applied (or failed, recorded)."""
-        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    def submit(self, work: Work) -> asyncio.Future[list[Rejection]]:
+        """Queue ``work``; the future is done once it is applied (or failed, recorded), with
+        the entries whose changes the query's pipelines failed on."""
+        done: asyncio.Future[list[Rejection]] = asyncio.get_running_loop().create_future()
         self._queue.put_nowait((work, done))
         return done
 
@@ -185,8 +189,9 @@ class HostedQuery:
         while True:
             work, done = await self._queue.get()
             self._busy = True
+            rejected: list[Rejection] = []
             try:
-                await self._apply(work)
+                rejected = await self._apply(work)
             except Exception as exc:  # this query's failure; the host and its peers go on
                 self.errors += 1
                 self.last_error = f"{type(exc).__name__}: {exc}"
@@ -194,29 +199,57 @@ class HostedQuery:
             finally:
                 self._busy = False
                 if not done.done():
-                    done.set_result(None)
+                    done.set_result(rejected)
 
-    async def _apply(self, work: Work) -> None:
+    async def _apply(self, work: Work) -> list[Rejection]:
         if isinstance(work, BootstrapPart):
             snapshot = self.inbox.part(work)
             if snapshot is not None:
                 await self._bootstrap(snapshot)
-            return
-        deltas = self.inbox.deltas(work)
+            return []
+        return await self._apply_items(self.inbox.deltas(work))
+
+    async def _apply_items(self, items: Sequence[Item]) -> list[Rejection]:
+        """Apply deltas, and piped changes through their pipeline, in order."""
+        deltas, rejected = self._piped(items)
         if deltas:
             await self._exclusive(len(deltas), lambda: self.runner.apply(deltas))
             if self._timer is not None:
                 self._clock.wake.set()  # the change may have scheduled something sooner
+        return rejected
+
+    def _piped(self, items: Sequence[Item]) -> tuple[list[ElementDelta], list[Rejection]]:
+        """The deltas of ``items``: piped changes run through the query's pipelines (the
+        entries whose changes failed there are returned to be dead-lettered)."""
+        deltas: list[ElementDelta] = []
+        rejected: list[Rejection] = []
+        for item in items:
+            if not isinstance(item, PipedChange):
+                deltas.append(item)
+                continue
+            derived = self._pipes.apply(item.source_id, item.change)
+            deltas.extend(derived.deltas.get(self.config.id, ()))
+            if derived.failures:
+                rejected.append(Rejection(item.entry_id, "; ".join(derived.failures)))
+        return deltas, rejected
 
     async def _bootstrap(self, snapshot: Snapshot) -> None:
-        """Load the round's graph (and history), then the deltas held while it loaded."""
+        """Load the round's graph (and history; the sources it pipes rebuilt through their
+        pipelines), then what was held while it loaded."""
+        elements = list(snapshot.elements)
+        if snapshot.piped:
+            views = {source: source_view(items) for source, items in snapshot.piped.items()}
+            self._pipes = MiddlewareSubscriptions()
+            config = self.config
+            self._pipes.subscribe(config.id, config.middleware, config.pipelines, views)
+            for source_id in views:
+                elements += self._pipes.elements(config.id, source_id) or ()
         await self._exclusive(
-            BOOTSTRAP_RESULTS,
-            lambda: self.runner.bootstrap(snapshot.elements, snapshot.history),
+            BOOTSTRAP_RESULTS, lambda: self.runner.bootstrap(elements, snapshot.history)
         )
         held = self.inbox.take_held()
         if held:
-            await self._exclusive(len(held), lambda: self.runner.apply(held))
+            await self._apply_items(held)
         self._bootstrapped.set()
         self._clock.wake.set()
 

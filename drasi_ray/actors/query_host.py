@@ -42,14 +42,15 @@ from drasi_ray.actors.wire import HostPacket, ResultBatch
 from drasi_ray.coordinator.registry import QueryRegistration
 from drasi_ray.coordinator.state import StateStore
 from drasi_ray.model.backoff import outlasting
-from drasi_ray.model.changes import ElementDelta
 from drasi_ray.model.clock import ClockSetting
 from drasi_ray.model.config import DispatchMode
 from drasi_ray.model.errors import StaleDeliveryError, UnknownComponentError
 from drasi_ray.model.reaction_specs import AnyReaction
 from drasi_ray.model.shards import BootstrapPart
+from drasi_ray.query.inbox import Item
 from drasi_ray.query.merge import Arrival, DeliveryMerger, Offered, Unit
 from drasi_ray.query.runner import QueryReport
+from drasi_ray.streams.records import Rejection
 
 logger = logging.getLogger("drasi_ray.query_host")
 
@@ -109,7 +110,7 @@ class QueryHostActor:
         self._queries: dict[str, HostedQuery] = {}
         self._orphans: dict[str, list[Work]] = {}
         self._merger = DeliveryMerger()
-        self._waiting: dict[tuple[int, int, int], asyncio.Future[None]] = {}
+        self._waiting: dict[tuple[int, int, int], asyncio.Future[list[Rejection]]] = {}
         self._epochs: dict[int, int] = {}
         self._incarnation = uuid.uuid4().hex
         self._restarted = was_restarted()
@@ -184,15 +185,15 @@ class QueryHostActor:
     @ray.method(enable_task_events=False)  # hot: see drasi_ray.actors.runtime
     async def deliver(
         self, shard: int, epoch: int, number: int, payload: HostPacket | BootstrapPart
-    ) -> None:
+    ) -> list[Rejection]:
         """One delivery of a shard's link; returns once every query concerned applied its
-        share. A delivery of a link that was replaced raises StaleDeliveryError."""
+        share, with the entries whose changes a query's pipeline failed on. A delivery of a
+        link that was replaced raises StaleDeliveryError."""
         key = (shard, epoch, number)
         pending = self._waiting.get(key)
         if pending is not None:  # made again (its line broke): wait for the first
-            await asyncio.shield(pending)
-            return
-        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            return await asyncio.shield(pending)
+        done: asyncio.Future[list[Rejection]] = asyncio.get_running_loop().create_future()
         self._waiting[key] = done
         tag = payload.tag if isinstance(payload, HostPacket) else None
         status, units = self._merger.offer(Arrival(shard, epoch, number, tag, payload))
@@ -200,12 +201,12 @@ class QueryHostActor:
             self._waiting.pop(key, None)
             if status is Offered.STALE:
                 raise StaleDeliveryError(f"delivery {number} of shard {shard}'s replaced link")
-            return
+            return []
         self._refuse_replaced(shard)
         self._dispatch(units)
         if self._merger.next_deadline() is not None:
             self._expiring.set()
-        await done
+        return await done
 
     def _refuse_replaced(self, shard: int) -> None:
         """Fail whoever waits on a delivery of a link epoch the shard has left."""
@@ -234,7 +235,7 @@ class QueryHostActor:
             gathered = asyncio.gather(*futures, return_exceptions=True)
             gathered.add_done_callback(functools.partial(self._completed, keys))
 
-    def _submit(self, query_id: str, work: Work) -> asyncio.Future[None] | None:
+    def _submit(self, query_id: str, work: Work) -> asyncio.Future[list[Rejection]] | None:
         hosted = self._queries.get(query_id)
         if hosted is not None:
             return hosted.submit(work)
@@ -245,14 +246,24 @@ class QueryHostActor:
             self._orphans.setdefault(query_id, []).append(work)
         return None
 
-    def _completed(self, keys: Sequence[tuple[int, int, int]], _done: object) -> None:
-        self._complete(keys)
+    def _completed(
+        self, keys: Sequence[tuple[int, int, int]], done: asyncio.Future[list[Any]]
+    ) -> None:
+        rejected = [
+            rejection
+            for outcome in done.result()
+            if isinstance(outcome, list)
+            for rejection in outcome
+        ]
+        self._complete(keys, rejected)
 
-    def _complete(self, keys: Sequence[tuple[int, int, int]]) -> None:
+    def _complete(
+        self, keys: Sequence[tuple[int, int, int]], rejected: list[Rejection] | None = None
+    ) -> None:
         for key in keys:
             future = self._waiting.pop(key, None)
             if future is not None and not future.done():
-                future.set_result(None)
+                future.set_result(rejected or [])
 
     async def _expire_parts(self) -> None:
         """Let a batch's part go alone once its sibling is overdue (:mod:`.query.merge`)."""
@@ -344,13 +355,13 @@ class QueryHostActor:
 def _shares(unit: Unit) -> list[tuple[str, Work]]:
     """Each query's work in a unit: its bootstrap part, or its deltas by shard."""
     shares: list[tuple[str, Work]] = []
-    deltas: dict[str, dict[int, list[ElementDelta]]] = {}
+    deltas: dict[str, dict[int, list[Item]]] = {}
     for part in unit.parts:
         payload = part.payload
         if isinstance(payload, BootstrapPart):
             shares.append((payload.query_id, payload))
             continue
-        for query_id in payload.routes:
+        for query_id in payload.queries:
             deltas.setdefault(query_id, {})[part.link] = payload.for_query(query_id)
     shares.extend(deltas.items())
     return shares

@@ -31,6 +31,7 @@ again); a batch that was applied but not acked comes again and changes nothing.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import logging
 import os
@@ -44,15 +45,21 @@ import ray
 from drasi_ray.actors import names
 from drasi_ray.actors.line import Line, LineAddress, LineServer
 from drasi_ray.actors.runtime import PIPELINE_NICENESS, tune_for_latency, tune_gc, was_restarted
-from drasi_ray.actors.wire import DeltaPacket, EntryPacket, HostPacket
-from drasi_ray.coordinator.core import ApplyProbe, BatchReport, Coordinator, CoordinatorReport
+from drasi_ray.actors.wire import DeltaPacket, EntryPacket, HostPacket, PipedPacket
+from drasi_ray.coordinator.core import (
+    ApplyProbe,
+    BatchReport,
+    Coordinator,
+    CoordinatorReport,
+    Routed,
+)
 from drasi_ray.coordinator.records import change_record
 from drasi_ray.coordinator.registry import QueryRegistration, TableCopy
 from drasi_ray.coordinator.routing import SubscriptionTable
 from drasi_ray.coordinator.state import REDIS_TRANSIENT, StateStore
 from drasi_ray.coordinator.store import ElementStore
 from drasi_ray.model.backoff import outlasting
-from drasi_ray.model.changes import DecodedEntry, Element, ElementDelta
+from drasi_ray.model.changes import DecodedEntry, Element, PipedChange
 from drasi_ray.model.errors import ShardMapChangedError, StaleDeliveryError
 from drasi_ray.model.history import ElementHistory
 from drasi_ray.model.shards import BatchTag, BootstrapPart, shard_of
@@ -202,9 +209,7 @@ class ShardService:
         Raises ConfigError if the query's middleware is invalid.
         """
         config = registration.config
-        self.core.middleware.subscribe(
-            config.id, config.middleware, config.pipelines, self.core.stores
-        )
+        self.core.pipe(config.id, [source for source, names in config.pipelines.items() if names])
         self.set_table(table)
         self.core.keep_history(config.id, registration.history)
         link = self._link(registration.host, incarnation)
@@ -212,12 +217,16 @@ class ShardService:
         self._hosts[config.id] = registration.host
         elements = tuple(self.core.snapshot(config.id, config.sources))
         history = self.core.history_records(config.id, elements)
-        part = BootstrapPart(config.id, round_, self.index, self.shards, elements, history)
-        return link.send(self.index, part), len(elements)
+        piped = {
+            source: tuple(snapshot)
+            for source, snapshot in self.core.piped_snapshot(config.id, config.sources).items()
+        }
+        part = BootstrapPart(config.id, round_, self.index, self.shards, elements, history, piped)
+        return link.send(self.index, part), len(elements) + sum(map(len, piped.values()))
 
     def detach(self, query_id: str, table: TableCopy) -> None:
         self.set_table(table)
-        self.core.middleware.unsubscribe(query_id)
+        self.core.pipe(query_id, ())
         self.core.keep_history(query_id, None)
         self._hosts.pop(query_id, None)
 
@@ -257,19 +266,23 @@ class ShardService:
                 + (" and being rescaled" if self.resharding else "")
                 + f"; the batch was split for {shards}"
             )
-        links, report = self._apply(source_id, entries, tag)
+        links, piping, report = self._apply(source_id, entries, tag)
         persisted = await self._try_persist(source_id, report)
         for link in links:
             await link.room(DELIVERIES_IN_FLIGHT)
+        await self._collect_rejections(piping, report)
         if persisted is not None:
             raise persisted
         return report
 
     def _apply(
         self, source_id: str, entries: Sequence[DecodedEntry], tag: BatchTag | None
-    ) -> tuple[list[_HostLink], BatchReport]:
+    ) -> tuple[list[_HostLink], list[asyncio.Future[Any]], BatchReport]:
         """Update the store and send the deliveries, in ONE event-loop step (no await), so
-        each host receives this shard's deltas in store order."""
+        each host receives this shard's deltas in store order. Returns the links used, the
+        deliveries to wait for before confirming (those that pipe changes through
+        middleware: a change a pipeline fails on is dead-lettered before the ack) and the
+        report."""
         json_values = isinstance(entries, EntryPacket) and entries.json_values
         routed, report = self.core.apply_entries(source_id, entries, json_values)
         self._forward_applied(source_id)
@@ -278,18 +291,31 @@ class ShardService:
             for host, link in self._links.items():
                 if source_id in link.sources and link.ready:
                     by_host.setdefault(host, {})
-        links = []
+        links, piping = [], []
+        piped = self.core.piped.get(source_id, ())
         for host, per_query in by_host.items():
             target = self._links.get(host)
-            if target is not None:
-                target.send(self.index, _packet(per_query, self.core.json_values, tag))
-                links.append(target)
-        return links, report
+            if target is None:
+                continue
+            delivery = target.send(self.index, _packet(per_query, self.core.json_values, tag))
+            links.append(target)
+            if any(query_id in piped for query_id in per_query):
+                piping.append(delivery)
+        return links, piping, report
 
-    def _by_host(
-        self, routed: Mapping[str, list[ElementDelta]]
-    ) -> dict[str, dict[str, list[ElementDelta]]]:
-        by_host: dict[str, dict[str, list[ElementDelta]]] = {}
+    async def _collect_rejections(
+        self, piping: list[asyncio.Future[Any]], report: BatchReport
+    ) -> None:
+        """Wait for the deliveries that ran changes through pipelines; add the changes they
+        failed on to the report (a host that is gone rejected nothing: its queries are
+        bootstrapped again)."""
+        for delivery in piping:
+            with contextlib.suppress(Exception):
+                rejected = await asyncio.shield(delivery)
+                report.rejected.extend(rejected or ())
+
+    def _by_host(self, routed: Mapping[str, list[Routed]]) -> dict[str, dict[str, list[Routed]]]:
+        by_host: dict[str, dict[str, list[Routed]]] = {}
         hosts = self._hosts
         for query_id, deltas in routed.items():
             host = hosts.get(query_id)
@@ -438,25 +464,45 @@ class ShardService:
 
 
 def _packet(
-    per_query: Mapping[str, list[ElementDelta]], json_values: bool, tag: BatchTag | None
+    per_query: Mapping[str, list[Routed]], json_values: bool, tag: BatchTag | None
 ) -> HostPacket:
-    """One host's packet: each delta once, and which queries see which."""
+    """One host's packet: each delta (or piped change) once, and which queries see which."""
+    deltas = {q: items for q, items in per_query.items() if not _is_piped(items)}
+    piped = {q: items for q, items in per_query.items() if _is_piped(items)}
+    unique_deltas, routes = _indexed(deltas)
+    packet = HostPacket(DeltaPacket(unique_deltas, json_values), routes, tag)
+    if piped:
+        unique_changes, piped_routes = _indexed(piped)
+        packet.changes = PipedPacket(unique_changes, json_values)
+        packet.piped = piped_routes
+    return packet
+
+
+def _is_piped(items: Sequence[Routed]) -> bool:
+    """A query's items of one batch are all deltas or all piped changes (one source)."""
+    return bool(items) and isinstance(items[0], PipedChange)
+
+
+def _indexed(
+    per_query: Mapping[str, Sequence[Any]],
+) -> tuple[list[Any], dict[str, list[int] | None]]:
+    """Each item once, and per query the indices of its items (None: all, in order)."""
     if len(per_query) == 1:
-        ((query_id, deltas),) = per_query.items()
-        return HostPacket(DeltaPacket(deltas, json_values), {query_id: None}, tag)
-    unique: list[ElementDelta] = []
+        ((query_id, items),) = per_query.items()
+        return list(items), {query_id: None}
+    unique: list[Any] = []
     position: dict[int, int] = {}
     routes: dict[str, list[int] | None] = {}
-    for query_id, routed in per_query.items():
+    for query_id, items in per_query.items():
         indices = []
-        for delta in routed:
-            index = position.get(id(delta))
+        for item in items:
+            index = position.get(id(item))
             if index is None:
-                index = position[id(delta)] = len(unique)
-                unique.append(delta)
+                index = position[id(item)] = len(unique)
+                unique.append(item)
             indices.append(index)
         routes[query_id] = indices
-    return HostPacket(DeltaPacket(unique, json_values), routes, tag)
+    return unique, routes
 
 
 @ray.remote

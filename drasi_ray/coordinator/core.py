@@ -3,7 +3,10 @@
 :class:`Coordinator` owns one versioned element store per source
 (:mod:`drasi_ray.coordinator.store`) and a copy of the subscription table
 (:mod:`drasi_ray.coordinator.routing`). :meth:`Coordinator.apply_entries` applies a consumer's
-batch to the store and returns, per query, the deltas it must see, in store order. Every store
+batch to the store and returns, per query, what it must see, in store order: the deltas, or,
+for a query that sees the source through a middleware pipeline, the applied changes themselves
+(:class:`~drasi_ray.model.changes.PipedChange`), which the query runs through its pipeline
+(:mod:`drasi_ray.coordinator.middleware`). Every store
 shard runs one, over the elements it owns (:mod:`drasi_ray.model.shards`; the coordinator
 actor is shard 0); the Ray shell (:mod:`drasi_ray.actors.shard`) persists, delivers and
 recovers around it.
@@ -18,20 +21,27 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from drasi_ray.coordinator.middleware import MiddlewareSubscriptions
 from drasi_ray.coordinator.routing import LabelFilter, SubscriptionTable
 from drasi_ray.coordinator.store import ElementStore
 from drasi_ray.model.changes import (
+    ZERO_VERSION,
     DecodedEntry,
     Element,
     ElementChange,
     ElementDelta,
+    PipedChange,
     SubscriptionControl,
+    VersionedElement,
 )
 from drasi_ray.model.history import ElementHistory, HistoryLimits
 from drasi_ray.streams.records import Rejection
 
 logger = logging.getLogger("drasi_ray.coordinator")
+
+Routed = ElementDelta | PipedChange
+"""What a query is handed: a delta, or (a source it pipes) the applied change."""
+
+_NOBODY: frozenset[str] = frozenset()
 
 
 class ApplyProbe(Protocol):
@@ -132,7 +142,8 @@ class Coordinator:
         self.stores: dict[str, ElementStore] = {}
         self._durable = durable
         self.table = SubscriptionTable()
-        self.middleware = MiddlewareSubscriptions()
+        # source id -> the queries that see it through a pipeline: they get its applied changes
+        self.piped: dict[str, set[str]] = {}
         self.stats = CoordinatorStats()
         self._probe = probe
         # (entry id, change, delta) of each applied change, for the change log; None: not kept.
@@ -151,19 +162,28 @@ class Coordinator:
             store = self.stores[source_id] = ElementStore()
         return store
 
+    def pipe(self, query_id: str, sources: Iterable[str]) -> None:
+        """``query_id`` sees ``sources`` (and no others) through a pipeline: it gets every
+        change of them the store applies, whatever its labels (the pipeline may relabel)."""
+        for queries in self.piped.values():
+            queries.discard(query_id)
+        for source_id in sources:
+            self.piped.setdefault(source_id, set()).add(query_id)
+
     def apply_entries(
         self, source_id: str, entries: Sequence[DecodedEntry], json_values: bool = False
-    ) -> tuple[dict[str, list[ElementDelta]], BatchReport]:
-        """Apply a batch to the store; return the deltas each query must see, in order.
+    ) -> tuple[dict[str, list[Routed]], BatchReport]:
+        """Apply a batch to the store; return what each query must see, in order: deltas,
+        or applied changes for a query that pipes the source (module docstring).
 
         ``json_values``: every property value of the batch is a JSON value (decoded from
         JSON); once a batch that is not is applied, :attr:`json_values` is False for good.
         """
         store = self.store(source_id)
-        routed: dict[str, list[ElementDelta]] = defaultdict(list)
+        routed: dict[str, list[Routed]] = defaultdict(list)
         report = BatchReport()
         self.json_values = self.json_values and json_values
-        piped = self.middleware.queries(source_id)
+        piped = self.piped.get(source_id, _NOBODY)
         for entry in entries:
             for control in entry.controls:
                 report.controls += 1
@@ -184,7 +204,10 @@ class Coordinator:
                         routed[query_id].append(delta)
                         report.routed += 1
                 if piped:
-                    self._pipe(source_id, entry.entry_id, change, routed, report)
+                    raw = PipedChange(source_id, entry.entry_id, change)
+                    for query_id in piped:
+                        routed[query_id].append(raw)
+                        report.routed += 1
         if self.histories:
             self._record_histories(source_id, routed)
         self._count(source_id, report)
@@ -202,12 +225,15 @@ class Coordinator:
         else:
             history.limits = limits
 
-    def _record_histories(self, source_id: str, routed: dict[str, list[ElementDelta]]) -> None:
+    def _record_histories(self, source_id: str, routed: dict[str, list[Routed]]) -> None:
         """Record the deltas routed to each query that keeps a history, as its engine does:
         the version when the query sees the element after the change, else the element is
-        forgotten."""
+        forgotten. (What a pipeline derives is not kept here: a query that pipes a source
+        keeps the history of its outputs in its own engine only.)"""
         for query_id, history in self.histories.items():
             for delta in routed.get(query_id, ()):
+                if isinstance(delta, PipedChange):
+                    continue
                 after = delta.after
                 if after is not None and not self._selects(query_id, source_id, after):
                     after = None
@@ -226,23 +252,6 @@ class Coordinator:
         for element in elements:
             history.observe(element.id, element)
         return history.records(element.id for element in elements)
-
-    def _pipe(
-        self,
-        source_id: str,
-        entry_id: str,
-        change: ElementChange,
-        routed: dict[str, list[ElementDelta]],
-        report: BatchReport,
-    ) -> None:
-        """Run an applied change through the pipeline subscriptions of its source
-        (:mod:`drasi_ray.coordinator.middleware`)."""
-        derived = self.middleware.apply(source_id, change)
-        for query_id, deltas in derived.deltas.items():
-            routed[query_id].extend(deltas)
-            report.routed += len(deltas)
-        if derived.failures:
-            report.rejected.append(Rejection(entry_id, "; ".join(derived.failures)))
 
     def _apply_control(self, source_id: str, control: Any) -> None:
         if isinstance(control, SubscriptionControl):
@@ -280,13 +289,26 @@ class Coordinator:
             shard=shard,
         )
 
+    def piped_snapshot(self, query_id: str, sources: Sequence[str]) -> dict[str, list[Any]]:
+        """Per source ``query_id`` pipes, every element with the version that set it (what
+        the query rebuilds its view of the source from)."""
+        snapshots: dict[str, list[Any]] = {}
+        for source_id in sources:
+            if query_id not in self.piped.get(source_id, _NOBODY):
+                continue
+            store = self.store(source_id)
+            snapshots[source_id] = [
+                VersionedElement(element, store.head_version(element.id) or ZERO_VERSION)
+                for element in store.elements()
+            ]
+        return snapshots
+
     def snapshot(self, query_id: str, sources: Sequence[str]) -> list[Element]:
-        """Elements of ``sources`` that ``query_id``'s subscriptions select (for bootstrap)."""
+        """Elements of ``sources`` that ``query_id``'s subscriptions select (for bootstrap);
+        the sources it pipes are left out (:meth:`piped_snapshot`)."""
         selected: list[Element] = []
         for source_id in sources:
-            piped = self.middleware.elements(query_id, source_id)
-            if piped is not None:
-                selected.extend(piped)
+            if query_id in self.piped.get(source_id, _NOBODY):
                 continue
             filters: list[LabelFilter] = self.table.filter_for(query_id, source_id)
             for element in self.store(source_id).elements():

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 
 import msgspec
 
-from drasi_ray.model.changes import DecodedEntry, Element, ElementChange
+from drasi_ray.model.changes import DecodedEntry, Element, ElementChange, VersionedElement
 
 __all__ = ["BatchTag", "BootstrapPart", "shard_of", "split_by_shard"]
 
@@ -97,3 +97,7 @@ class BootstrapPart(msgspec.Struct, frozen=True, gc=False, array_like=True):
     """For a query that calls Drasi's past functions, the element history the shard keeps of
     these elements (element id -> record, :meth:`~drasi_ray.model.history.ElementHistory.
     records`)."""
+    piped: dict[str, tuple[VersionedElement, ...]] = msgspec.field(default_factory=dict)
+    """Per source the query sees through a middleware pipeline, every element of it the shard
+    owns, with the version that set it (the query rebuilds its view of the source from
+    them); ``elements`` leaves those sources out."""

@@ -26,13 +26,16 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from operator import attrgetter
 
-from drasi_ray.model.changes import Element, ElementDelta
+from drasi_ray.model.changes import Element, ElementDelta, PipedChange, VersionedElement
 from drasi_ray.model.shards import BootstrapPart
 
 _VERSION = attrgetter("version")
 
+Item = ElementDelta | PipedChange
+"""What a shard hands a query: a delta, or an applied change of a source it pipes."""
 
-def merge_by_version(lists: Iterable[Sequence[ElementDelta]]) -> list[ElementDelta]:
+
+def merge_by_version(lists: Iterable[Sequence[Item]]) -> list[Item]:
     """Deltas of several shards' parts of one batch, in the batch's order (each list is in
     version order already; versions order changes as the stream does)."""
     present = [deltas for deltas in lists if deltas]
@@ -43,10 +46,12 @@ def merge_by_version(lists: Iterable[Sequence[ElementDelta]]) -> list[ElementDel
 
 @dataclass(frozen=True, slots=True)
 class Snapshot:
-    """The graph a round's parts make together, and the element history they carry."""
+    """The graph a round's parts make together, the element history they carry, and per
+    source the query pipes, every element with its version."""
 
     elements: list[Element]
     history: dict[str, bytes]
+    piped: dict[str, list[VersionedElement]]
 
 
 class QueryInbox:
@@ -57,7 +62,8 @@ class QueryInbox:
         self._shards = 0
         self._parts: dict[int, tuple[Element, ...]] = {}
         self._history: dict[str, bytes] = {}
-        self._held: list[ElementDelta] = []
+        self._piped: dict[str, list[VersionedElement]] = {}
+        self._held: list[Item] = []
         self.bootstrapped = False
         """True once a round was complete (the query has a graph)."""
         self.superseded = 0
@@ -74,21 +80,23 @@ class QueryInbox:
             return None
         if self.round is None or part.round > self.round:
             self.round, self._shards = part.round, part.shards
-            self._parts, self._history, self._held = {}, {}, []
+            self._parts, self._history, self._piped, self._held = {}, {}, {}, []
         elif part.shard in self._parts or not self.loading:
             return None
         self._parts[part.shard] = part.elements
         self._history.update(part.history)
+        for source_id, items in part.piped.items():
+            self._piped.setdefault(source_id, []).extend(items)
         if self.loading:
             return None
         elements = [element for shard in sorted(self._parts) for element in self._parts[shard]]
-        snapshot = Snapshot(elements, self._history)
+        snapshot = Snapshot(elements, self._history, self._piped)
         self._parts = {shard: () for shard in self._parts}  # the graph now lives in the engine
-        self._history = {}
+        self._history, self._piped = {}, {}
         self.bootstrapped = True
         return snapshot
 
-    def deltas(self, by_shard: Mapping[int, Sequence[ElementDelta]]) -> list[ElementDelta]:
+    def deltas(self, by_shard: Mapping[int, Sequence[Item]]) -> list[Item]:
         """The deltas of one unit (per shard, each in order) that the query applies now, in
         the batch's order; the others are held or dropped (module docstring)."""
         if not self.loading:
@@ -105,7 +113,7 @@ class QueryInbox:
         self._held.extend(merge_by_version(held))
         return []
 
-    def take_held(self) -> list[ElementDelta]:
+    def take_held(self) -> list[Item]:
         """The deltas held while the round loaded, in order (call right after bootstrapping)."""
         held, self._held = self._held, []
         return held

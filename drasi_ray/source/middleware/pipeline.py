@@ -83,39 +83,3 @@ def check_middleware(
     """Build every pipeline once, so a bad config is refused when the query is added."""
     for source_id, names in pipelines.items():
         build_pipeline(middleware, names, source_id)
-
-
-REKEYING_KINDS = ("jq", "map", "remap")
-"""The kinds whose outputs may be elements with other ids than the changed one's (an ``id`` in
-an output), which a store shard that owns only the changed element cannot hold."""
-
-
-def rekeying(
-    middleware: Sequence[MiddlewareSpec], pipelines: Mapping[str, Sequence[str]]
-) -> list[str]:
-    """The names of the middleware the pipelines use whose outputs set another element id.
-
-    Pipelines run in the store shard that owns the changed element
-    (:mod:`drasi_ray.coordinator.middleware`); an output with the changed element's id (or
-    derived from it, as ``unwind``'s children) stays on that shard, but an output naming any
-    other id could be written by two shards at once. Such pipelines need one shard.
-    """
-    used = {name for names in pipelines.values() for name in names}
-    return [
-        spec.name
-        for spec in middleware
-        if spec.name in used and spec.kind in REKEYING_KINDS and _outputs_set_ids(spec.config)
-    ]
-
-
-def _outputs_set_ids(config: Mapping[str, Any]) -> bool:
-    """Whether any output of a map/jq config (label -> operation -> outputs) has an ``id``."""
-    for operations in config.values():
-        if not isinstance(operations, Mapping):
-            continue
-        for outputs in operations.values():
-            if isinstance(outputs, Sequence) and any(
-                isinstance(output, Mapping) and output.get("id") is not None for output in outputs
-            ):
-                return True
-    return False
