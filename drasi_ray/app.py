@@ -110,7 +110,6 @@ class DrasiRay:
         self._host_of: dict[str, str] = {}  # query id -> host name
         self._shared_hosts = 0  # decided when the first shared query starts
         self._placer: Placer | None = None
-        self._analytics_actor: str | None = None
         self._redis: dict[str, redis.Redis] = {}
         self._chain_sources: set[str] = set()
         self._owns_ray = False
@@ -294,7 +293,7 @@ class DrasiRay:
         for query in self._queries.values():
             self._check_sources(query)
         self._ensure_ray()
-        self._analytics_actor = self._start_analytics()
+        self._start_analytics()
         shards = self._scaling.shards
         self._coordinator = CoordinatorActor.options(  # type: ignore[attr-defined]
             name=names.COORDINATOR,
@@ -328,9 +327,17 @@ class DrasiRay:
             shards,
             self._state_url(),
             self._failpoints,
-            self._analytics_actor,
+            self._analytics_name(),
             self._ray.direct_calls,
         )
+
+    def _analytics_name(self) -> str | None:
+        """The change-log actor's name when analytics are enabled (shards feed it)."""
+        if not self._analytics_config.enabled:
+            return None
+        from drasi_ray.analytics.actor import ANALYTICS_ACTOR
+
+        return ANALYTICS_ACTOR
 
     def _start_shard(self, index: int, shards: int) -> Any:
         """Start store shard ``index`` (>= 1) of ``shards``."""

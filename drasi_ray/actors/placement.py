@@ -45,7 +45,13 @@ class Placer:
 
     def _alive_nodes(self) -> list[str]:
         if self._nodes is None:
-            alive = [node for node in ray.nodes() if node.get("Alive")]  # type: ignore[no-untyped-call]
-            alive.sort(key=lambda node: (HEAD_RESOURCE not in node["Resources"], node["NodeID"]))
-            self._nodes = [node["NodeID"] for node in alive]
+            self._nodes = dealing_order()
         return self._nodes
+
+
+def dealing_order() -> list[str]:
+    """The ids of the cluster's alive nodes in the order ``round_robin`` deals actors to them:
+    the head node first, then the others by node id."""
+    alive = [node for node in ray.nodes() if node.get("Alive")]  # type: ignore[no-untyped-call]
+    alive.sort(key=lambda node: (HEAD_RESOURCE not in node["Resources"], node["NodeID"]))
+    return [node["NodeID"] for node in alive]

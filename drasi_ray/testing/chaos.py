@@ -312,7 +312,7 @@ class Chaos:
         report.tombstones_forgotten = status["coordinator"]["tombstones_forgotten"]
         report.lost = len(wrongly_dead) + pending + store_diff
         report.mismatched_rows = sum(
-            _row_mismatches(oracle.results(query_id), app.results(query_id)) for query_id in QUERIES
+            row_mismatches(oracle.results(query_id), app.results(query_id)) for query_id in QUERIES
         )
 
 
@@ -433,7 +433,7 @@ class StreamTap:
             client.close()
 
 
-def _row_mismatches(expected: list[dict[str, Any]], actual: list[dict[str, Any]]) -> int:
+def row_mismatches(expected: list[dict[str, Any]], actual: list[dict[str, Any]]) -> int:
     if diffs_match(expected, actual):
         return 0
     unmatched = list(actual)
