@@ -14,9 +14,11 @@ from drasi_ray.model.config import (
     AnalyticsConfig,
     AppConfig,
     DispatchMode,
+    Placement,
     PlatformSourceConfig,
     QueryConfig,
     RayConfig,
+    ScalingConfig,
     StateConfig,
 )
 from drasi_ray.model.errors import (
@@ -57,6 +59,7 @@ __all__ = [
     "LogReaction",
     "ManualClock",
     "NotRunningError",
+    "Placement",
     "PlatformReaction",
     "PlatformSource",
     "PlatformSourceConfig",
@@ -66,6 +69,7 @@ __all__ = [
     "QueryResult",
     "QuerySyntaxError",
     "RayConfig",
+    "ScalingConfig",
     "StateConfig",
     "StreamError",
     "Subscription",

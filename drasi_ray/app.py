@@ -11,8 +11,11 @@
             print(result.results)
 
 ``start()`` connects to Ray (a running cluster if one is reachable, else a local Ray), starts
-the coordinator, one actor per query and ``consumers`` actors per source, and returns once every
-consumer group exists and every consumer is reading: nothing published after it is missed.
+the coordinator (the control plane and store shard 0) and the other store shards
+(``scaling.shards``), the query hosts the queries share (``scaling.query_hosts``: by default one
+per CPU of the cluster, at most one per query) and ``consumers`` actors per source, and returns
+once every query is bootstrapped, every consumer group exists and every consumer is reading:
+nothing published after it is missed.
 """
 
 from __future__ import annotations
@@ -30,9 +33,12 @@ import redis
 from drasi_ray.actors import names, scaling
 from drasi_ray.actors.consumer import ConsumerActor
 from drasi_ray.actors.coordinator import CoordinatorActor
-from drasi_ray.actors.query import QueryActor
+from drasi_ray.actors.placement import Placer
+from drasi_ray.actors.query_host import QueryHostActor
+from drasi_ray.actors.shard import ShardActor, ShardSettings
 from drasi_ray.actors.subscription import Subscription
 from drasi_ray.coordinator.core import ApplyProbe
+from drasi_ray.coordinator.registry import QueryRegistration
 from drasi_ray.model import keys
 from drasi_ray.model.clock import Clock, ClockSetting, ManualClock
 from drasi_ray.model.config import (
@@ -42,6 +48,7 @@ from drasi_ray.model.config import (
     PlatformSourceConfig,
     QueryConfig,
     RayConfig,
+    ScalingConfig,
     StateConfig,
 )
 from drasi_ray.model.errors import ConfigError, NotRunningError, UnknownComponentError
@@ -78,6 +85,7 @@ class DrasiRay:
         failpoints: ApplyProbe | None = None,
         analytics_config: AnalyticsConfig | None = None,
         clock: Clock | None = None,
+        scaling_config: ScalingConfig | None = None,
     ) -> None:
         """``clock`` decides when the re-evaluations that Drasi's future functions schedule are
         due (:mod:`drasi_ray.model.clock`): the wall clock by default; a
@@ -88,6 +96,7 @@ class DrasiRay:
         self.namespace = names.namespace(app_id)
         self._ray = ray_config or RayConfig()
         self._state = state_config or StateConfig()
+        self._scaling = scaling_config or ScalingConfig()
         self._failpoints = failpoints
         self._analytics_config = analytics_config or AnalyticsConfig()
         self._analytics: Analytics | None = None  # while running with analytics enabled
@@ -95,8 +104,12 @@ class DrasiRay:
         self._queries: dict[str, QueryConfig] = {}
         self._engines: dict[str, ContinuousQuery] = {}
         self._coordinator: Any = None
+        self._shards: list[Any] = []  # shard actors 1 .. K-1 (shard 0 is the coordinator)
         self._consumers: dict[str, list[Any]] = {}
-        self._query_actors: dict[str, Any] = {}
+        self._hosts: dict[str, Any] = {}  # host name -> actor
+        self._host_of: dict[str, str] = {}  # query id -> host name
+        self._shared_hosts = 0  # decided when the first shared query starts
+        self._placer: Placer | None = None
         self._redis: dict[str, redis.Redis] = {}
         self._chain_sources: set[str] = set()
         self._owns_ray = False
@@ -112,6 +125,7 @@ class DrasiRay:
             ray_config=config.ray,
             state_config=config.state,
             analytics_config=config.analytics,
+            scaling_config=config.scaling,
         )
         for spec in config.sources:
             app.add_source(PlatformSource.from_spec(spec))
@@ -152,9 +166,9 @@ class DrasiRay:
             raise UnknownComponentError(f"unknown query {query_id!r}")
         updated = query.model_copy(update={"reactions": (*query.reactions, reaction)})
         self._queries[query_id] = updated
-        if query_id in self._query_actors:
+        if query_id in self._host_of:
             (spec,) = resolve_specs([reaction], self._reaction_redis_url(updated))
-            ray.get(self._query_actors[query_id].add_reaction.remote(spec))
+            ray.get(self._query_host(query_id).add_reaction.remote(query_id, spec))
         return self
 
     def _reaction_redis_url(self, query: QueryConfig) -> str | None:
@@ -187,7 +201,10 @@ class DrasiRay:
         before = len(actors)
         config = source.config.model_copy(update={"consumers": consumers})
         if consumers > before:
-            options: dict[str, Any] = {"num_cpus": self._ray.actor_num_cpus}
+            options: dict[str, Any] = {
+                "num_cpus": self._ray.actor_num_cpus,
+                **self._placement().next_options(),
+            }
             if source_id not in self._consumers:
                 options["lifetime"] = "detached"
             indices = range(before, consumers)
@@ -198,6 +215,48 @@ class DrasiRay:
             # tracking them first, so a failed hand-over never leaves dead actors in the app.
             self._track_consumers(source, config, actors[:consumers])
             scaling.retire_consumers(source_id, source.config, actors[consumers:], consumers)
+        return before
+
+    def scale_shards(self, shards: int) -> int:
+        """Partition the element store over ``shards`` store shards; returns the previous
+        count.
+
+        Every consumer pauses (the batch in hand finishes; nothing is lost or applied twice:
+        entries wait unacked), the shards hand each other the elements whose owner changes,
+        every query is bootstrapped again from the new shards, and the consumers resume. Works
+        on this app's actors or on a running app's (from another process, e.g.
+        ``drasi-ray scale --shards``). Raises NotRunningError if the app does not run.
+        """
+        if shards < 1:
+            raise ConfigError("shards must be >= 1")
+        coordinator = self._coordinator or scaling.find_coordinator(self.namespace)
+        if coordinator is None:
+            raise NotRunningError(f"no app is running in {self.namespace}")
+        before: int = ray.get(coordinator.shard_count.remote())
+        if shards == before:
+            return before
+        consumers = [
+            actor
+            for source_id in self._sources
+            for actor in self._consumers.get(source_id)
+            or scaling.find_consumers(self.namespace, source_id)
+        ]
+        ray.get([consumer.pause.remote() for consumer in consumers])
+        try:
+            started = [self._start_shard(index, shards) for index in range(before, shards)]
+            ray.get([shard.ping.remote() for shard in started])
+            ray.get(coordinator.rescale.remote(shards))
+            for index in range(shards, before):
+                _best_effort(
+                    lambda index=index: ray.kill(
+                        ray.get_actor(names.shard_actor(index), namespace=self.namespace),
+                        no_restart=True,
+                    )
+                )
+            if self._coordinator is not None:
+                self._shards = [*self._shards[: shards - 1], *started]
+        finally:
+            ray.get([consumer.resume.remote() for consumer in consumers])
         return before
 
     def _track_consumers(
@@ -219,6 +278,11 @@ class DrasiRay:
     def running(self) -> bool:
         return self._coordinator is not None
 
+    def _placement(self) -> Placer:
+        if self._placer is None:
+            self._placer = Placer(self._ray.placement)
+        return self._placer
+
     # -- lifecycle ----------------------------------------------------------------------
 
     def start(self) -> DrasiRay:
@@ -229,24 +293,21 @@ class DrasiRay:
         for query in self._queries.values():
             self._check_sources(query)
         self._ensure_ray()
-        analytics_actor = self._start_analytics()
+        self._start_analytics()
+        shards = self._scaling.shards
         self._coordinator = CoordinatorActor.options(  # type: ignore[attr-defined]
             name=names.COORDINATOR,
             namespace=self.namespace,
             get_if_exists=True,
             max_restarts=-1,
             num_cpus=self._ray.actor_num_cpus,
-        ).remote(
-            self.namespace,
-            self.app_id,
-            self._state_url(),
-            self._failpoints,
-            analytics_actor=analytics_actor,
-            direct_calls=self._ray.direct_calls,
-            niceness=self._ray.actor_niceness,
-        )
+            **self._placement().next_options(),
+        ).remote(self._shard_settings(0, shards), niceness=self._ray.actor_niceness)
+        self._shards = [self._start_shard(index, shards) for index in range(1, shards)]
+        ray.get([actor.ping.remote() for actor in [self._coordinator, *self._shards]])
         if self._analytics is not None:
             self._analytics.attach(self._coordinator)
+        self._start_hosts()
         if isinstance(self._clock, ManualClock):
             self._clock_moved(self._clock.now_ms())
             self._stop_listening = self._clock.listen(self._clock_moved)
@@ -257,6 +318,84 @@ class DrasiRay:
             if source.auto_start:
                 self._start_source(source)
         return self
+
+    def _shard_settings(self, index: int, shards: int) -> ShardSettings:
+        return ShardSettings(
+            self.namespace,
+            self.app_id,
+            index,
+            shards,
+            self._state_url(),
+            self._failpoints,
+            self._analytics_name(),
+            self._ray.direct_calls,
+        )
+
+    def _analytics_name(self) -> str | None:
+        """The change-log actor's name when analytics are enabled (shards feed it)."""
+        if not self._analytics_config.enabled:
+            return None
+        from drasi_ray.analytics.actor import ANALYTICS_ACTOR
+
+        return ANALYTICS_ACTOR
+
+    def _start_shard(self, index: int, shards: int) -> Any:
+        """Start store shard ``index`` (>= 1) of ``shards``."""
+        return ShardActor.options(  # type: ignore[attr-defined]
+            name=names.shard_actor(index),
+            namespace=self.namespace,
+            get_if_exists=True,
+            max_restarts=-1,
+            num_cpus=self._ray.actor_num_cpus,
+            **self._placement().next_options(),
+        ).remote(self._shard_settings(index, shards), niceness=self._ray.actor_niceness)
+
+    def _start_hosts(self) -> None:
+        """Start the shared query hosts, then one per dedicated query (placement order)."""
+        queries = [query for query in self._queries.values() if query.auto_start]
+        shared = [query for query in queries if not query.dedicated_host]
+        self._shared_hosts = self._scaling.query_hosts or _default_hosts(len(shared))
+        for index in range(self._shared_hosts if shared else 0):
+            self._host(names.shared_host(index))
+        for query in queries:
+            if query.dedicated_host:
+                self._host(names.dedicated_host(query.id))
+
+    def _host(self, name: str) -> Any:
+        """The query host ``name``, started if need be."""
+        actor = self._hosts.get(name)
+        if actor is None:
+            actor = self._hosts[name] = QueryHostActor.options(  # type: ignore[attr-defined]
+                name=name,
+                namespace=self.namespace,
+                get_if_exists=True,
+                max_restarts=-1,
+                max_task_retries=0,
+                num_cpus=self._ray.actor_num_cpus,
+                **self._placement().next_options(),
+            ).remote(
+                name,
+                self.namespace,
+                self.app_id,
+                self._state_url(),
+                direct_calls=self._ray.direct_calls,
+                niceness=self._ray.actor_niceness,
+                clock=ClockSetting.of(self._clock),
+            )
+        return actor
+
+    def _host_name_for(self, query: QueryConfig) -> str:
+        """A dedicated host, or the shared host running the fewest queries (the lowest index
+        of those)."""
+        if query.dedicated_host:
+            return names.dedicated_host(query.id)
+        if self._shared_hosts == 0:
+            self._shared_hosts = self._scaling.query_hosts or _default_hosts(1)
+        load = {names.shared_host(index): 0 for index in range(self._shared_hosts)}
+        for host in self._host_of.values():
+            if host in load:
+                load[host] += 1
+        return min(load, key=lambda host: (load[host], int(host.rsplit("-", 1)[1])))
 
     def _start_analytics(self) -> str | None:
         """Start the change-log actor if analytics are enabled; its name (None: disabled)."""
@@ -346,39 +485,22 @@ class DrasiRay:
         self._owns_ray = True
 
     def _start_query(self, query: QueryConfig) -> None:
+        """Host the query, then register it: it returns bootstrapped from every shard."""
         engine = self._engines[query.id]
-        actor_name = names.query_actor(query.id)
-        actor = QueryActor.options(  # type: ignore[attr-defined]
-            name=actor_name,
-            namespace=self.namespace,
-            get_if_exists=True,
-            max_restarts=-1,
-            max_task_retries=0,
-            num_cpus=self._ray.actor_num_cpus,
-        ).remote(
-            self._with_reaction_defaults(query),
-            self.namespace,
-            actor_name,
-            self.app_id,
-            self._state_url(),
-            direct_calls=self._ray.direct_calls,
-            niceness=self._ray.actor_niceness,
-            clock=ClockSetting.of(self._clock),
-            chain_url=self._chain_url() if query.id in self._chain_sources else None,
+        host_name = self._host_name_for(query)
+        host = self._host(host_name)
+        configured = self._with_reaction_defaults(query)
+        registration = QueryRegistration(
+            configured,
+            host_name,
+            _label_tuple(engine.node_labels),
+            _label_tuple(engine.relation_labels),
+            engine.history_limits,
+            self._chain_url() if query.id in self._chain_sources else None,
         )
-        self._query_actors[query.id] = actor
-        ray.get(
-            self._coordinator.register_query.remote(
-                query.id,
-                actor_name,
-                query.sources,
-                _labels(engine.node_labels),
-                _labels(engine.relation_labels),
-                query.middleware,
-                query.pipelines,
-                engine.history_limits,
-            )
-        )
+        ray.get(host.add_query.remote(registration))
+        self._host_of[query.id] = host_name
+        ray.get(self._coordinator.register_query.remote(registration))
 
     def _start_source(self, source: PlatformSource) -> None:
         config = source.config
@@ -392,6 +514,7 @@ class DrasiRay:
                 max_restarts=-1,
                 max_task_retries=-1,
                 num_cpus=self._ray.actor_num_cpus,
+                **self._placement().next_options(),
             ).remote(
                 source.id, config, consumer_name, self.namespace, niceness=self._ray.actor_niceness
             )
@@ -413,12 +536,16 @@ class DrasiRay:
         _best_effort(lambda: ray.get([a.stop.remote() for a in consumers], timeout=STOP_TIMEOUT_S))
         coordinator = self._coordinator
         _best_effort(lambda: ray.get(coordinator.flush_deliveries.remote(), timeout=STOP_TIMEOUT_S))
-        queries = list(self._query_actors.values())  # signal `stopped`, flush reactions
-        _best_effort(lambda: ray.get([a.stop.remote() for a in queries], timeout=STOP_TIMEOUT_S))
-        for actor in [*consumers, *self._query_actors.values(), self._coordinator]:
+        hosts = list(self._hosts.values())  # signal `stopped`, flush reactions
+        _best_effort(lambda: ray.get([h.stop.remote() for h in hosts], timeout=STOP_TIMEOUT_S))
+        shards = [*self._shards, *scaling.find_shards(self.namespace, len(self._shards) + 1)]
+        for actor in [*consumers, *hosts, *shards, self._coordinator]:
             _best_effort(lambda actor=actor: ray.kill(actor))
         self._consumers.clear()
-        self._query_actors.clear()
+        self._hosts.clear()
+        self._host_of.clear()
+        self._shards = []
+        self._shared_hosts = 0
         self._coordinator = None
         for client in self._redis.values():
             client.close()
@@ -451,26 +578,26 @@ class DrasiRay:
         The buffer's size and dispatch mode default to the ``dispatch_buffer_capacity`` and
         ``dispatch_mode`` of the query's first source.
         """
-        actor = self._query_actor(query_id)
+        host = self._query_host(query_id)
         source = self._sources[self._queries[query_id].sources[0]]
         subscriber_id = ray.get(
-            actor.subscribe.remote(
-                capacity or source.dispatch_buffer_capacity, mode or source.dispatch_mode
+            host.subscribe.remote(
+                query_id, capacity or source.dispatch_buffer_capacity, mode or source.dispatch_mode
             )
         )
-        return Subscription(query_id, actor, subscriber_id, include_control)
+        return Subscription(query_id, host, subscriber_id, include_control)
 
     def results(self, query_id: str) -> list[dict[str, Any]]:
         """The query's current result rows."""
-        rows: list[dict[str, Any]] = ray.get(self._query_actor(query_id).results.remote())
+        rows: list[dict[str, Any]] = ray.get(self._query_host(query_id).results.remote(query_id))
         return rows
 
-    def _query_actor(self, query_id: str) -> Any:
+    def _query_host(self, query_id: str) -> Any:
         if query_id not in self._queries:
             raise UnknownComponentError(f"unknown query {query_id!r}")
-        if not self.running or query_id not in self._query_actors:
+        if not self.running or query_id not in self._host_of:
             raise NotRunningError(f"query {query_id!r} is not running; call start()")
-        return self._query_actors[query_id]
+        return self._hosts[self._host_of[query_id]]
 
     def flush_reactions(self, timeout: float = 30.0) -> None:
         """Return once every query's reactions wrote every result produced so far.
@@ -478,9 +605,12 @@ class DrasiRay:
         Call after :meth:`wait_until_idle` to read a result stream or file deterministically.
         Raises TimeoutError if a reaction is still behind (e.g. failing) after ``timeout``.
         """
-        actors = list(self._query_actors.items())
-        done = ray.get([actor.flush_reactions.remote(timeout) for _, actor in actors])
-        behind = [query_id for (query_id, _), ok in zip(actors, done, strict=True) if not ok]
+        hosts = list(self._hosts.values())
+        behind = sorted(
+            query_id
+            for late in ray.get([host.flush_reactions.remote(timeout) for host in hosts])
+            for query_id in late
+        )
         if behind:
             raise TimeoutError(f"reactions of {behind} not flushed within {timeout:.1f}s")
 
@@ -508,7 +638,8 @@ class DrasiRay:
         while True:
             remaining = max(deadline - time.monotonic(), 0.001)
             try:
-                if ray.get(self._query_actors[query_id].flush_chain.remote(remaining)):
+                host = self._query_host(query_id)
+                if ray.get(host.flush_chain.remote(query_id, remaining)):
                     return
             except ray.exceptions.ActorUnavailableError:
                 if time.monotonic() > deadline:
@@ -559,17 +690,18 @@ class DrasiRay:
                     f"results not delivered to the queries within {timeout:.1f}s"
                 ) from exc
 
-    def _stateful_actors(self) -> list[Any]:
-        """The actors of running queries that schedule re-evaluations."""
+    def _stateful_calls(self, *args: Any) -> list[tuple[Any, tuple[Any, ...]]]:
+        """(host, arguments) of each running query that schedules re-evaluations: its host,
+        its id and ``args``."""
         return [
-            actor
-            for query_id, actor in self._query_actors.items()
+            (self._hosts[host], (query_id, *args))
+            for query_id, host in self._host_of.items()
             if self._engines[query_id].stateful
         ]
 
     def _settle(self, timeout: float) -> None:
         """Let every query run the re-evaluations due on its clock now."""
-        _call_restartable(self._stateful_actors(), "settle", (), timeout)
+        _call_restartable(self._stateful_calls(), "settle", timeout)
 
     def _clock_moved(self, now_ms: int) -> None:
         """A manual clock moved: record its time (a restarted query actor resumes at it), then
@@ -577,7 +709,7 @@ class DrasiRay:
         url = self._state_url()
         if url is not None:
             self._client(url).set(keys.manual_clock(self.app_id), now_ms)
-        _call_restartable(self._stateful_actors(), "advance_clock", (now_ms,), CLOCK_TIMEOUT_S)
+        _call_restartable(self._stateful_calls(now_ms), "advance_clock", CLOCK_TIMEOUT_S)
 
     def _client(self, url: str) -> redis.Redis:
         client = self._redis.get(url)
@@ -588,31 +720,55 @@ class DrasiRay:
     # -- introspection ------------------------------------------------------------------
 
     def status(self) -> dict[str, Any]:
-        """A snapshot of every component: consumers, coordinator, queries."""
+        """A snapshot of every component: consumers, store shards (``coordinator`` adds them
+        up), query hosts and queries (each with the memory its state holds)."""
         if not self.running:
             return {"app": self.app_id, "running": False}
+        queries: dict[str, Any] = {}
+        hosts: dict[str, Any] = {}
+        for name, host in self._hosts.items():
+            hosts[name] = _ask(host.host_info)
+            reports = _ask_all(host.info)
+            for query_id in [q for q, h in self._host_of.items() if h == name]:
+                queries[query_id] = reports.get(query_id, {"state": "unavailable"})
+        shards = ray.get(self._coordinator.shard_stats.remote())
         return {
             "app": self.app_id,
             "running": True,
             "coordinator": ray.get(self._coordinator.stats.remote()).as_dict(),
+            "shards": [report.as_dict() for report in shards],
             "sources": {
                 source_id: [_ask(actor.stats) for actor in actors]
                 for source_id, actors in self._consumers.items()
             },
-            "queries": {
-                query_id: _ask(actor.info) for query_id, actor in self._query_actors.items()
-            },
+            "hosts": hosts,
+            "queries": queries,
         }
 
     def coordinator_actor(self) -> Any:
-        """The Ray handle of the coordinator (for operations and crash tests)."""
+        """The Ray handle of the coordinator, store shard 0 (for operations and tests)."""
         if not self.running:
             raise NotRunningError("the app is not running; call start()")
         return self._coordinator
 
+    def shard_actors(self) -> list[Any]:
+        """The Ray handles of every store shard, by index (0 is the coordinator)."""
+        if not self.running:
+            raise NotRunningError("the app is not running; call start()")
+        return [self._coordinator, *self._shards]
+
     def query_actor(self, query_id: str) -> Any:
-        """The Ray handle of a query's actor (for operations and crash tests)."""
-        return self._query_actor(query_id)
+        """The Ray handle of the query host that runs ``query_id`` (operations, crash tests)."""
+        return self._query_host(query_id)
+
+    def query_host_actors(self) -> dict[str, Any]:
+        """The Ray handles of the query hosts, by name."""
+        return dict(self._hosts)
+
+    def host_of(self, query_id: str) -> str:
+        """The name of the query host that runs ``query_id``."""
+        self._query_host(query_id)
+        return self._host_of[query_id]
 
     def consumer_actors(self, source_id: str) -> list[Any]:
         """The Ray handles of a source's consumer actors (for operations and tests)."""
@@ -621,40 +777,46 @@ class DrasiRay:
         return list(self._consumers[source_id])
 
     def elements(self, source_id: str) -> list[Any]:
-        """The coordinator's current graph of a source."""
+        """The current graph of a source (every shard's elements)."""
         if not self.running:
             raise NotRunningError("the app is not running; call start()")
         return list(ray.get(self._coordinator.elements.remote(source_id)))
 
 
-def _labels(labels: Iterable[str] | None) -> list[str] | None:
-    return None if labels is None else sorted(labels)
+def _default_hosts(shared_queries: int) -> int:
+    """One shared query host per CPU of the cluster, at most one per query (at least one)."""
+    cpus = int(ray.cluster_resources().get("CPU", 1))  # type: ignore[no-untyped-call]
+    return max(1, min(cpus, shared_queries))
 
 
 def _call_restartable(
-    actors: list[Any], method: str, args: tuple[Any, ...], timeout: float
+    targets: list[tuple[Any, tuple[Any, ...]]], method: str, timeout: float
 ) -> None:
-    """Call ``method`` on every actor and wait for all of them. A call that meets an actor Ray
-    is restarting is made again (the methods used are idempotent: barriers, clock moves)
-    until ``timeout``; raises TimeoutError then."""
+    """Call ``method`` on every (actor, arguments) and wait for all of them. A call that meets
+    an actor Ray is restarting is made again (the methods used are idempotent: barriers, clock
+    moves) until ``timeout``; raises TimeoutError then."""
     deadline = time.monotonic() + timeout
     backoff = RESTART_POLL_S
-    pending = list(actors)
+    pending = list(targets)
     while pending:
-        calls = [(actor, getattr(actor, method).remote(*args)) for actor in pending]
+        calls = [(target, getattr(target[0], method).remote(*target[1])) for target in pending]
         pending = []
-        for actor, call in calls:
+        for target, call in calls:
             try:
                 ray.get(call, timeout=max(deadline - time.monotonic(), 0.001))
             except ray.exceptions.GetTimeoutError as exc:
                 raise TimeoutError(f"{method} did not finish within {timeout:.1f}s") from exc
             except ray.exceptions.RayActorError:
-                pending.append(actor)  # restarting: ask the new instance
+                pending.append(target)  # restarting: ask the new instance
         if pending:
             if time.monotonic() + backoff > deadline:
                 raise TimeoutError(f"actors did not come back for {method} within {timeout:.1f}s")
             time.sleep(backoff)
             backoff = min(backoff * 2, 1.0)
+
+
+def _label_tuple(labels: Iterable[str] | None) -> tuple[str, ...] | None:
+    return None if labels is None else tuple(sorted(labels))
 
 
 def _ask(method: Any, timeout_s: float = 10.0) -> dict[str, Any]:
@@ -666,6 +828,15 @@ def _ask(method: Any, timeout_s: float = 10.0) -> dict[str, Any]:
         return {"state": "unavailable", "error": type(exc).__name__}
     answer: dict[str, Any] = report.as_dict()
     return answer
+
+
+def _ask_all(method: Any, timeout_s: float = 30.0) -> dict[str, dict[str, Any]]:
+    """A host's reports by query id, in plain-data form (empty if the host is unavailable)."""
+    try:
+        reports = ray.get(method.remote(), timeout=timeout_s)
+    except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError):
+        return {}
+    return {query_id: report.as_dict() for query_id, report in reports.items()}
 
 
 def _best_effort(action: Any) -> None:

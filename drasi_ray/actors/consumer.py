@@ -19,12 +19,10 @@ from collections.abc import Sequence
 import psutil
 import ray
 
-from drasi_ray.actors.line import Line
+from drasi_ray.actors.dispatch import ShardDispatcher
 from drasi_ray.actors.metrics import ConsumerMetrics, group_gauges
 from drasi_ray.actors.names import COORDINATOR
 from drasi_ray.actors.runtime import PIPELINE_NICENESS, tune_for_latency, tune_gc, was_restarted
-from drasi_ray.actors.wire import EntryPacket
-from drasi_ray.model.backoff import Backoff
 from drasi_ray.model.changes import DecodedEntry
 from drasi_ray.model.config import PlatformSourceConfig
 from drasi_ray.source.consumer import ConsumerReport, StreamConsumer, backend_for
@@ -34,7 +32,8 @@ METRICS_INTERVAL_S = 5.0
 
 @ray.remote
 class ConsumerActor:
-    """Ray wrapper of :class:`StreamConsumer` dispatching each batch to the coordinator."""
+    """Ray wrapper of :class:`StreamConsumer` dispatching each batch to the store shards
+    (:class:`~drasi_ray.actors.dispatch.ShardDispatcher`)."""
 
     def __init__(
         self,
@@ -47,7 +46,7 @@ class ConsumerActor:
         tune_for_latency(niceness)
         tune_gc()
         self._coordinator = ray.get_actor(COORDINATOR, namespace=namespace)
-        self._line = Line(self._coordinator)
+        self._shards = ShardDispatcher(namespace, consumer_name)
         self._source_id = source_id
         self._backend = backend_for(settings)
         self._consumer = StreamConsumer(
@@ -64,20 +63,10 @@ class ConsumerActor:
         self._metrics_task = asyncio.get_event_loop().create_task(self._record_metrics())
 
     async def _dispatch(self, entries: Sequence[DecodedEntry]) -> object:
-        """One call per batch, never per event, on the line to the coordinator (a Ray call
-        when the line is down: :mod:`drasi_ray.actors.line`).
-
-        If the coordinator is down, wait until it answers again before failing the batch: the
-        retry then costs the entries one delivery each, so an outage alone never pushes an
-        innocent entry towards ``max_deliveries``.
-        """
-        try:
-            packet = EntryPacket(entries, json_values=True)  # decoded from JSON
-            report = await self._line.call("apply_batch", self._source_id, packet)
-        except ray.exceptions.RayActorError:
-            await self._await_coordinator()
-            raise
-        self._metrics.batch(len(entries), int(getattr(report, "applied", 0)))
+        """One call per shard per batch, never per event, on the lines to the shards (Ray
+        calls when a line is down: :mod:`drasi_ray.actors.line`)."""
+        report = await self._shards.dispatch(self._source_id, entries)
+        self._metrics.batch(len(entries), report.applied)
         return report
 
     async def _forget_tombstones(self, bound: tuple[int, int]) -> int:
@@ -99,15 +88,6 @@ class ConsumerActor:
                 continue
             self._metrics.group(*gauges)
 
-    async def _await_coordinator(self) -> None:
-        backoff = Backoff()
-        while True:
-            try:
-                await self._coordinator.ping.remote()
-                return
-            except ray.exceptions.RayActorError:
-                await backoff.wait()
-
     async def ready(self, timeout_s: float = 60.0) -> str:
         """Return the consumer name once the group exists and own pending entries are done."""
         await asyncio.wait_for(self._consumer.wait_ready(), timeout_s)
@@ -116,7 +96,15 @@ class ConsumerActor:
     async def stop(self) -> None:
         self._metrics_task.cancel()
         await self._consumer.stop()
-        self._line.close()
+        self._shards.close()
+
+    async def pause(self) -> None:
+        """Stop handing batches to the shards (the batch in hand finishes); for a rescale."""
+        await self._shards.pause()
+
+    async def resume(self) -> None:
+        """Hand batches to the shards again, split for the shard count of now."""
+        self._shards.resume()
 
     def pid(self) -> int:
         """The actor's process id (chaos tests SIGKILL it)."""

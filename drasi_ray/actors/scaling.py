@@ -1,4 +1,5 @@
-"""Changing the number of consumer actors of a running source.
+"""Changing the number of consumer actors of a running source (the store shards' count changes
+through :meth:`DrasiRay.scale_shards`; this module finds their actors too).
 
 Scaling up starts consumers ``<base>-<len>`` .. ``<base>-<n-1>`` (named actors
 ``drasi/<source>/consumer-<i>``) and waits until they read. Scaling down removes the highest
@@ -43,6 +44,26 @@ def find_consumers(namespace: str, source_id: str, start: int = 0) -> list[Any]:
         except ValueError:
             return found
         index += 1
+
+
+def find_shards(namespace: str, start: int = 1) -> list[Any]:
+    """Handles of the store shard actors with index >= ``start`` (>= 1), up to the first gap."""
+    found: list[Any] = []
+    index = max(start, 1)
+    while True:
+        try:
+            found.append(ray.get_actor(names.shard_actor(index), namespace=namespace))
+        except ValueError:
+            return found
+        index += 1
+
+
+def find_coordinator(namespace: str) -> Any:
+    """The coordinator of the app running in ``namespace`` (None: none runs)."""
+    try:
+        return ray.get_actor(names.COORDINATOR, namespace=namespace)
+    except ValueError:
+        return None
 
 
 def start_consumers(

@@ -1,9 +1,10 @@
-"""Subscriptions to a query's results: the user's handle on a query actor's buffer.
+"""Subscriptions to a query's results: the user's handle on a buffer inside its query host.
 
-The buffer lives in the query actor (:class:`~drasi_ray.query.subscribers.SubscriberBuffer`);
-the user holds a :class:`Subscription`, a handle that pulls from it over a line (Ray calls when
-the line is down). Once ``wait_until_idle()`` returns, ``drain()`` sees every result of every
-change published before it.
+The buffer lives with the query in its host
+(:class:`~drasi_ray.query.subscribers.SubscriberBuffer`); the user holds a
+:class:`Subscription`, a handle that pulls from it over a line (Ray calls when the line is
+down). Once ``wait_until_idle()`` returns, ``drain()`` sees every result of every change
+published before it.
 """
 
 from __future__ import annotations
@@ -27,11 +28,12 @@ class Subscription:
     """
 
     def __init__(
-        self, query_id: str, actor: Any, subscriber_id: str, include_control: bool = False
+        self, query_id: str, host: Any, subscriber_id: str, include_control: bool = False
     ) -> None:
+        """``host``: the Ray handle of the query's host."""
         self.query_id = query_id
-        self._actor = actor
-        self._line = SyncLine(actor)
+        self._host = host
+        self._line = SyncLine(host)
         self._subscriber_id = subscriber_id
         self._include_control = include_control
         self._closed = False
@@ -43,12 +45,12 @@ class Subscription:
 
     def drain(self) -> list[QueryResult]:
         """Every result received since the last call, without blocking for new ones."""
-        items = self._line.call("take", self._subscriber_id, None, 0.0)
+        items = self._line.call("take", self.query_id, self._subscriber_id, None, 0.0)
         return self._keep(items)
 
     def next(self, timeout: float = 1.0) -> list[QueryResult]:
         """Wait up to ``timeout`` seconds for results; returns what arrived (maybe nothing)."""
-        items = self._line.call("take", self._subscriber_id, None, timeout)
+        items = self._line.call("take", self.query_id, self._subscriber_id, None, timeout)
         return self._keep(items)
 
     def __iter__(self) -> Iterator[QueryResult]:
@@ -65,7 +67,7 @@ class Subscription:
         self._closed = True
         self._line.close()
         with contextlib.suppress(ray.exceptions.RayActorError):
-            ray.get(self._actor.unsubscribe.remote(self._subscriber_id))
+            ray.get(self._host.unsubscribe.remote(self.query_id, self._subscriber_id))
 
     def __enter__(self) -> Subscription:
         return self

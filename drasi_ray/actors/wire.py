@@ -1,9 +1,10 @@
 """How batches cross between actors: MessagePack in C, compressed when large.
 
-One call carries one batch: an :class:`EntryPacket` (consumer -> coordinator: decoded entries),
-a :class:`DeltaPacket` (coordinator -> query actor: element deltas) and a :class:`ResultBatch`
-(query actor -> subscriber: results). The actor shells wrap what their Ray-free cores hand them
-and unwrap what they receive; the cores see only the change model's structs.
+One call carries one batch: an :class:`EntryPacket` (consumer -> store shard: decoded entries),
+a :class:`HostPacket` around a :class:`DeltaPacket` (store shard -> query host: element deltas
+and which query sees which) and a :class:`ResultBatch` (query host -> subscriber: results).
+The actor shells wrap what their Ray-free cores hand them and unwrap what they receive; the
+cores see only the change model's structs.
 
 A packet whose property values are all JSON values (``json_values``: they were decoded from
 JSON, or loaded from the JSON state) pickles as one MessagePack blob of the structs (msgspec
@@ -19,14 +20,15 @@ would double the bytes for nothing; received, such a delta has ``before=None``.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Generic, TypeVar
 
 import lz4.block
 import msgspec
 
-from drasi_ray.model.changes import DecodedEntry, ElementDelta, FrozenMap
+from drasi_ray.model.changes import DecodedEntry, ElementDelta, FrozenMap, PipedChange
 from drasi_ray.model.results import ControlResult, ControlSignal, Delivered, QueryResult
+from drasi_ray.model.shards import BatchTag
 
 T = TypeVar("T")
 
@@ -47,6 +49,7 @@ def _frozen_map(kind: type, value: Any) -> Any:
 _ENCODER = msgspec.msgpack.Encoder()
 _ENTRIES = msgspec.msgpack.Decoder(list[DecodedEntry], dec_hook=_frozen_map)
 _DELTAS = msgspec.msgpack.Decoder(list[ElementDelta], dec_hook=_frozen_map)
+_PIPED = msgspec.msgpack.Decoder(list[PipedChange], dec_hook=_frozen_map)
 
 
 class _Packet(Sequence[T], Generic[T]):
@@ -86,7 +89,7 @@ class _Packet(Sequence[T], Generic[T]):
 
 
 class EntryPacket(_Packet[DecodedEntry]):
-    """A consumer's decoded entries on their way to the coordinator."""
+    """A consumer's decoded entries on their way to a store shard."""
 
     __slots__ = ()
 
@@ -107,9 +110,78 @@ class DeltaPacket(_Packet[ElementDelta]):
         )
 
 
+class PipedPacket(_Packet[PipedChange]):
+    """Applied changes on their way to queries that pipe their source."""
+
+    __slots__ = ()
+
+
+class HostPacket:
+    """A shard's delivery of one batch to one query host: every delta once, and for each query
+    of the host that must see some, which ones (indices into ``deltas``, in order; None: all
+    of them). A delta several queries of the host see crosses, and is decoded, once. Queries
+    that pipe the batch's source get the applied changes instead (``changes``, ``piped``).
+
+    ``tag`` names the consumer batch when it touched several shards
+    (:class:`~drasi_ray.model.shards.BatchTag`); such a packet may carry no delta at all (the
+    host still waits for it: :mod:`drasi_ray.query.merge`).
+    """
+
+    __slots__ = ("changes", "deltas", "piped", "routes", "tag")
+
+    def __init__(
+        self,
+        deltas: DeltaPacket,
+        routes: Mapping[str, list[int] | None],
+        tag: BatchTag | None = None,
+        changes: PipedPacket | None = None,
+        piped: Mapping[str, list[int] | None] | None = None,
+    ) -> None:
+        self.deltas = deltas
+        self.routes = routes
+        self.tag = tag
+        self.changes = changes
+        self.piped = piped or {}
+
+    @property
+    def queries(self) -> list[str]:
+        """The queries this packet has something for."""
+        return [*self.routes, *self.piped]
+
+    def for_query(self, query_id: str) -> list[ElementDelta | PipedChange]:
+        """What ``query_id`` must see, in order (empty if nothing)."""
+        if query_id in self.routes:
+            return _picked(self.deltas.items, self.routes[query_id])
+        if query_id in self.piped and self.changes is not None:
+            return _picked(self.changes.items, self.piped[query_id])
+        return []
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, HostPacket)
+            and self.deltas == other.deltas
+            and dict(self.routes) == dict(other.routes)
+            and self.tag == other.tag
+            and self.changes == other.changes
+            and dict(self.piped) == dict(other.piped)
+        )
+
+    def __hash__(self) -> int:
+        return hash((self.deltas, self.tag))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        fields = (self.deltas, dict(self.routes), self.tag, self.changes, dict(self.piped))
+        return (HostPacket, fields)
+
+
+def _picked(items: Sequence[T], indices: list[int] | None) -> list[Any]:
+    return list(items) if indices is None else [items[index] for index in indices]
+
+
 _DECODERS: dict[str, tuple[Any, Any]] = {
     EntryPacket.__name__: (EntryPacket, _ENTRIES),
     DeltaPacket.__name__: (DeltaPacket, _DELTAS),
+    PipedPacket.__name__: (PipedPacket, _PIPED),
 }
 
 

@@ -1,10 +1,15 @@
-"""The coordinator's state and logic without Ray: apply a batch, route its deltas.
+"""A store shard's state and logic without Ray: apply a batch, route its deltas.
 
 :class:`Coordinator` owns one versioned element store per source
-(:mod:`drasi_ray.coordinator.store`) and the subscription table
+(:mod:`drasi_ray.coordinator.store`) and a copy of the subscription table
 (:mod:`drasi_ray.coordinator.routing`). :meth:`Coordinator.apply_entries` applies a consumer's
-batch to the store and returns, per query, the deltas it must see, in store order. The Ray
-shell (:mod:`drasi_ray.actors.coordinator`) persists, delivers and recovers around it.
+batch to the store and returns, per query, what it must see, in store order: the deltas, or,
+for a query that sees the source through a middleware pipeline, the applied changes themselves
+(:class:`~drasi_ray.model.changes.PipedChange`), which the query runs through its pipeline
+(:mod:`drasi_ray.coordinator.middleware`). Every store
+shard runs one, over the elements it owns (:mod:`drasi_ray.model.shards`; the coordinator
+actor is shard 0); the Ray shell (:mod:`drasi_ray.actors.shard`) persists, delivers and
+recovers around it.
 """
 
 from __future__ import annotations
@@ -12,24 +17,31 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from drasi_ray.coordinator.middleware import MiddlewareSubscriptions
 from drasi_ray.coordinator.routing import LabelFilter, SubscriptionTable
 from drasi_ray.coordinator.store import ElementStore
 from drasi_ray.model.changes import (
+    ZERO_VERSION,
     DecodedEntry,
     Element,
     ElementChange,
     ElementDelta,
+    PipedChange,
     SubscriptionControl,
+    VersionedElement,
 )
 from drasi_ray.model.history import ElementHistory, HistoryLimits
 from drasi_ray.streams.records import Rejection
 
 logger = logging.getLogger("drasi_ray.coordinator")
+
+Routed = ElementDelta | PipedChange
+"""What a query is handed: a delta, or (a source it pipes) the applied change."""
+
+_NOBODY: frozenset[str] = frozenset()
 
 
 class ApplyProbe(Protocol):
@@ -69,10 +81,12 @@ class CoordinatorStats:
 
 @dataclass(frozen=True, slots=True)
 class CoordinatorReport:
-    """The coordinator's live status (``DrasiRay.status()["coordinator"]``).
+    """A store shard's live status (``DrasiRay.status()["shards"]``), or every shard's added
+    up (``DrasiRay.status()["coordinator"]``: :func:`combine_reports`).
 
-    ``durable``: the counters kept in Redis per source (they add up across restarts; empty
-    without durable state); ``elements`` and ``tombstones``: per source, in memory now.
+    ``durable``: the counters kept in Redis per source (every shard adds to the same ones, so
+    they count the whole app, across restarts; empty without durable state); ``elements`` and
+    ``tombstones``: per source, in memory now; ``shard``: the shard's index (-1 for a sum).
     """
 
     batches: int
@@ -87,14 +101,40 @@ class CoordinatorReport:
     elements: dict[str, int]
     tombstones: dict[str, int]
     queries: list[str]
+    shard: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         """The plain-data form (``status()``, JSON)."""
         return dataclasses.asdict(self)
 
 
+def combine_reports(reports: Sequence[CoordinatorReport]) -> CoordinatorReport:
+    """Every shard's report added up (counters and per-source counts summed; the durable
+    counters are the app's already, so the first shard's are taken)."""
+    counters = ("batches", "changes", "applied", "duplicates", "controls", "tombstones_forgotten")
+    summed = {name: sum(getattr(report, name) for report in reports) for name in counters}
+    return CoordinatorReport(
+        **summed,
+        restarted=any(report.restarted for report in reports),
+        line_calls=sum(report.line_calls for report in reports),
+        durable=reports[0].durable if reports else {},
+        elements=_summed(report.elements for report in reports),
+        tombstones=_summed(report.tombstones for report in reports),
+        queries=reports[0].queries if reports else [],
+        shard=-1,
+    )
+
+
+def _summed(counts: Iterable[dict[str, int]]) -> dict[str, int]:
+    total: dict[str, int] = {}
+    for per_source in counts:
+        for source_id, count in per_source.items():
+            total[source_id] = total.get(source_id, 0) + count
+    return total
+
+
 class Coordinator:
-    """The coordinator's state and logic, without Ray (tested directly)."""
+    """A store shard's state and logic, without Ray (tested directly)."""
 
     def __init__(self, probe: ApplyProbe | None = None, durable: bool = False) -> None:
         """``probe`` (tests only) sees each change's element id before it is applied;
@@ -102,7 +142,8 @@ class Coordinator:
         self.stores: dict[str, ElementStore] = {}
         self._durable = durable
         self.table = SubscriptionTable()
-        self.middleware = MiddlewareSubscriptions()
+        # source id -> the queries that see it through a pipeline: they get its applied changes
+        self.piped: dict[str, set[str]] = {}
         self.stats = CoordinatorStats()
         self._probe = probe
         # (entry id, change, delta) of each applied change, for the change log; None: not kept.
@@ -121,19 +162,28 @@ class Coordinator:
             store = self.stores[source_id] = ElementStore()
         return store
 
+    def pipe(self, query_id: str, sources: Iterable[str]) -> None:
+        """``query_id`` sees ``sources`` (and no others) through a pipeline: it gets every
+        change of them the store applies, whatever its labels (the pipeline may relabel)."""
+        for queries in self.piped.values():
+            queries.discard(query_id)
+        for source_id in sources:
+            self.piped.setdefault(source_id, set()).add(query_id)
+
     def apply_entries(
         self, source_id: str, entries: Sequence[DecodedEntry], json_values: bool = False
-    ) -> tuple[dict[str, list[ElementDelta]], BatchReport]:
-        """Apply a batch to the store; return the deltas each query must see, in order.
+    ) -> tuple[dict[str, list[Routed]], BatchReport]:
+        """Apply a batch to the store; return what each query must see, in order: deltas,
+        or applied changes for a query that pipes the source (module docstring).
 
         ``json_values``: every property value of the batch is a JSON value (decoded from
         JSON); once a batch that is not is applied, :attr:`json_values` is False for good.
         """
         store = self.store(source_id)
-        routed: dict[str, list[ElementDelta]] = defaultdict(list)
+        routed: dict[str, list[Routed]] = defaultdict(list)
         report = BatchReport()
         self.json_values = self.json_values and json_values
-        piped = self.middleware.queries(source_id)
+        piped = self.piped.get(source_id, _NOBODY)
         for entry in entries:
             for control in entry.controls:
                 report.controls += 1
@@ -154,7 +204,10 @@ class Coordinator:
                         routed[query_id].append(delta)
                         report.routed += 1
                 if piped:
-                    self._pipe(source_id, entry.entry_id, change, routed, report)
+                    raw = PipedChange(source_id, entry.entry_id, change)
+                    for query_id in piped:
+                        routed[query_id].append(raw)
+                        report.routed += 1
         if self.histories:
             self._record_histories(source_id, routed)
         self._count(source_id, report)
@@ -172,12 +225,15 @@ class Coordinator:
         else:
             history.limits = limits
 
-    def _record_histories(self, source_id: str, routed: dict[str, list[ElementDelta]]) -> None:
+    def _record_histories(self, source_id: str, routed: dict[str, list[Routed]]) -> None:
         """Record the deltas routed to each query that keeps a history, as its engine does:
         the version when the query sees the element after the change, else the element is
-        forgotten."""
+        forgotten. (What a pipeline derives is not kept here: a query that pipes a source
+        keeps the history of its outputs in its own engine only.)"""
         for query_id, history in self.histories.items():
             for delta in routed.get(query_id, ()):
+                if isinstance(delta, PipedChange):
+                    continue
                 after = delta.after
                 if after is not None and not self._selects(query_id, source_id, after):
                     after = None
@@ -197,23 +253,6 @@ class Coordinator:
             history.observe(element.id, element)
         return history.records(element.id for element in elements)
 
-    def _pipe(
-        self,
-        source_id: str,
-        entry_id: str,
-        change: ElementChange,
-        routed: dict[str, list[ElementDelta]],
-        report: BatchReport,
-    ) -> None:
-        """Run an applied change through the pipeline subscriptions of its source
-        (:mod:`drasi_ray.coordinator.middleware`)."""
-        derived = self.middleware.apply(source_id, change)
-        for query_id, deltas in derived.deltas.items():
-            routed[query_id].extend(deltas)
-            report.routed += len(deltas)
-        if derived.failures:
-            report.rejected.append(Rejection(entry_id, "; ".join(derived.failures)))
-
     def _apply_control(self, source_id: str, control: Any) -> None:
         if isinstance(control, SubscriptionControl):
             self.table.apply_control(source_id, control)
@@ -230,7 +269,7 @@ class Coordinator:
         stats.per_source[source_id] = stats.per_source.get(source_id, 0) + report.applied
 
     def report(
-        self, restarted: bool, line_calls: int, durable: dict[str, dict[str, int]]
+        self, restarted: bool, line_calls: int, durable: dict[str, dict[str, int]], shard: int = 0
     ) -> CoordinatorReport:
         """The live status, with what only the actor shell knows."""
         stats, stores = self.stats, self.stores
@@ -247,15 +286,29 @@ class Coordinator:
             elements={source: len(store) for source, store in stores.items()},
             tombstones={source: store.tombstones for source, store in stores.items()},
             queries=self.table.query_ids,
+            shard=shard,
         )
 
+    def piped_snapshot(self, query_id: str, sources: Sequence[str]) -> dict[str, list[Any]]:
+        """Per source ``query_id`` pipes, every element with the version that set it (what
+        the query rebuilds its view of the source from)."""
+        snapshots: dict[str, list[Any]] = {}
+        for source_id in sources:
+            if query_id not in self.piped.get(source_id, _NOBODY):
+                continue
+            store = self.store(source_id)
+            snapshots[source_id] = [
+                VersionedElement(element, store.head_version(element.id) or ZERO_VERSION)
+                for element in store.elements()
+            ]
+        return snapshots
+
     def snapshot(self, query_id: str, sources: Sequence[str]) -> list[Element]:
-        """Elements of ``sources`` that ``query_id``'s subscriptions select (for bootstrap)."""
+        """Elements of ``sources`` that ``query_id``'s subscriptions select (for bootstrap);
+        the sources it pipes are left out (:meth:`piped_snapshot`)."""
         selected: list[Element] = []
         for source_id in sources:
-            piped = self.middleware.elements(query_id, source_id)
-            if piped is not None:
-                selected.extend(piped)
+            if query_id in self.piped.get(source_id, _NOBODY):
                 continue
             filters: list[LabelFilter] = self.table.filter_for(query_id, source_id)
             for element in self.store(source_id).elements():

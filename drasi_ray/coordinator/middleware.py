@@ -1,27 +1,33 @@
-"""Where source middleware runs: in the coordinator, per query subscription, before routing.
+"""Where source middleware runs: in the query, per source subscription, before its engine.
 
 A query that gives a source a pipeline (Drasi's ``sources.subscriptions[].pipeline``) sees that
 source through it. Drasi runs the pipeline inside the query, on each source change, and stores
 what comes out in the query's element index, which middleware reads back (``unwind`` looks up
-the stored parent). drasi_ray does the same one step earlier, in the coordinator, because that
-is where the change is still whole (the producer's partial update, not the merged element) and
-where it is applied before the consumer acks:
+the stored parent). drasi_ray does the same, in the query (on its query host,
+:mod:`drasi_ray.actors.query`), on the change still whole (the producer's partial update, not
+the merged element): the store shards hand such a query every change of the source they
+applied (:class:`~drasi_ray.model.changes.PipedChange`), wherever the element lives, so a
+pipeline whose outputs are other elements (a ``map`` keyed by a property) sees every change
+of its source on any number of shards, and is the single writer of its outputs:
 
 - for each change the source's store applied, every pipeline subscription on that source runs
   the change through its pipeline; the outputs are applied to the subscription's own
   :class:`~drasi_ray.coordinator.store.ElementStore` (the query's view of the source, with the
-  store's upsert, merge and version rules), and the resulting deltas go to that query only,
-  in order with its other deltas. The raw deltas of that source no longer go to the query.
+  store's upsert, merge and version rules), and the resulting deltas go to the query's engine,
+  in order with its other deltas. The raw deltas of that source do not go to the query.
 - an output's version is the raw change's version with the output's position folded into its
   last part (``index << 20 | position``), so redeliveries and out-of-order batches converge as
   they do for the source itself.
 - a change the pipeline fails on (:class:`~drasi_ray.model.errors.MiddlewareError`) is skipped
-  for that query and reported as a :class:`~drasi_ray.streams.records.Rejection`: the consumer
-  dead-letters the entry with the reason before it acks. The source's store and every other
-  query are unaffected.
-- a subscription's store is built when the query registers (and again after a coordinator
-  restart) from the source's current elements, each passed through the pipeline as an insert,
-  as Drasi's bootstrap passes a snapshot through it. For middleware that transforms elements
+  for that query and reported as a :class:`~drasi_ray.streams.records.Rejection`: the shard
+  waits for the query's host before it confirms a batch with such changes, so the consumer
+  dead-letters the entry with the reason before it acks (unless the host dies meanwhile, or
+  the query is being bootstrapped again: then the change is skipped without a dead letter).
+  The source's store and every other query are unaffected.
+- a subscription's store is built at each bootstrap (the query's registration, a restart of a
+  shard or of its host) from the source's current elements and the versions that set them
+  (:func:`source_view`), each passed through the pipeline as an insert, as Drasi's bootstrap
+  passes a snapshot through it. For middleware that transforms elements
   one by one (``relabel``, ``decoder``, ``parse_json``, ``promote``, ``unwind``, and ``map`` /
   ``jq`` outputs that only reshape their element) that equals what live application built. A
   ``map``/``jq`` that turns events into changes of *other* elements is rebuilt from the events
@@ -43,7 +49,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from drasi_ray.coordinator.store import ElementStore
-from drasi_ray.model.changes import Element, ElementChange, ElementDelta, Op, Timing, Version
+from drasi_ray.model.changes import (
+    Element,
+    ElementChange,
+    ElementDelta,
+    Op,
+    Timing,
+    Version,
+    VersionedElement,
+)
 from drasi_ray.model.errors import MiddlewareError
 from drasi_ray.model.query_specs import MiddlewareSpec
 from drasi_ray.source.middleware import Change, Pipeline, build_pipeline
@@ -147,6 +161,16 @@ def _through(subscription: _Subscription, change: ElementChange) -> list[Element
         if delta is not None:
             deltas.append(delta)
     return deltas
+
+
+def source_view(elements: Iterable[VersionedElement]) -> ElementStore:
+    """A source's store as a snapshot of it gives it (each element at the version of the
+    newest change that set it): what :meth:`MiddlewareSubscriptions.subscribe` rebuilds a
+    subscription from."""
+    store = ElementStore()
+    for item in elements:
+        store.apply(ElementChange(Op.INSERT, item.element, item.version, _REBUILD_TIMING))
+    return store
 
 
 def _rebuild(subscription: _Subscription, source: ElementStore) -> None:

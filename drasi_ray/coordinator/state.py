@@ -1,12 +1,16 @@
-"""Durable state in Redis: what must survive a coordinator or query actor restart.
+"""Durable state in Redis: what must survive a restart of a store shard (the coordinator is
+shard 0) or of a query host.
 
 What lives where (key names from :mod:`drasi_ray.model.keys`):
 
 - ``drasi:<app>:store:<source_id>`` (hash): element id -> the element's versioned record
-  (:meth:`ElementStore.snapshot_element`, orjson). Written in one ``HSET`` per batch,
-  before the coordinator confirms the batch, so an acked entry is always in the durable store.
+  (:meth:`ElementStore.snapshot_element`, orjson). Every store shard writes its own
+  elements' records into it, in one ``HSET`` per batch before it confirms the batch, so an
+  acked entry is always in the durable store; a shard loads the records it owns.
 - ``drasi:<app>:subscriptions`` (hash, field ``table``): the subscription table as JSON,
   rewritten whenever it changes (rare: registrations and control events).
+- ``drasi:<app>:queries`` (hash): query id -> its registration (settings, host, labels) as JSON,
+  and ``drasi:<app>:shards`` (string): the current shard count.
 - ``drasi:<app>:seq-lease:<query_id>`` and ``drasi:<app>:seq:<query_id>`` (strings): a ceiling
   of the result sequences a query emitted and the last one, so a restarted query actor keeps
   its sequence strictly increasing (:class:`SequenceKeeper`).
@@ -29,7 +33,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import orjson
@@ -39,7 +43,7 @@ from redis.exceptions import RedisError
 from drasi_ray.coordinator.store import ElementStore
 from drasi_ray.model import keys
 from drasi_ray.model.backoff import outlasting
-from drasi_ray.model.history import ElementHistory, HistoryLimits, HistoryWrites
+from drasi_ray.model.history import ElementHistory, HistoryLimits, HistoryWrites, history_element
 from drasi_ray.streams import resp
 
 SCAN_COUNT = 1000
@@ -121,10 +125,16 @@ class StateStore:
         raw: Any = await self._client.hgetall(keys.coordinator_stats(self._app, source_id))
         return {key.decode(): int(value) for key, value in raw.items()}
 
-    async def load_store(self, source_id: str) -> ElementStore:
+    async def load_store(
+        self, source_id: str, owns: Callable[[str], bool] | None = None
+    ) -> ElementStore:
+        """The persisted store of ``source_id``; with ``owns``, only the records of the element
+        ids it accepts (a store shard's slice: every shard writes its own elements' records
+        into the one hash of the source)."""
         store = ElementStore()
         async for element_id, record in self._scan(keys.element_store(self._app, source_id)):
-            store.load_element(element_id, record)
+            if owns is None or owns(element_id):
+                store.load_element(element_id, record)
         store.take_dirty()
         return store
 
@@ -158,18 +168,21 @@ class StateStore:
                 pipe.hset(key, mapping=writes.puts)  # type: ignore[arg-type]
             await pipe.execute()
 
-    async def load_histories(self) -> dict[str, ElementHistory]:
-        """Every kept history, by query id, with its limits."""
+    async def load_histories(
+        self, owns: Callable[[str], bool] | None = None
+    ) -> dict[str, ElementHistory]:
+        """Every kept history, by query id, with its limits; with ``owns``, only the versions
+        of the element ids it accepts (a store shard's)."""
         raw: Any = await self._client.hgetall(keys.history_limits(self._app))
         histories = {}
         for query_id, limits in raw.items():
             history = ElementHistory(HistoryLimits(**orjson.loads(limits)), durable=True)
+            key = keys.element_history(self._app, query_id.decode())
             history.load_versions(
                 [
                     (field.encode(), row)
-                    async for field, row in self._scan(
-                        keys.element_history(self._app, query_id.decode())
-                    )
+                    async for field, row in self._scan(key)
+                    if owns is None or owns(history_element(field.encode()))
                 ]
             )
             histories[query_id.decode()] = history
@@ -229,6 +242,26 @@ class StateStore:
 
     async def load_manual_clock(self) -> int | None:
         raw = await self._client.get(keys.manual_clock(self._app))
+        return None if raw is None else int(raw)
+
+    # -- query registrations ------------------------------------------------------------
+
+    async def save_registration(self, query_id: str, record: bytes | None) -> None:
+        """Write (None: delete) the registration of ``query_id``."""
+        key = keys.query_registry(self._app)
+        if record is None:
+            await self._client.hdel(key, query_id)
+        else:
+            await self._client.hset(key, query_id, record)
+
+    async def load_registrations(self) -> list[bytes]:
+        return [record async for _query_id, record in self._scan(keys.query_registry(self._app))]
+
+    async def save_shard_count(self, shards: int) -> None:
+        await self._client.set(keys.shard_count(self._app), shards)
+
+    async def load_shard_count(self) -> int | None:
+        raw = await self._client.get(keys.shard_count(self._app))
         return None if raw is None else int(raw)
 
     # -- result sequences ---------------------------------------------------------------

@@ -310,6 +310,24 @@ class ElementStore:
         self._tombstones.difference_update(forgotten)
         return forgotten
 
+    def record_ids(self) -> list[str]:
+        """Every id the store keeps a record for: its elements and its tombstones."""
+        return list(self._records)
+
+    def drop(self, element_ids: Iterable[str]) -> None:
+        """Forget the records of ``element_ids`` (they moved to another store shard, which
+        loaded them: :meth:`snapshot_element` then :meth:`load_element`). Nothing is marked
+        dirty: the durable record stays as it is, now the other shard's."""
+        records = self._records
+        for element_id in element_ids:
+            record = records.pop(element_id, None)
+            if record is None:
+                continue
+            if record.element is not None:
+                self._alive -= 1
+            self._tombstones.discard(element_id)
+            self._dirty.discard(element_id)
+
     def take_dirty(self) -> set[str]:
         """The ids whose record changed since the last call (including tombstones); clears it."""
         dirty = self._dirty

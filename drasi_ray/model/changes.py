@@ -239,3 +239,27 @@ def parse_entry_id(entry_id: str | bytes) -> tuple[int, int]:
 
 def format_entry_id(ms: int, seq: int) -> str:
     return f"{ms}-{seq}"
+
+
+class PipedChange(msgspec.Struct, frozen=True, gc=False, array_like=True):
+    """An applied change on its way to a query that sees its source through a middleware
+    pipeline (:mod:`drasi_ray.coordinator.middleware`): the producer's change itself (the
+    pipeline takes the change, not the merged element), its source, and its entry's id (a
+    change the pipeline fails on is dead-lettered by entry)."""
+
+    source_id: str
+    entry_id: str
+    change: ElementChange
+
+    @property
+    def version(self) -> Version:
+        return self.change.version
+
+
+class VersionedElement(msgspec.Struct, frozen=True, gc=False, array_like=True):
+    """An element and the version of the newest insert or update that set it: what a query
+    with a pipeline rebuilds its view of a source from (each element passed through the
+    pipeline as an insert at that version)."""
+
+    element: Element
+    version: Version

@@ -231,6 +231,11 @@ class QueryConfig(_Model):
         description="per source id, the middleware names its changes pass through, in order "
         "(YAML: a sources entry {id, pipeline} as in Drasi)",
     )
+    dedicated_host: bool = Field(
+        False,
+        description="run the query on a query host actor of its own (a heavy query) instead of "
+        "one the app's queries share; it stays isolated either way",
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -245,6 +250,35 @@ class QueryConfig(_Model):
     history: HistoryConfig = Field(
         default_factory=HistoryConfig,
         description="element history kept if the query calls Drasi's past functions",
+    )
+
+
+class Placement(str, enum.Enum):
+    """How the pipeline's actors are placed on the nodes of a Ray cluster."""
+
+    ROUND_ROBIN = "round_robin"
+    SPREAD = "spread"
+    PACK = "pack"
+
+
+class ScalingConfig(_Model):
+    """How many actors share the pipeline's work (docs/architecture.md, "Scaling out")."""
+
+    shards: int = Field(
+        1,
+        ge=1,
+        le=256,
+        description="store shards: the element store and its versioning partitioned by element "
+        "id over this many actors (shard 0 is the coordinator); changeable while running "
+        "(drasi-ray scale --shards)",
+    )
+    query_hosts: int | None = Field(
+        None,
+        ge=1,
+        le=1024,
+        description="actors the queries share, each query isolated inside its host; null: one "
+        "per CPU of the Ray cluster, at most one per query (dedicated_host queries have their "
+        "own besides)",
     )
 
 
@@ -278,6 +312,15 @@ class RayConfig(_Model):
         description=(
             "per-batch calls between actors over direct TCP lines (drasi_ray.actors.line), "
             "with Ray calls as the fallback; false: every call through Ray"
+        ),
+    )
+    placement: Placement = Field(
+        Placement.ROUND_ROBIN,
+        description=(
+            "where the pipeline's actors run: round_robin deals the coordinator, the store "
+            "shards, the query hosts and the consumers over the cluster's alive nodes in turn "
+            "(soft node affinity: an actor whose node is lost restarts on another); spread "
+            "leaves it to Ray's SPREAD strategy; pack to Ray's default (fill a node first)"
         ),
     )
 
@@ -360,6 +403,9 @@ class AppConfig(_Model):
         AnalyticsConfig(), description="the Spark change log, off by default (below)"
     )
     state: StateConfig = Field(StateConfig(), description="durable state (below)")
+    scaling: ScalingConfig = Field(
+        ScalingConfig(), description="store shards and query hosts (below)"
+    )
 
     @classmethod
     def from_yaml(cls, path: str | Path) -> AppConfig:

@@ -78,10 +78,16 @@ class RedisRejectedError(StreamError):
 
 
 class StaleDeliveryError(DrasiRayError):
-    """A delivery of a coordinator link that a newer link (a re-bootstrap) replaced.
+    """A store shard's delivery on a link to a query host that a newer link replaced (the
+    shard or the host restarted).
 
-    Its changes are in the newer link's bootstrap snapshot; the coordinator fails the batch and
-    the consumer's retry finds them already applied.
+    It is never applied: its changes are in the bootstrap parts the newer link carries.
+    """
+
+
+class ShardMapChangedError(DrasiRayError):
+    """A consumer sent a batch for a shard count the store shards no longer have (they are
+    being, or were, rescaled). The consumer takes the new shard map and sends the batch again.
     """
 
 

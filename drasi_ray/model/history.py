@@ -231,6 +231,11 @@ class ElementHistory:
                 versions.put(_version_element(element_id, row), self.limits)
 
 
+def history_element(raw: bytes) -> str:
+    """The element id of a durable version field (a store shard loads the ones it owns)."""
+    return _unfield(raw)[0]
+
+
 def _field(field: tuple[str, int]) -> bytes:
     return orjson.dumps(field)
 

@@ -17,6 +17,10 @@ key                               what it holds
                                   (so existing Drasi reactions can read it unchanged).
 ``drasi:<app>:store:<source_id>``  a hash: the versioned element store of one source.
 ``drasi:<app>:subscriptions``     a hash: the subscription table (query id -> labels).
+``drasi:<app>:queries``           a hash: query id -> its registration (settings, query host,
+                                  labels), so a restarted coordinator or host knows them.
+``drasi:<app>:shards``            a string: the number of store shards the elements are
+                                  partitioned over now (a restarted shard takes it).
 ``drasi:<app>:seq:<query_id>``    a counter: the last sequence number a query emitted
                                   (written in the background: exact once the query is idle).
 ``drasi:<app>:seq-lease:<query_id>`` a counter: a ceiling every sequence a query emitted stays
@@ -98,6 +102,16 @@ def element_store(app: str, source_id: str) -> str:
 def subscriptions(app: str) -> str:
     """The subscription-table hash of an app: ``drasi:<app>:subscriptions``."""
     return f"{NAMESPACE}:{_require_app(app)}:subscriptions"
+
+
+def query_registry(app: str) -> str:
+    """The hash of query registrations of an app: ``drasi:<app>:queries``."""
+    return f"{NAMESPACE}:{_require_app(app)}:queries"
+
+
+def shard_count(app: str) -> str:
+    """The current number of store shards of an app: ``drasi:<app>:shards``."""
+    return f"{NAMESPACE}:{_require_app(app)}:shards"
 
 
 def result_sequence(app: str, query_id: str) -> str:

@@ -78,6 +78,7 @@ QUERY_BUILDER: dict[str, str] = {
     "middleware": "`.with_middleware(name, kind, config)`",
     "pipelines": "`.from_source(id, pipeline=[name, ...])`",
     "history": "`.with_history(max_versions, retention_ms)`",
+    "dedicated_host": "`.with_dedicated_host()`",
 }
 APP_PYTHON: dict[str, str] = {
     "id": "`DrasiRay(app_id)`",
@@ -86,6 +87,7 @@ APP_PYTHON: dict[str, str] = {
     "ray": "`DrasiRay(..., ray_config=RayConfig(...))`",
     "analytics": "`DrasiRay(..., analytics_config=AnalyticsConfig(...))`",
     "state": "`DrasiRay(..., state_config=StateConfig(...))`",
+    "scaling": "`DrasiRay(..., scaling_config=ScalingConfig(...))`",
 }
 
 
@@ -114,7 +116,8 @@ def sections() -> list[Section]:
     return [
         Section("App (top level of the YAML file)", config.AppConfig,
                 "The whole application. In Python, `DrasiRay(app_id, ray_config=...,"
-                " state_config=..., analytics_config=...)` with sources and queries added.",
+                " state_config=..., analytics_config=..., scaling_config=...)` with sources"
+                " and queries added.",
                 APP_PYTHON.__getitem__),
         Section("Source (`sources[]`)", config.SourceSpec,
                 "Drasi's platform-source schema. In Python, `PlatformSource.builder(id)` (or "
@@ -159,6 +162,10 @@ def sections() -> list[Section]:
         Section("State (`state:`)", config.StateConfig,
                 "Where the state that must survive restarts lives. In Python, "
                 "`StateConfig(...)`."),
+        Section("Scaling (`scaling:`)", config.ScalingConfig,
+                "How many actors share the pipeline's work (`docs/architecture.md`, \"Store "
+                "shards\" and \"Query hosts\"). In Python, `ScalingConfig(...)`; a running "
+                "app's shards change with `app.scale_shards(n)` or `drasi-ray scale --shards`."),
         Section("Analytics (`analytics:`)", config.AnalyticsConfig,
                 "The change log and its hand-off to Spark. In Python, `AnalyticsConfig(...)`."),
         Section("Spark (`analytics.spark:`)", config.SparkConfig,

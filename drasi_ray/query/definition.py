@@ -43,6 +43,7 @@ class QueryBuilder:
         self._middleware: list[MiddlewareSpec] = []
         self._pipelines: dict[str, tuple[str, ...]] = {}
         self._history: dict[str, Any] = {}
+        self._dedicated_host = False
 
     def query(self, text: str) -> QueryBuilder:
         self._text = text
@@ -108,6 +109,11 @@ class QueryBuilder:
             self._history["retention_ms"] = retention_ms
         return self
 
+    def with_dedicated_host(self, dedicated: bool = True) -> QueryBuilder:
+        """Run the query on a query host of its own (a heavy query), not a shared one."""
+        self._dedicated_host = dedicated
+        return self
+
     def build(self) -> QueryConfig:
         config: QueryConfig = validated(
             QueryConfig,
@@ -121,5 +127,6 @@ class QueryBuilder:
             middleware=tuple(self._middleware),
             pipelines=dict(self._pipelines),
             history=dict(self._history),
+            dedicated_host=self._dedicated_host,
         )
         return config

@@ -1,10 +1,10 @@
-"""A query actor's logic without Ray: the engine, result numbering, ordered deliveries.
+"""A query's logic without Ray: the engine, result numbering, subscriber buffers.
 
-:class:`QueryRunner` applies the deltas the coordinator routes to one query, numbers the
+:class:`QueryRunner` applies the deltas the store shards route to one query, numbers the
 resulting :class:`~drasi_ray.model.results.QueryResult` objects (``sequence`` starts at 1 and
 strictly increases) and hands them to its observers (reactions, metrics) and subscriber buffers.
-:class:`InOrder` runs a coordinator link's numbered deliveries strictly in order. The Ray shell
-is :mod:`drasi_ray.actors.query`.
+The Ray shell is :mod:`drasi_ray.actors.query` (a query inside a query host), which feeds it in
+the order :mod:`drasi_ray.query.inbox` and :mod:`drasi_ray.query.merge` decide.
 
 A query that calls Drasi's stateful functions also runs its due re-evaluations
 (:meth:`QueryRunner.take_due`, then :meth:`QueryRunner.publish_due`), one result per entry that
@@ -15,11 +15,10 @@ results are published, so what was published is always what a restart rebuilds.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import gc
 import logging
-from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
@@ -27,7 +26,6 @@ import orjson
 
 from drasi_ray.model.changes import Element, ElementDelta
 from drasi_ray.model.config import QueryConfig
-from drasi_ray.model.errors import StaleDeliveryError
 from drasi_ray.model.results import (
     ControlResult,
     ControlSignal,
@@ -59,8 +57,15 @@ class SubscriberReport:
 
 @dataclass(frozen=True, slots=True)
 class QueryReport:
-    """A query actor's live status (``DrasiRay.status()["queries"][id]``). ``reactions`` are
-    :class:`~drasi_ray.reactions.base.ReactionReport` values in their plain-data form."""
+    """A query's live status (``DrasiRay.status()["queries"][id]``). ``reactions`` are
+    :class:`~drasi_ray.reactions.base.ReactionReport` values in their plain-data form.
+
+    ``host``: the query host it runs in; ``line_calls``: the calls that host answered on
+    lines; ``errors`` and ``last_error``: deliveries this query failed to apply (the others
+    of its host are not affected); ``memory_bytes``: what its state holds
+    (:mod:`drasi_ray.query.footprint`); ``superseded``: deltas dropped because a bootstrap
+    part that includes them was still to come (:mod:`drasi_ray.query.inbox`).
+    """
 
     query_id: str
     line_calls: int
@@ -70,6 +75,11 @@ class QueryReport:
     columns: list[str]
     reactions: list[dict[str, Any]]
     subscribers: dict[str, SubscriberReport]
+    host: str = ""
+    errors: int = 0
+    last_error: str | None = None
+    memory_bytes: int = 0
+    superseded: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         """The plain-data form (``status()``, JSON)."""
@@ -240,48 +250,3 @@ def catch_up_diffs(
             deleted.append({"type": "DELETE", "data": row})
     added = [{"type": "ADD", "data": orjson.loads(key)} for key in remaining]
     return deleted + added
-
-
-class InOrder:
-    """Runs each link's numbered calls strictly in number order, whatever order they arrive in.
-
-    A coordinator link is identified by its epoch (increasing) and numbers its calls from 0,
-    call 0 being the bootstrap that opens the epoch. A call of a newer epoch waits for that
-    epoch's bootstrap; a call of an older epoch fails with :class:`StaleDeliveryError`, so a
-    link that a restart replaced can never block or interleave with the new one. A call made
-    twice (a line that gave up on its callee resends it through Ray) runs once: the second
-    waits for the first and returns None.
-    """
-
-    def __init__(self) -> None:
-        self.epoch = -1
-        self.expected = 0
-        self._running: int | None = None  # the number of the current epoch's call under way
-        self._turn = asyncio.Condition()
-
-    async def run(
-        self, epoch: int, number: int, work: Callable[[], Coroutine[Any, Any, Any]]
-    ) -> Any:
-        async with self._turn:
-            if number == 0 and epoch > self.epoch:
-                self.epoch, self.expected, self._running = epoch, 0, None
-                self._turn.notify_all()
-            await self._turn.wait_for(
-                lambda: (
-                    self.epoch > epoch
-                    or (self.epoch == epoch and self.expected >= number and self._running != number)
-                )
-            )
-            if self.epoch != epoch:
-                raise StaleDeliveryError(f"delivery {number} of replaced link {epoch}")
-            if number < self.expected:  # already applied
-                return None
-            self._running = number
-        try:
-            return await work()
-        finally:
-            async with self._turn:
-                if self.epoch == epoch:
-                    self.expected = number + 1
-                    self._running = None
-                self._turn.notify_all()

@@ -33,6 +33,10 @@ class SubscriberBuffer:
     def __len__(self) -> int:
         return len(self._items)
 
+    def items(self) -> tuple[Delivered, ...]:
+        """The results waiting, oldest first (a copy)."""
+        return tuple(self._items)
+
     async def put_many(self, items: list[Delivered]) -> None:
         """Append ``items`` in order: in CHANNEL mode wait for room (chunk by chunk), in
         BROADCAST mode keep the newest ``capacity`` and count the dropped ones."""

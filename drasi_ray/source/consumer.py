@@ -557,13 +557,14 @@ class StreamConsumer:
 
     async def _dead_letter_rejected(self, screened: _Screened, report: object) -> None:
         """Dead-letter the entries the dispatch rejected (one dead letter per entry, every
-        reason joined), before the batch is acked."""
+        distinct reason joined: the shards of a batch may report the same one), before the
+        batch is acked."""
         rejected: Sequence[Rejection] = getattr(report, "rejected", ())
         if not rejected:
             return
-        reasons: dict[str, list[str]] = {}
+        reasons: dict[str, dict[str, None]] = {}
         for rejection in rejected:
-            reasons.setdefault(rejection.entry_id, []).append(rejection.reason)
+            reasons.setdefault(rejection.entry_id, {})[rejection.reason] = None
         dead = [
             self._dead_letter(entry, "; ".join(reasons[entry.id]), 1)
             for entry in screened.entries

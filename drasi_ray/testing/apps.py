@@ -19,6 +19,7 @@ from drasi_ray.model.config import (
     DispatchMode,
     PlatformSourceConfig,
     RayConfig,
+    ScalingConfig,
     StateConfig,
     validated,
 )
@@ -42,6 +43,7 @@ def one_source_app(
     state_config: StateConfig | None = None,
     failpoints: ApplyProbe | None = None,
     clock: Clock | None = None,
+    scaling_config: ScalingConfig | None = None,
     **source_options: Any,
 ) -> DrasiRay:
     """A new (not started) app ``<prefix>-<random>`` with one platform source ``source_id``
@@ -59,6 +61,7 @@ def one_source_app(
         state_config=state_config,
         failpoints=failpoints,
         clock=clock,
+        scaling_config=scaling_config,
     )
     app.add_source(
         PlatformSource(

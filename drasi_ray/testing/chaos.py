@@ -4,10 +4,12 @@
     python -m drasi_ray.testing.chaos --changes 5000 --redis-restarts 1   # the short CI version
 
 It publishes a sensor workload (1% malformed entries, ~1% producer retries duplicating earlier
-entries) into 3 consumers feeding several queries, SIGKILLs a random actor process (consumer,
-coordinator or query) every ~2 s and restarts the Redis server (AOF on) while the changes
-flow. Retention is on (``trim_acked``) and tombstones are forgotten as soon as the sweep
-allows (``tombstone_ttl_ms=0``, every 500 ms), so trimming and forgetting race the kills too.
+entries) into 3 consumers feeding several queries, SIGKILLs a random actor process (a consumer,
+the coordinator, another store shard or a query host) every ~2 s and restarts the Redis server
+(AOF on) while the changes flow. ``--shards`` and ``--query-hosts`` set how many store shards
+and query hosts the app runs. Retention is on (``trim_acked``) and tombstones are forgotten as
+soon as the sweep allows (``tombstone_ttl_ms=0``, every 500 ms), so trimming and forgetting
+race the kills too.
 A tap copies every entry through a consumer group of its own (the trim waits for it); at the
 end the copied stream is replayed in entry order through a fresh single-process store and
 engine (the oracle) and every query's results, and the element store, are compared with the
@@ -34,7 +36,7 @@ from drasi_ray.app import DrasiRay
 from drasi_ray.coordinator.store import ElementStore
 from drasi_ray.model.backoff import Backoff
 from drasi_ray.model.changes import Op, node, parse_entry_id, relation
-from drasi_ray.model.config import RayConfig
+from drasi_ray.model.config import RayConfig, ScalingConfig
 from drasi_ray.model.errors import DecodeError, DrasiRayError
 from drasi_ray.query.definition import Query
 from drasi_ray.query.engine import ContinuousQuery
@@ -71,6 +73,8 @@ class ChaosSettings:
     rate_per_s: float = 4_000.0
     seed: int = 7
     idle_timeout_s: float = 600.0
+    shards: int = 1
+    query_hosts: int | None = None
 
 
 @dataclass(slots=True)
@@ -193,7 +197,11 @@ class Chaos:
 
     def _app(self, url: str) -> DrasiRay:
         app = DrasiRay(
-            f"chaos-{uuid.uuid4().hex[:6]}", ray_config=RayConfig(include_dashboard=False)
+            f"chaos-{uuid.uuid4().hex[:6]}",
+            ray_config=RayConfig(include_dashboard=False),
+            scaling_config=ScalingConfig(
+                shards=self.settings.shards, query_hosts=self.settings.query_hosts
+            ),
         )
         app.add_source(
             PlatformSource.builder(SOURCE)
@@ -253,8 +261,12 @@ class Chaos:
         self.report.redis_restarts += 1
 
     def _kill_one(self, app: DrasiRay) -> None:
-        victims: list[tuple[str, Any]] = [("coordinator", app.coordinator_actor())]
-        victims += [(f"query {q}", app.query_actor(q)) for q in QUERIES]
+        shards = app.shard_actors()
+        victims: list[tuple[str, Any]] = [("coordinator", shards[0])]
+        victims += [(f"shard {index}", actor) for index, actor in enumerate(shards) if index]
+        victims += [
+            (f"query host {name}", actor) for name, actor in app.query_host_actors().items()
+        ]
         victims += [(f"consumer {i}", actor) for i, actor in enumerate(app.consumer_actors(SOURCE))]
         name, actor = self._rng.choice(victims)
         try:
@@ -300,7 +312,7 @@ class Chaos:
         report.tombstones_forgotten = status["coordinator"]["tombstones_forgotten"]
         report.lost = len(wrongly_dead) + pending + store_diff
         report.mismatched_rows = sum(
-            _row_mismatches(oracle.results(query_id), app.results(query_id)) for query_id in QUERIES
+            row_mismatches(oracle.results(query_id), app.results(query_id)) for query_id in QUERIES
         )
 
 
@@ -421,7 +433,7 @@ class StreamTap:
             client.close()
 
 
-def _row_mismatches(expected: list[dict[str, Any]], actual: list[dict[str, Any]]) -> int:
+def row_mismatches(expected: list[dict[str, Any]], actual: list[dict[str, Any]]) -> int:
     if diffs_match(expected, actual):
         return 0
     unmatched = list(actual)
@@ -444,6 +456,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--redis-restarts", type=int, default=defaults.redis_restarts)
     parser.add_argument("--rate", type=float, default=defaults.rate_per_s)
     parser.add_argument("--seed", type=int, default=defaults.seed)
+    parser.add_argument("--shards", type=int, default=defaults.shards)
+    parser.add_argument("--query-hosts", type=int, default=defaults.query_hosts)
     args = parser.parse_args(argv)
     settings = ChaosSettings(
         changes=args.changes,
@@ -452,6 +466,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         redis_restarts=args.redis_restarts,
         rate_per_s=args.rate,
         seed=args.seed,
+        shards=args.shards,
+        query_hosts=args.query_hosts,
     )
     report = Chaos(settings).run()
     print("\n".join(report.lines()))

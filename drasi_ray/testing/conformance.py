@@ -29,7 +29,7 @@ from drasi_ray.actors.subscription import Subscription
 from drasi_ray.app import DrasiRay
 from drasi_ray.model import keys
 from drasi_ray.model.clock import ManualClock
-from drasi_ray.model.config import QueryConfig, RayConfig, validated
+from drasi_ray.model.config import QueryConfig, RayConfig, ScalingConfig, validated
 from drasi_ray.source.decode import encode_cloud_event
 from drasi_ray.source.platform import PlatformSource
 from drasi_ray.streams.publisher import Publisher
@@ -155,11 +155,18 @@ def run_case(
     consumers: int = 1,
     ray_config: RayConfig | None = None,
     idle_timeout: float = 30.0,
+    scaling_config: ScalingConfig | None = None,
 ) -> CaseOutcome:
-    """Run one case in a fresh app; return its outcome (mismatches per step and query)."""
+    """Run one case in a fresh app; return its outcome (mismatches per step and query).
+
+    ``scaling_config``: how many store shards and query hosts the app runs (default: the
+    app's defaults, :class:`~drasi_ray.model.config.ScalingConfig`).
+    """
     tag = uuid.uuid4().hex[:8]
     clock = None if case.get("clock") is None else ManualClock(case["clock"])
-    app = DrasiRay(f"conformance-{tag}", ray_config=ray_config, clock=clock)
+    app = DrasiRay(
+        f"conformance-{tag}", ray_config=ray_config, clock=clock, scaling_config=scaling_config
+    )
     streams: dict[str, str] = {}
     for number, source_id in enumerate(scenario_sources(scenario, case)):
         streams[source_id] = f"scenario-{scenario['name']}-{case['name']}-{tag}-{number}"

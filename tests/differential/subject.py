@@ -1,8 +1,9 @@
 """drasi_ray's run of a case, in process, along the path a change takes in the app.
 
 Each change is written as a platform CloudEvent and decoded by the consumer's decoder
-(:func:`drasi_ray.source.decode.decode_entry`, as the consumer decodes it), applied by the
-coordinator's core (:class:`Coordinator`: the versioned element store, then routing by label),
+(:func:`drasi_ray.source.decode.decode_entry`, as the consumer decodes it), applied by a
+store shard's core (:class:`Coordinator`: the versioned element store, then routing by label;
+a query's pipelines run on what it is handed, as its host runs them),
 carried to each query as a pickled :class:`~drasi_ray.actors.wire.DeltaPacket` (what a call
 carries) and applied by the query's
 :class:`~drasi_ray.query.engine.ContinuousQuery`. The diffs are then written as JSON by
@@ -23,7 +24,9 @@ import orjson
 
 from drasi_ray.actors.wire import DeltaPacket
 from drasi_ray.coordinator.core import Coordinator
+from drasi_ray.coordinator.middleware import MiddlewareSubscriptions
 from drasi_ray.coordinator.routing import LabelFilter
+from drasi_ray.model.changes import ElementDelta, PipedChange
 from drasi_ray.model.encoding import dumps
 from drasi_ray.model.errors import ConfigError, QuerySyntaxError
 from drasi_ray.model.query_specs import MiddlewareSpec, QueryJoin
@@ -43,6 +46,8 @@ class DrasiRaySubject:
 
     def __init__(self, queries: Sequence[QuerySpec]) -> None:
         self.coordinator = Coordinator()
+        # each query's pipelines, as its host runs them (the query's own, nobody else's)
+        self.pipes: dict[str, MiddlewareSubscriptions] = {}
         self.engines: dict[str, ContinuousQuery] = {}
         self.refused: dict[str, str] = {}
         for query in queries:
@@ -55,8 +60,10 @@ class DrasiRaySubject:
         joins = [QueryJoin.model_validate(join) for join in query.joins]
         engine = ContinuousQuery(query.id, query.text, joins=joins)
         middleware = [MiddlewareSpec.model_validate(spec) for spec in query.middleware]
-        self.coordinator.middleware.subscribe(
-            query.id, middleware, query.pipelines, self.coordinator.stores
+        pipes = self.pipes[query.id] = MiddlewareSubscriptions()
+        pipes.subscribe(query.id, middleware, query.pipelines, self.coordinator.stores)
+        self.coordinator.pipe(
+            query.id, [source for source, names in query.pipelines.items() if names]
         )
         self.engines[query.id] = engine
         labels = LabelFilter.of(engine.node_labels, engine.relation_labels)
@@ -71,12 +78,24 @@ class DrasiRaySubject:
         entry = decode_entry(entry_id, {b"data": encode_cloud_event([event])})
         routed, _report = self.coordinator.apply_entries(source, [entry], json_values=True)
         diffs: dict[str, list[dict[str, Any]]] = {}
-        for query_id, deltas in routed.items():
+        for query_id, items in routed.items():
+            deltas = self._through_pipes(query_id, items)
             packet = DeltaPacket(deltas, self.coordinator.json_values)
             carried = pickle.loads(pickle.dumps(packet))
             produced = self.engines[query_id].apply_batch(carried)
             diffs[query_id] = [diff for step in produced for diff in as_users_read(step)]
         return diffs
+
+    def _through_pipes(self, query_id: str, items: Sequence[Any]) -> list[ElementDelta]:
+        """The deltas a query's engine gets: piped changes through its pipelines first."""
+        deltas: list[ElementDelta] = []
+        for item in items:
+            if isinstance(item, PipedChange):
+                derived = self.pipes[query_id].apply(item.source_id, item.change).deltas
+                deltas.extend(derived.get(query_id, ()))
+            else:
+                deltas.append(item)
+        return deltas
 
     def results(self, query_id: str) -> list[dict[str, Any]]:
         rows: list[dict[str, Any]] = as_users_read(self.engines[query_id].results())

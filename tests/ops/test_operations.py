@@ -11,10 +11,13 @@ import uuid
 from pathlib import Path
 
 import pytest
+import ray
 import redis
 
 from drasi_ray import DrasiRay
+from drasi_ray.actors import scaling
 from drasi_ray.model.changes import Op, node
+from drasi_ray.model.shards import shard_of
 from drasi_ray.ops import cli
 from drasi_ray.source.decode import change_event, encode_cloud_event
 from drasi_ray.streams.publisher import Publisher
@@ -199,3 +202,63 @@ def test_cli_scale_finds_the_running_apps_actors(
         assert len(client.xinfo_consumers("sensor-changes", "drasi-core")) == 1
     finally:
         app.stop()
+
+
+def test_rescaling_the_store_shards_while_changes_flow_moves_every_element(
+    ray_session: None, redis_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """1 -> 3 shards through the app, 3 -> 2 through the command line, while a producer
+    publishes: every sensor ends at its last value, each shard holds exactly the elements it
+    owns, and nothing is left pending."""
+    app_yaml = _write_app(tmp_path, redis_url, consumers=2)
+    app = DrasiRay.from_yaml(app_yaml)
+    app.start()
+    stop = threading.Event()
+    published: dict[str, float] = {}
+
+    def produce() -> None:
+        with Publisher.from_url(redis_url) as publisher:
+            number = 0
+            while not stop.is_set():
+                batch = {f"s{(number + i) % 200}": float(number + i) for i in range(20)}
+                publisher.publish("sensor-changes", [_event(k, v) for k, v in batch.items()])
+                published.update(batch)
+                number += 20
+                time.sleep(0.02)
+
+    producer = threading.Thread(target=produce)
+    producer.start()
+    try:
+        try:
+            applied = _applied(app)
+            wait_until(lambda: _applied(app) >= applied + 200, what="changes through 1 shard")
+            assert app.scale_shards(3) == 1
+            applied = _applied(app)
+            wait_until(lambda: _applied(app) >= applied + 200, what="changes through 3 shards")
+            assert cli.main(["scale", "--shards", "2", app_yaml]) == 0
+            assert "3 -> 2 store shards" in capsys.readouterr().out
+            applied = _applied(app)
+            wait_until(lambda: _applied(app) >= applied + 200, what="changes through 2 shards")
+        finally:
+            stop.set()
+            producer.join()
+        app.wait_until_idle(60)
+        rows = {row["id"]: row["temperature"] for row in app.results("all-sensors")}
+        owners = {
+            index: {e.id for e in ray.get(shard.elements.remote("sensors"))}
+            for index, shard in enumerate(_shards(app))
+        }
+    finally:
+        app.stop()
+    assert rows == published
+    assert sorted(owners) == [0, 1]
+    assert set().union(*owners.values()) == set(published)
+    for index, ids in owners.items():
+        assert all(shard_of(element_id, 2) == index for element_id in ids), index
+    group = redis.Redis.from_url(redis_url).xinfo_groups("sensor-changes")[0]
+    assert group["pending"] == 0
+
+
+def _shards(app: DrasiRay) -> list[object]:
+    """The app's store shards as they are now (the command line may have changed them)."""
+    return [app.coordinator_actor(), *scaling.find_shards(app.namespace)]

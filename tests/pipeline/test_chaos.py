@@ -1,6 +1,8 @@
 """The short chaos run (CI): actors SIGKILLed and Redis restarted while changes flow.
 
-The full run is ``python -m bench.chaos`` (100,000 changes); figures in bench/CURRENT.md.
+With one store shard and one query host, and with three shards and two hosts (then the kills
+fall on shards and hosts too). The full run is ``python -m bench.chaos`` (100,000 changes);
+figures in bench/CURRENT.md.
 """
 
 from __future__ import annotations
@@ -11,10 +13,18 @@ from drasi_ray.testing.chaos import Chaos, ChaosSettings
 
 
 @pytest.mark.slow
-def test_short_chaos_run_loses_nothing(ray_session: None) -> None:
-    settings = ChaosSettings(changes=4_000, kill_every_s=1.5, redis_restarts=1, rate_per_s=1_500)
+@pytest.mark.parametrize(("shards", "hosts"), [(1, 1), (3, 2)], ids=["K1-M1", "K3-M2"])
+def test_short_chaos_run_loses_nothing(ray_session: None, shards: int, hosts: int) -> None:
+    settings = ChaosSettings(
+        changes=4_000,
+        kill_every_s=1.5,
+        redis_restarts=1,
+        rate_per_s=1_500,
+        shards=shards,
+        query_hosts=hosts,
+    )
     report = Chaos(settings, echo=lambda _line: None).run()
-    summary = "\n".join(report.lines())
+    summary = "\n".join(report.lines() + report.kill_log)
     assert report.kills >= 1 and report.redis_restarts == 1, summary
     assert report.lost == 0, summary
     assert report.mismatched_rows == 0, summary

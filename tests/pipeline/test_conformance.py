@@ -1,4 +1,6 @@
-"""Drasi's conformance scenarios through the public API, with 1 and with 3 consumers."""
+"""Drasi's conformance scenarios through the public API: with 1 and with 3 consumers, on one
+store shard and one query host, and on three shards and two hosts (which must give exactly the
+same diffs)."""
 
 from __future__ import annotations
 
@@ -6,9 +8,14 @@ from pathlib import Path
 
 import pytest
 
+from drasi_ray.model.config import ScalingConfig
 from drasi_ray.testing.conformance import load_scenario, run_case
 
 SCENARIOS = Path(__file__).parent.parent / "scenarios"
+LAYOUTS = [
+    pytest.param(ScalingConfig(shards=1, query_hosts=1), id="K1-M1"),
+    pytest.param(ScalingConfig(shards=3, query_hosts=2), id="K3-M2", marks=pytest.mark.slow),
+]
 
 
 def _cases() -> list[pytest.ParameterSet]:
@@ -20,13 +27,19 @@ def _cases() -> list[pytest.ParameterSet]:
     return params
 
 
+@pytest.mark.parametrize("scaling", LAYOUTS)
 @pytest.mark.parametrize("consumers", [1, 3], ids=["1consumer", "3consumers"])
 @pytest.mark.parametrize(("file_name", "case_name"), _cases())
 def test_scenario_case(
-    ray_session: None, redis_url: str, file_name: str, case_name: str, consumers: int
+    ray_session: None,
+    redis_url: str,
+    file_name: str,
+    case_name: str,
+    consumers: int,
+    scaling: ScalingConfig,
 ) -> None:
     scenario = load_scenario(SCENARIOS / file_name)
     case = next(case for case in scenario["cases"] if case["name"] == case_name)
-    outcome = run_case(scenario, case, redis_url, consumers=consumers)
+    outcome = run_case(scenario, case, redis_url, consumers=consumers, scaling_config=scaling)
     assert outcome.steps == len(case["steps"])
     assert outcome.passed, "\n".join(str(mismatch) for mismatch in outcome.mismatches)

@@ -2,8 +2,9 @@
 
 The changes of a generated case (tests/differential/generator.py) are published to a Redis
 stream as Drasi's platform source reads them (one CloudEvent per change), read by three
-consumer actors, applied by the coordinator and evaluated by the query actors; once the app is
-idle, each query's result set must be the one drasi-lib ends with for the same changes.
+consumer actors, applied by the store shards and evaluated by the queries on their hosts (one
+shard and one host, or three shards and two hosts); once the app is idle, each query's result
+set must be the one drasi-lib ends with for the same changes.
 
 Three consumers apply changes out of stream order; the versioned store makes the final graph
 the in-order one, so the final result sets compare. The queries are chosen so that out-of-order
@@ -18,6 +19,7 @@ import uuid
 
 import pytest
 
+from drasi_ray.model.config import ScalingConfig
 from drasi_ray.source.decode import encode_cloud_event
 from drasi_ray.streams.publisher import Publisher
 from drasi_ray.testing.apps import one_source_app
@@ -38,17 +40,24 @@ QUERY_IDS = (
     "aggregate_no_group",
 )
 QUERIES = tuple(query for query in CATALOGUE if query.id in QUERY_IDS)
+LAYOUTS = [
+    pytest.param(ScalingConfig(shards=1, query_hosts=1), id="K1-M1"),
+    pytest.param(ScalingConfig(shards=3, query_hosts=2), id="K3-M2"),
+]
 SEEDS = (7, 8)
 CHANGES = 60
 
 
-def _app_results(case: Case, redis_url: str) -> dict[str, list[dict[str, object]]]:
+def _app_results(
+    case: Case, redis_url: str, scaling: ScalingConfig
+) -> dict[str, list[dict[str, object]]]:
     stream = f"differential-{case.name}-{uuid.uuid4().hex[:8]}"
     app = one_source_app(
         redis_url,
         stream,
         {query.id: query.text for query in QUERIES},
         prefix="differential",
+        scaling_config=scaling,
         consumers=3,
         batch_size=10,
     )
@@ -63,14 +72,15 @@ def _app_results(case: Case, redis_url: str) -> dict[str, list[dict[str, object]
         app.stop()
 
 
+@pytest.mark.parametrize("scaling", LAYOUTS)
 @pytest.mark.parametrize("seed", SEEDS)
 def test_three_consumers_end_with_drasis_results(
-    ray_session: None, redis_url: str, seed: int
+    ray_session: None, redis_url: str, seed: int, scaling: ScalingConfig
 ) -> None:
     assert len(QUERIES) == len(QUERY_IDS)
     case = generate_case(seed, CHANGES)
     drasi = run_oracle([case], QUERIES)[case.name]
-    ours = _app_results(case, redis_url)
+    ours = _app_results(case, redis_url, scaling)
     for query in QUERIES:
         theirs = drasi.queries[query.id]
         assert theirs.failure is None, theirs.failure

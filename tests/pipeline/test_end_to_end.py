@@ -22,7 +22,7 @@ from drasi_ray.actors.names import COORDINATOR
 from drasi_ray.actors.runtime import GC_YOUNG_THRESHOLD
 from drasi_ray.model import keys
 from drasi_ray.model.changes import Op, node
-from drasi_ray.model.config import RayConfig
+from drasi_ray.model.config import RayConfig, ScalingConfig
 from drasi_ray.source.decode import change_event, encode_cloud_event
 from drasi_ray.streams.publisher import Publisher
 from drasi_ray.testing.apps import one_source_app
@@ -76,6 +76,7 @@ def _app(
     stream: str,
     consumers: int = 1,
     ray_config: RayConfig | None = None,
+    scaling_config: ScalingConfig | None = None,
     **source: Any,
 ) -> DrasiRay:
     return one_source_app(
@@ -85,6 +86,7 @@ def _app(
         source_id="sensors",
         prefix="e2e",
         ray_config=ray_config,
+        scaling_config=scaling_config,
         consumers=consumers,
         **source,
     )
@@ -146,14 +148,24 @@ def _gc_settings(actor: Any) -> tuple[int, int]:
 
 
 def test_pipeline_actors_keep_the_garbage_collector_off_the_batch_path(
-    running: tuple[DrasiRay, str],
+    ray_session: None, redis_url: str
 ) -> None:
     """tune_gc in every pipeline actor: the start-up heap frozen, young threshold 10,000."""
-    app, _ = running
-    for name in (COORDINATOR, names.consumer_actor("sensors", 0), names.query_actor("hot")):
-        threshold, frozen = _gc_settings(ray.get_actor(name, namespace=app.namespace))
-        assert threshold == GC_YOUNG_THRESHOLD, name
-        assert frozen > 10_000, name  # Ray's and drasi_ray's modules, at least
+    app = _app(redis_url, "sensor-gc", scaling_config=ScalingConfig(shards=2, query_hosts=1))
+    app.start()
+    try:
+        actors = (
+            COORDINATOR,
+            names.shard_actor(1),
+            names.consumer_actor("sensors", 0),
+            names.shared_host(0),
+        )
+        for name in actors:
+            threshold, frozen = _gc_settings(ray.get_actor(name, namespace=app.namespace))
+            assert threshold == GC_YOUNG_THRESHOLD, name
+            assert frozen > 10_000, name  # Ray's and drasi_ray's modules, at least
+    finally:
+        app.stop()
 
 
 def test_update_delete_and_filter_crossing(running: tuple[DrasiRay, str]) -> None:

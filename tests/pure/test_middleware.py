@@ -10,8 +10,20 @@ import pytest
 
 from drasi_ray import ConfigError, Query
 from drasi_ray.coordinator.core import Coordinator
+from drasi_ray.coordinator.middleware import MiddlewareSubscriptions, source_view
 from drasi_ray.coordinator.routing import LabelFilter
-from drasi_ray.model.changes import DecodedEntry, Element, ElementChange, Op, Timing, node, relation
+from drasi_ray.model.changes import (
+    DecodedEntry,
+    Element,
+    ElementChange,
+    ElementDelta,
+    Op,
+    PipedChange,
+    Timing,
+    VersionedElement,
+    node,
+    relation,
+)
 from drasi_ray.model.errors import MiddlewareError
 from drasi_ray.model.query_specs import MiddlewareSpec
 from drasi_ray.source.middleware import Change, build_pipeline
@@ -319,35 +331,53 @@ def entry(entry_id: str, ms: int, *changes: tuple[Op, Element]) -> DecodedEntry:
     )
 
 
-def test_the_coordinator_routes_derived_changes_and_rejects_failing_ones() -> None:
+def test_a_store_shard_hands_a_piped_query_the_applied_changes_whatever_their_labels() -> None:
     core = Coordinator()
-    core.stores["s"] = core.store("s")
-    core.table.register_query("plain", ["s"], LabelFilter.of(None, None))
-    core.table.register_query("piped", ["s"], LabelFilter.of(None, None))
+    core.table.register_query("plain", ["s"], LabelFilter.of(["N"], []))
+    core.table.register_query("piped", ["s"], LabelFilter.of(["Nothing"], []))
+    core.pipe("piped", ["s"])
+    good = node("n1", ["N"], {"v": "4869"})
+    routed, _report = core.apply_entries("s", [entry("1-0", 1, (Op.INSERT, good))])
+    assert [type(item) for item in routed["plain"]] == [ElementDelta]
+    assert routed["piped"] == [
+        PipedChange("s", "1-0", ElementChange(Op.INSERT, good, (1, 0, 0), Timing(1)))
+    ]
+    again, _replay = core.apply_entries("s", [entry("1-0", 1, (Op.INSERT, good))])
+    assert dict(again) == {}  # a redelivery reaches no pipeline
+    assert core.snapshot("piped", ["s"]) == []
+    assert core.piped_snapshot("piped", ["s"]) == {"s": [VersionedElement(good, (1, 0, 0))]}
+
+
+def test_the_query_side_derives_changes_and_rejects_failing_ones() -> None:
+    core = Coordinator()
+    core.pipe("piped", ["s"])
     decoder = MiddlewareSpec(
         name="d", kind="decoder", config={"encoding_type": "hex", "target_property": "v"}
     )
-    core.middleware.subscribe("piped", [decoder], {"s": ("d",)}, core.stores)
+    pipes = MiddlewareSubscriptions()
+    pipes.subscribe("piped", [decoder], {"s": ("d",)}, {"s": source_view([])})
     good = node("n1", ["N"], {"v": "4869"})
     bad = node("n2", ["N"], {"v": "zz"})
-    routed, report = core.apply_entries(
+    routed, _report = core.apply_entries(
         "s", [entry("1-0", 1, (Op.INSERT, good)), entry("2-0", 2, (Op.INSERT, bad))]
     )
-    assert [d.element.properties["v"] for d in routed["piped"]] == ["Hi"]
-    assert [d.element.properties["v"] for d in routed["plain"]] == ["4869", "zz"]
-    assert [r.entry_id for r in report.rejected] == ["2-0"]
-    assert "query 'piped', source 's': middleware 'd' (decoder)" in report.rejected[0].reason
-    again, replay = core.apply_entries("s", [entry("1-0", 1, (Op.INSERT, good))])
-    assert (dict(again), replay.rejected) == ({}, [])
-    assert [e.properties["v"] for e in core.snapshot("piped", ["s"])] == ["Hi"]
+    outcomes = [pipes.apply(item.source_id, item.change) for item in routed["piped"]]
+    derived = [d.element.properties["v"] for o in outcomes for d in o.deltas.get("piped", ())]
+    assert derived == ["Hi"]
+    assert outcomes[0].failures == []
+    assert "query 'piped', source 's': middleware 'd' (decoder)" in outcomes[1].failures[0]
+    assert [e.properties["v"] for e in pipes.elements("piped", "s") or ()] == ["Hi"]
 
 
 def test_a_late_subscription_is_built_from_the_source_as_inserts() -> None:
     core = Coordinator()
+    core.pipe("q", ["s"])
     core.apply_entries("s", [entry("1-0", 1, (Op.INSERT, node("p", ["Person"], {"a": 1})))])
     relabel = MiddlewareSpec(name="r", kind="relabel", config={"labelMappings": {"Person": "U"}})
-    core.middleware.subscribe("q", [relabel], {"s": ("r",)}, core.stores)
-    assert [e.labels for e in core.snapshot("q", ["s"])] == [("U",)]
+    pipes = MiddlewareSubscriptions()
+    view = source_view(core.piped_snapshot("q", ["s"])["s"])
+    pipes.subscribe("q", [relabel], {"s": ("r",)}, {"s": view})
+    assert [e.labels for e in pipes.elements("q", "s") or ()] == [("U",)]
 
 
 def test_yaml_gives_pipelines_in_drasis_subscription_shape() -> None:
