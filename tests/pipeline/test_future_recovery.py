@@ -64,10 +64,24 @@ def _published(redis_url: str) -> list[dict[str, Any]]:
 
 
 def _kill(app: DrasiRay, victim: str) -> None:
+    """SIGKILL the victims and wait until Ray runs a new process for each."""
+    actors = []
     if victim in ("query", "both"):
-        ray.kill(app.query_actor("hot"), no_restart=False)
+        actors.append(app.query_actor("hot"))
     if victim in ("coordinator", "both"):
-        ray.kill(app.coordinator_actor(), no_restart=False)
+        actors.append(app.coordinator_actor())
+    pids = [ray.get(actor.pid.remote()) for actor in actors]
+    for actor in actors:
+        ray.kill(actor, no_restart=False)
+    for actor, pid in zip(actors, pids, strict=True):
+        wait_until(lambda a=actor, p=pid: _new_pid(a, p), 120, what="the actor's restart")
+
+
+def _new_pid(actor: Any, old: int) -> bool:
+    try:
+        return bool(ray.get(actor.pid.remote(), timeout=5) != old)
+    except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError):
+        return False
 
 
 @pytest.mark.parametrize("victim", ["query", "coordinator", "both"])
