@@ -30,9 +30,9 @@ from tests.differential.catalogue_sources import SOURCES_CATALOGUE
 from tests.differential.compare import Comparison, Divergence, compare_runs
 from tests.differential.generator import generate_case, generate_two_source_case
 from tests.differential.minimize import shrink
-from tests.differential.model import Case, QuerySpec
-from tests.differential.oracle import run_oracle
 from tests.differential.subject import run_drasi_ray
+from tests.oracle.cases import run_oracle
+from tests.oracle.model import Case, QuerySpec
 
 
 def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:

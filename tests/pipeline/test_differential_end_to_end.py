@@ -26,8 +26,8 @@ from drasi_ray.testing.apps import one_source_app
 from tests.differential.catalogue import CATALOGUE
 from tests.differential.compare import same_multiset
 from tests.differential.generator import generate_case
-from tests.differential.model import Case
-from tests.differential.oracle import run_oracle
+from tests.oracle.cases import run_oracle
+from tests.oracle.model import Case
 
 QUERY_IDS = (
     "node_properties",
