@@ -42,6 +42,7 @@ class Pinned:
 _HISTORY = "tests/query/test_history_oracle.py"
 _CLOCKS = "tests/query/test_clocks_oracle.py"
 _FUTURES = "tests/query/test_future_deviations.py::test_drasi_and_drasi_ray_outputs"
+_FUNCTIONS = "tests/query/test_function_cases_oracle.py"
 
 PINNED: tuple[Pinned, ...] = (
     Pinned(
@@ -96,6 +97,13 @@ PINNED: tuple[Pinned, ...] = (
         "never takes one back",
         "the aggregate follows the rows",
         f"{_FUTURES}[where_aggregate]",
+    ),
+    Pinned(
+        "distinct_integer_and_equal_float",
+        "`coll.distinct` of a list holding an Integer and a Float of equal value (`[1, 1.0]`) "
+        "keeps both or only the first, by hash collision: about one call in a hundred drops one",
+        "keeps both, always (what Drasi gives most of the time)",
+        f"{_FUNCTIONS}::test_drasi_distinct_of_an_integer_and_an_equal_float_is_left_to_chance",
     ),
 )
 """Every difference pinned outside tests/differential, by id."""
