@@ -46,6 +46,7 @@ LAYOUTS = [
 ]
 SEEDS = (7, 8)
 CHANGES = 60
+CONSUMERS = 3
 
 
 def _app_results(
@@ -58,11 +59,12 @@ def _app_results(
         {query.id: query.text for query in QUERIES},
         prefix="differential",
         scaling_config=scaling,
-        consumers=3,
+        consumers=CONSUMERS,
         batch_size=10,
     )
     app.start()
     try:
+        assert len(app.consumer_actors("source")) == CONSUMERS
         with Publisher.from_url(redis_url) as publisher:
             entries = [encode_cloud_event([change.platform_event()]) for change in case.changes]
             publisher.publish(stream, entries)
