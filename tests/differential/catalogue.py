@@ -149,13 +149,10 @@ _QUERIES: tuple[tuple[str, str], ...] = (
         "toString(a.flag) AS fs, toIntegerOrNull(a.s) AS io, toFloatOrNull(a.name) AS fo, "
         "toBooleanOrNull(a.s) AS bo, toBoolean(a.flag) AS b",
     ),
-    # coll.distinct over Floats only: Drasi's of an Integer and an equal Float is left to
-    # chance (docs/conformance.md, distinct_integer_and_equal_float)
     (
         "list_functions",
         "MATCH (a:A) RETURN a.l AS l, tail(a.l) AS tail, range(0, 3) AS r, "
-        "coll.distinct([x IN a.l | x * 1.0]) AS d, coll.indexOf(a.l, 2) AS i, "
-        "coll.insert(a.l, 0, 9) AS ins",
+        "coll.distinct(a.l) AS d, coll.indexOf(a.l, 2) AS i, coll.insert(a.l, 0, 9) AS ins",
     ),
     ("element_id", "MATCH (a:A)-[r:R]->(b) RETURN elementId(a) AS a, elementId(r) AS r"),
     (

@@ -1,8 +1,9 @@
-"""Deliberate differences with Drasi that tests outside tests/differential pin.
+"""Deliberate differences with Drasi that tests of their own pin.
 
-The known differences of tests/differential/known.py are probes this package runs; the ones
-here are pinned by the tests of the features they belong to (past, clock and future
-functions), each running drasi-lib and drasi_ray and asserting both outputs. This list puts
+The known differences of tests/differential/known.py are probes with one outcome per engine;
+the ones here are pinned by the tests of the features they belong to (past, clock and future
+functions, and a nondeterminism of Drasi's), each running drasi-lib and drasi_ray and
+asserting both outputs. This list puts
 them in docs/conformance.md; tests/differential/test_conformance_doc.py checks that every test
 named here exists, so the document cannot point at a test that is gone.
 
@@ -42,7 +43,6 @@ class Pinned:
 _HISTORY = "tests/query/test_history_oracle.py"
 _CLOCKS = "tests/query/test_clocks_oracle.py"
 _FUTURES = "tests/query/test_future_deviations.py::test_drasi_and_drasi_ray_outputs"
-_FUNCTIONS = "tests/query/test_function_cases_oracle.py"
 
 PINNED: tuple[Pinned, ...] = (
     Pinned(
@@ -99,11 +99,12 @@ PINNED: tuple[Pinned, ...] = (
         f"{_FUTURES}[where_aggregate]",
     ),
     Pinned(
-        "distinct_integer_and_equal_float",
-        "`coll.distinct` of a list holding an Integer and a Float of equal value (`[1, 1.0]`) "
-        "keeps both or only the first, by hash collision: about one call in a hundred drops one",
-        "keeps both, always (what Drasi gives most of the time)",
-        f"{_FUNCTIONS}::test_drasi_distinct_of_an_integer_and_an_equal_float_is_left_to_chance",
+        "distinct_integer_float",
+        "`coll.distinct` keeps an Integer and an equal Float (`[2, 2.0]`) as two values in most "
+        "lists but drops the Float in about 1 list in 100, a different share in each process",
+        "keeps both, always",
+        "tests/differential/test_distinct_hashing.py"
+        "::test_drasi_sometimes_collapses_an_integer_and_an_equal_float_drasi_ray_never",
     ),
 )
 """Every difference pinned outside tests/differential, by id."""
