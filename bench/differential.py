@@ -30,9 +30,9 @@ from tests.differential.catalogue_sources import SOURCES_CATALOGUE
 from tests.differential.compare import Comparison, Divergence, compare_runs
 from tests.differential.generator import generate_case, generate_two_source_case
 from tests.differential.minimize import shrink
-from tests.differential.model import Case, QuerySpec
-from tests.differential.oracle import run_oracle
 from tests.differential.subject import run_drasi_ray
+from tests.oracle.cases import run_oracle
+from tests.oracle.model import Case, QuerySpec
 
 
 def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -105,22 +105,29 @@ def _shrunk(divergences: Sequence[Divergence], cases: Sequence[Case]) -> list[st
 
 
 def record_figures(
-    recorder: Recorder, queries: Sequence[QuerySpec], cases: Sequence[Case], outcome: Comparison
+    recorder: Recorder,
+    queries: Sequence[QuerySpec],
+    cases: Sequence[Case],
+    outcome: Comparison,
+    seconds: float,
 ) -> None:
-    """How many queries diverged from drasi-lib, out of how many compared, and what was run."""
+    """How many queries diverged from drasi-lib, out of how many compared, what was run and
+    how long it took; the runs Drasi could not run, by query and Drasi's failure."""
     changes = sum(len(case.changes) for case in cases)
     size = f"{len(queries)} queries x {len(cases)} cases, {changes:,} changes"
     recorder.add(
         "queries whose diffs diverged from drasi-lib's",
         float(len(outcome.diverging_queries())),
         "queries",
-        detail=f"{size}, {outcome.compared_steps:,} query-steps compared",
+        detail=f"{size}, {outcome.compared_steps:,} query-steps compared in {seconds:.0f} s",
     )
+    skipped = Counter((s.query_id, s.reason) for s in outcome.skipped)
+    reasons = "; ".join(f"{query} x{count}: {reason}" for (query, reason), count in skipped.items())
     recorder.add(
         "query runs drasi-lib could not run (skipped)",
         float(len(outcome.skipped)),
         "runs",
-        detail=size,
+        detail=f"{size}" + (f"; {reasons}" if reasons else ""),
     )
 
 
@@ -138,14 +145,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     drasi = run_oracle(cases, queries)
     ours = {case.name: run_drasi_ray(case, queries) for case in cases}
     outcome = compare_runs(drasi, ours, {query.id: query.text for query in queries})
-    lines = _summary(queries, cases, outcome, time.perf_counter() - started)
+    seconds = time.perf_counter() - started
+    lines = _summary(queries, cases, outcome, seconds)
     print_lines(lines)
     if args.show:
         print_lines([d.describe() for d in outcome.divergences[: args.show]])
     if args.shrink:
         print_lines(_shrunk(outcome.divergences, cases))
     if not args.no_record:
-        record_figures(recorder, queries, cases, outcome)
+        record_figures(recorder, queries, cases, outcome, seconds)
         recorder.write()
     return 1 if outcome.divergences else 0
 

@@ -20,7 +20,7 @@ Ids are stable: reports and docs name them.
 
 from __future__ import annotations
 
-from tests.differential.model import QuerySpec
+from tests.oracle.model import QuerySpec
 
 _QUERIES: tuple[tuple[str, str], ...] = (
     # ------------------------------------------------------------------ one node, WHERE

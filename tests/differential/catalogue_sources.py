@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from tests.differential.generator import SECOND_SOURCE
-from tests.differential.model import SOURCE_ID, QuerySpec
+from tests.oracle.model import SOURCE_ID, QuerySpec
 
 BOTH = (SOURCE_ID, SECOND_SOURCE)
 

@@ -29,7 +29,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tests.differential.model import CaseRun, Diff, QueryRun, Row
+from tests.oracle.model import CaseRun, Diff, QueryRun, Row
 
 REL_TOLERANCE = 1e-9
 

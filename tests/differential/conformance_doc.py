@@ -38,11 +38,11 @@ from drasi_ray.query.parser import parse_query
 from tests.differential.catalogue import CATALOGUE
 from tests.differential.drasi_registry import DRASI_FUNCTIONS, FEATURES, Feature
 from tests.differential.known import KNOWN, Known
-from tests.differential.model import Case, CaseRun, QueryRun, QuerySpec
-from tests.differential.oracle import run_jobs
 from tests.differential.pinned import PINNED
 from tests.differential.probes import changes
 from tests.differential.test_differential import CHANGES, SEEDS
+from tests.oracle.cases import run_jobs
+from tests.oracle.model import Case, CaseRun, QueryRun, QuerySpec
 from tests.query.drasi_function_cases import ERROR, REFUSED, SCALAR_CASES, SILENT
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "conformance.md"

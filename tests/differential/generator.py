@@ -21,7 +21,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
-from tests.differential.model import SOURCE_ID, Case, GraphChange, Op
+from tests.oracle.model import SOURCE_ID, Case, GraphChange, Op
 
 BASE_TIME_MS = 1_700_000_000_000
 """The first change's time (2023-11-14T22:13:20Z); each later change is about 1 s after."""

@@ -797,6 +797,38 @@ KNOWN: tuple[Known, ...] = (
         _stops("FunctionError"),
         _added(c="2024-01-02T10:00:00Z"),
     ),
+    Known(
+        "max_over_emptied_zero_group",
+        "refusal",
+        "an index error (`IndexError(CorruptedData)`): the query stops, when a group of the "
+        "first aggregating WITH that held 0 (avg's value of an empty group) from two rows "
+        "empties under a `max` or `min` (with any other value, e.g. 2, it runs)",
+        "the update Drasi gives for any other value: `top` back to null",
+        Probe(
+            "max_over_emptied_zero_group",
+            "MATCH (a:A)-[:R]->(b)-[:S]->(c) WITH c, b, avg(a.x) AS bx "
+            "WITH c, max(bx) AS top RETURN elementId(c) AS id, top",
+            changes(
+                ("insert", "a1", "A", {"x": 0}),
+                ("insert", "a2", "A", {"x": 0}),
+                ("insert", "b1", "B", {}),
+                ("insert", "c1", "C", {}),
+                ("insert", "r1", "R", {}, "a1", "b1"),
+                ("insert", "r2", "R", {}, "a2", "b1"),
+                ("insert", "s1", "S", {}, "b1", "c1"),
+                ("delete", "s1", "S", {}, "b1", "c1"),
+            ),
+        ),
+        _stops("IndexError(CorruptedData)"),
+        Expected(
+            steps=(
+                *((),) * 6,
+                (("UPDATE", {"id": "c1", "top": None}, {"id": "c1", "top": 0.0}),),
+                (("UPDATE", {"id": "c1", "top": 0.0}, {"id": "c1", "top": None}),),
+            ),
+            results=({"id": "c1", "top": None},),
+        ),
+    ),
 )
 """Every known difference, in the order docs/conformance.md lists them."""
 

@@ -12,9 +12,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from tests.differential.compare import compare_query
-from tests.differential.model import Case, GraphChange, QueryRun, QuerySpec
-from tests.differential.oracle import run_oracle
 from tests.differential.subject import run_drasi_ray
+from tests.oracle.cases import run_oracle
+from tests.oracle.model import Case, GraphChange, QueryRun, QuerySpec
 
 Verdict = Callable[[QueryRun, QueryRun], bool]
 """Whether (Drasi's run, drasi_ray's run) still shows what is being shrunk."""

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from tests.differential.compare import normal_diff
-from tests.differential.model import Case, GraphChange, QueryRun, QuerySpec
-from tests.differential.oracle import run_jobs
 from tests.differential.subject import run_drasi_ray
+from tests.oracle.cases import run_jobs
+from tests.oracle.model import Case, GraphChange, QueryRun, QuerySpec
 
 BASE_MS = 1_700_000_000_000
 

@@ -1,9 +1,9 @@
 """Drasi's shared-test scenarios (``tests/scenarios/*.json``) as differential cases.
 
 A scenario case is a bootstrap and steps of platform events, with the diffs each step must
-give. Here each case becomes one :class:`~tests.differential.model.Case` (the bootstrap's
+give. Here each case becomes one :class:`~tests.oracle.model.Case` (the bootstrap's
 changes, then the steps', each on its source), with its queries as
-:class:`~tests.differential.model.QuerySpec` objects carrying their sources, joins, middleware
+:class:`~tests.oracle.model.QuerySpec` objects carrying their sources, joins, middleware
 and pipelines, so drasi-lib and drasi_ray can run it and their diffs be compared step by step,
 and the scenario's transcribed expectations checked against drasi-lib's.
 
@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from drasi_ray.testing.conformance import ScenarioQuery, bootstrap_events, step_source
-from tests.differential.model import Case, GraphChange, QuerySpec
+from tests.oracle.model import Case, GraphChange, QuerySpec
 
 SCENARIO_DIR = Path(__file__).resolve().parents[1] / "scenarios"
 
@@ -74,7 +74,7 @@ def scenario_cases() -> Iterator[ScenarioCase]:
     (Drasi's future functions: drasi-lib's future queue runs on the wall clock, so such a case
     cannot run through it as written; tests/query/test_future_functions_drasi.py runs those
     functions through drasi-lib on timed plans instead). A scenario calling Drasi's past
-    functions runs with drasi-lib's archive index on (tests/differential/oracle.py)."""
+    functions runs with drasi-lib's archive index on (tests/oracle/cases.py)."""
     for path in sorted(SCENARIO_DIR.glob("*.json")):
         scenario = json.loads(path.read_text(encoding="utf-8"))
         for case in scenario["cases"]:

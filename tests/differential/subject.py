@@ -33,7 +33,7 @@ from drasi_ray.model.query_specs import MiddlewareSpec, QueryJoin
 from drasi_ray.query.engine import ContinuousQuery
 from drasi_ray.query.expressions import contains_aggregate
 from drasi_ray.source.decode import decode_entry, encode_cloud_event
-from tests.differential.model import Case, CaseRun, QueryRun, QuerySpec, empty_steps
+from tests.oracle.model import Case, CaseRun, QueryRun, QuerySpec, empty_steps
 
 
 def as_users_read(value: Any) -> Any:

@@ -11,10 +11,10 @@ import pytest
 from drasi_ray.query.functions import FUNCTIONS
 from tests.differential.conformance_doc import DOC, build
 from tests.differential.drasi_registry import ARCHIVE_ONLY, DRASI_FUNCTIONS
-from tests.differential.model import Case, CaseRun, QuerySpec
-from tests.differential.oracle import needs_archive, run_jobs
 from tests.differential.pinned import PINNED, Pinned
 from tests.differential.probes import changes
+from tests.oracle.cases import needs_archive, run_jobs
+from tests.oracle.model import Case, CaseRun, QuerySpec
 
 UNKNOWN = "UnknownFunction"
 

@@ -19,9 +19,9 @@ import pytest
 from tests.differential.catalogue import CATALOGUE
 from tests.differential.compare import Comparison, compare_runs
 from tests.differential.generator import generate_case
-from tests.differential.model import CaseRun, QueryRun
-from tests.differential.oracle import run_oracle
 from tests.differential.subject import run_drasi_ray
+from tests.oracle.cases import run_oracle
+from tests.oracle.model import CaseRun, QueryRun
 
 SEEDS = range(100, 112)
 CHANGES = 60

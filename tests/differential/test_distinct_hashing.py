@@ -10,10 +10,10 @@ of the differential test therefore never puts an Integer and an equal Float in o
 
 from __future__ import annotations
 
-from tests.differential.model import Case, CaseRun, QuerySpec
-from tests.differential.oracle import run_oracle
 from tests.differential.probes import changes
 from tests.differential.subject import run_drasi_ray
+from tests.oracle.cases import run_oracle
+from tests.oracle.model import Case, CaseRun, QuerySpec
 
 PAIRS = 2000
 """Enough lists that Drasi collapses at least one (about 1 in 100 does) in any process."""

@@ -13,11 +13,11 @@ import pytest
 
 from tests.differential.compare import compare_query, same_multiset
 from tests.differential.known import KNOWN
-from tests.differential.model import CaseRun
-from tests.differential.oracle import run_jobs
 from tests.differential.pinned import PINNED
 from tests.differential.scenarios import ScenarioCase, scenario_cases
 from tests.differential.subject import run_drasi_ray
+from tests.oracle.cases import run_jobs
+from tests.oracle.model import CaseRun
 
 CASES = tuple(scenario_cases())
 

@@ -16,8 +16,8 @@ import pytest
 from tests.differential.catalogue_sources import SOURCES_CATALOGUE
 from tests.differential.compare import compare_runs
 from tests.differential.generator import generate_two_source_case
-from tests.differential.oracle import run_oracle
 from tests.differential.subject import run_drasi_ray
+from tests.oracle.cases import run_oracle
 
 SEEDS = (1000, 1001, 1002, 1003)
 

@@ -4,32 +4,13 @@ Float here, unlike the scenario comparisons), diffs as multisets."""
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
-
-_SPACED_DATETIME = re.compile(
-    r"^(\d{4}-\d{2}-\d{2}) (\d{2}:\d{2}:\d{2}(?:\.\d+)?) ([+-]\d{2}:\d{2})$"
-)
-
-
-def normalized(value: Any) -> Any:
-    """``value`` with drasi_ray's datetime text (``2024-01-02 10:00:00 +01:00``) written as
-    drasi-lib writes it (``2024-01-02T10:00:00+01:00``): the two differ in that text alone,
-    which another branch aligns."""
-    if isinstance(value, str):
-        return _SPACED_DATETIME.sub(r"\1T\2\3", value)
-    if isinstance(value, Mapping):
-        return {key: normalized(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [normalized(item) for item in value]
-    return value
 
 
 def same_typed(left: Any, right: Any, rel_tol: float = 0.0, by_value: bool = False) -> bool:
     """Equal values of equal types (Integer 5 is not Float 5.0, unless ``by_value``); floats
     equal exactly, or to ``rel_tol`` relative."""
-    left, right = normalized(left), normalized(right)
     if by_value and _number(left) and _number(right):
         left, right = float(left), float(right)
     if type(left) is not type(right):

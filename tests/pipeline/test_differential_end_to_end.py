@@ -26,8 +26,8 @@ from drasi_ray.testing.apps import one_source_app
 from tests.differential.catalogue import CATALOGUE
 from tests.differential.compare import same_multiset
 from tests.differential.generator import generate_case
-from tests.differential.model import Case
-from tests.differential.oracle import run_oracle
+from tests.oracle.cases import run_oracle
+from tests.oracle.model import Case
 
 QUERY_IDS = (
     "node_properties",
@@ -46,6 +46,7 @@ LAYOUTS = [
 ]
 SEEDS = (7, 8)
 CHANGES = 60
+CONSUMERS = 3
 
 
 def _app_results(
@@ -58,11 +59,12 @@ def _app_results(
         {query.id: query.text for query in QUERIES},
         prefix="differential",
         scaling_config=scaling,
-        consumers=3,
+        consumers=CONSUMERS,
         batch_size=10,
     )
     app.start()
     try:
+        assert len(app.consumer_actors("source")) == CONSUMERS
         with Publisher.from_url(redis_url) as publisher:
             entries = [encode_cloud_event([change.platform_event()]) for change in case.changes]
             publisher.publish(stream, entries)

@@ -1,11 +1,12 @@
 """A pending ``drasi.trueFor`` survives killed actors and fires exactly once.
 
-Three consumers feed a query that waits five minutes of a manual clock before a machine counts
-as overheated. One machine's wait ends before the crash, another's is pending when the query
-actor, the coordinator or both are SIGKILLed; after the restart the clock moves on and a third
-machine starts its wait. The query's platform reaction stream (written from the query actor,
-its sequences kept across restarts) must hold each machine's ADD exactly once, in strictly
-increasing sequences, and the query's rows must be the three machines.
+Three consumers (or one, with both actors killed) feed a query that waits five minutes of a
+manual clock before a machine counts as overheated. One machine's wait ends before the crash,
+another's is pending when the query actor, the coordinator or both are SIGKILLed; after the
+restart the clock moves on and a third machine starts its wait. The query's platform reaction
+stream (written from the query actor, its sequences kept across restarts) must hold each
+machine's ADD exactly once, in strictly increasing sequences, and the query's rows must be the
+three machines.
 """
 
 from __future__ import annotations
@@ -39,13 +40,13 @@ def _machine(machine_id: str, state: str, minute: int, op: Op = Op.INSERT) -> by
     return encode_cloud_event([change_event(op, element, (T0 + minute * MINUTE) * 1_000_000)])
 
 
-def _app(redis_url: str, stream: str, clock: ManualClock) -> DrasiRay:
+def _app(redis_url: str, stream: str, clock: ManualClock, consumers: int) -> DrasiRay:
     app = DrasiRay(f"futures-{uuid.uuid4().hex[:8]}", clock=clock)
     app.add_source(
         PlatformSource.builder("machines")
         .with_redis_url(redis_url)
         .with_stream_key(stream)
-        .with_consumers(3)
+        .with_consumers(consumers)
         .with_batch_size(10)
         .with_block_ms(100)
         .with_claim_idle_ms(1_000)
@@ -84,13 +85,17 @@ def _new_pid(actor: Any, old: int) -> bool:
         return False
 
 
-@pytest.mark.parametrize("victim", ["query", "coordinator", "both"])
+@pytest.mark.parametrize(
+    ("victim", "consumers"),
+    [("query", 3), ("coordinator", 3), ("both", 3), ("both", 1)],
+    ids=["query-3consumers", "coordinator-3consumers", "both-3consumers", "both-1consumer"],
+)
 def test_a_pending_true_for_fires_once_after_restarts(
-    ray_session: None, redis_url: str, victim: str
+    ray_session: None, redis_url: str, victim: str, consumers: int
 ) -> None:
     stream = f"machines-{uuid.uuid4().hex[:8]}"
     clock = ManualClock(T0)
-    app = _app(redis_url, stream, clock)
+    app = _app(redis_url, stream, clock, consumers)
     app.start()
     try:
         with Publisher.from_url(redis_url) as publisher:

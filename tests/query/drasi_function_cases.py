@@ -177,7 +177,8 @@ COLLECTIONS = [
     FunctionCase("coll.distinct(null)", None),
     FunctionCase("coll.distinct('abc')", REFUSED),
     FunctionCase("coll.distinct([[1], [1], {a: 1}, {a: 1}])", [[1], {"a": 1}]),
-    FunctionCase("coll.distinct([1, 1.0])", [1, 1.0]),
+    # coll.distinct([1, 1.0]): Drasi's answer is left to chance, one call in ~100 differs
+    # (pinned by tests/differential/test_distinct_hashing.py)
     FunctionCase("coll.indexOf([1, 2, 3], 2)", 1),
     FunctionCase("coll.indexOf([1, 2, 3], 5)", -1),
     FunctionCase("coll.indexOf([1, 2.0, 3], 2)", 1),

@@ -18,7 +18,8 @@ from typing import Any
 
 import pytest
 
-from tests.oracle.drasi_lib import Change, Outcome, run_drasi, run_engine
+from tests.oracle.engines import Outcome, run_drasi, run_engine
+from tests.oracle.model import GraphChange
 from tests.oracle.values import same_diffs, same_typed
 
 QUERIES = {
@@ -42,7 +43,7 @@ SEED = 5
 POINTS = 3
 
 
-def _random_changes(seed: int, count: int) -> list[Change]:
+def _random_changes(seed: int, count: int) -> list[GraphChange]:
     """Inserts, updates and deletes of ``POINTS`` points with random coordinates."""
     chooser = random.Random(seed)
     alive: set[str] = set()
@@ -52,7 +53,7 @@ def _random_changes(seed: int, count: int) -> list[Change]:
         time_ms = 1000 * (step + 1)
         if point in alive and chooser.random() < 0.3:
             alive.discard(point)
-            changes.append(Change("delete", point, ("P",), {}, time_ms))
+            changes.append(GraphChange("delete", point, ("P",), {}, time_ms))
             continue
         properties = {
             "x": chooser.choice([chooser.randrange(-5, 20), round(chooser.uniform(-3, 9), 3)]),
@@ -61,12 +62,12 @@ def _random_changes(seed: int, count: int) -> list[Change]:
         }
         op = "update" if point in alive else "insert"
         alive.add(point)
-        changes.append(Change(op, point, ("P",), properties, time_ms))
+        changes.append(GraphChange(op, point, ("P",), properties, time_ms))
     return changes
 
 
-BARRIER = Change("insert", "barrier", ("P",), {"x": 1000, "y": 1, "s": 1000}, 10**9)
-"""Changes every query's value, so drasi-lib answers the last change."""
+BARRIER = GraphChange("insert", "barrier", ("P",), {"x": 1000, "y": 1, "s": 1000}, 10**9)
+"""A last change that moves every query's value: the runs end on a step both report."""
 
 CHANGES = [*_random_changes(SEED, 60), BARRIER]
 
@@ -122,8 +123,8 @@ def test_the_random_changes_reach_every_case() -> None:
 # --------------------------------------------------------------------------- deviations
 
 
-def _point(point: str, x: Any, y: Any) -> Change:
-    return Change("insert", point, ("P",), {"x": x, "y": y})
+def _point(point: str, x: Any, y: Any) -> GraphChange:
+    return GraphChange("insert", point, ("P",), {"x": x, "y": y})
 
 
 def test_drasi_lib_reports_a_gradient_per_row_where_drasi_ray_aggregates() -> None:
@@ -170,8 +171,8 @@ def test_a_point_with_a_null_coordinate_leaves_the_gradient_where_drasi_reports_
 def test_an_argument_drasi_refuses_stops_its_query_and_refuses_our_row(
     query: str, properties: dict[str, Any]
 ) -> None:
-    changes = [Change("insert", "p1", ("P",), properties), _point("p2", 1, 1)]
-    drasi = run_drasi({"q": query}, changes, {"q": 0})
+    changes = [GraphChange("insert", "p1", ("P",), properties), _point("p2", 1, 1)]
+    drasi = run_drasi({"q": query}, changes)
     ours = run_engine({"q": query}, changes)
     assert drasi.statuses["q"] == "Error"
     assert ours.steps["q"][0] == [] and ours.errors["q"]

@@ -9,15 +9,16 @@ change's time), which can give a row Drasi never emitted (docs/conformance.md).
 
 from __future__ import annotations
 
-from tests.oracle.drasi_lib import Change, run_drasi, run_engine
+from tests.oracle.engines import run_drasi, run_engine
+from tests.oracle.model import GraphChange
 
 CHANGES = [
-    Change("insert", "a", ("A",), {"x": 1}, 1000),
-    Change("update", "a", ("A",), {"x": 2}, 2000),
-    Change("insert", "b", ("B",), {"y": 1}, 2500),
-    Change("insert", "r", ("R",), {}, 2600, "a", "b"),
-    Change("update", "b", ("B",), {"y": 2}, 3000),
-    Change("delete", "a", ("A",), {}, 5000),
+    GraphChange("insert", "a", ("A",), {"x": 1}, 1000),
+    GraphChange("update", "a", ("A",), {"x": 2}, 2000),
+    GraphChange("insert", "b", ("B",), {"y": 1}, 2500),
+    GraphChange("insert", "r", ("R",), {}, 2600, "a", "b"),
+    GraphChange("update", "b", ("B",), {"y": 2}, 3000),
+    GraphChange("delete", "a", ("A",), {}, 5000),
 ]
 SINGLE = (
     "MATCH (a:A) RETURN a.x AS x, datetime.transaction().epochMillis AS t,"
@@ -28,7 +29,7 @@ PAIR = "MATCH (a:A)-[:R]->(b:B) RETURN b.y AS y, datetime.transaction().epochMil
 
 def test_rows_added_carry_the_changes_clock_in_both() -> None:
     queries = {"single": SINGLE, "pair": PAIR}
-    drasi = run_drasi(queries, CHANGES, {"single": 5, "pair": 5})
+    drasi = run_drasi(queries, CHANGES)
     ours = run_engine(queries, CHANGES)
     added = {"type": "ADD", "data": {"x": 1, "t": 1000, "rt": 1000}}
     assert drasi.steps["single"][0] == ours.steps["single"][0] == [added]
@@ -38,7 +39,7 @@ def test_rows_added_carry_the_changes_clock_in_both() -> None:
 
 def test_before_rows_are_what_was_emitted_where_drasi_reevaluates_them() -> None:
     queries = {"single": SINGLE, "pair": PAIR}
-    drasi = run_drasi(queries, CHANGES, {"single": 5, "pair": 5})
+    drasi = run_drasi(queries, CHANGES)
     ours = run_engine(queries, CHANGES)
     # the update of a at 2000: Drasi's before row has realtime 2000, a row it never emitted
     assert drasi.steps["single"][1][0]["before"] == {"x": 1, "t": 1000, "rt": 2000}

@@ -1,6 +1,6 @@
 """Where drasi_ray's future functions deliberately differ from Drasi: both outputs, pinned.
 
-Each plan runs through drasi-lib and drasi_ray's engine (see tests/futures/plans.py); the test
+Each plan runs through drasi-lib and drasi_ray's engine (see tests/oracle/plans.py); the test
 asserts what each produced, step by step, so a change on either side shows up here. The
 deviations section of docs/conformance.md lists each (tests/differential/pinned.py).
 """
@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.futures.plans import (
+from tests.oracle.plans import (
     Observed,
     at,
     delete,

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.futures.plans import (
+from tests.oracle.plans import (
     Observed,
     at,
     delete,

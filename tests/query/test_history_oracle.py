@@ -13,12 +13,13 @@ from typing import Any
 
 import pytest
 
-from tests.oracle.drasi_lib import Change, Outcome, run_drasi, run_engine
+from tests.oracle.engines import Outcome, run_drasi, run_engine
+from tests.oracle.model import GraphChange
 from tests.oracle.values import same_typed
 
 
-def _version(element_id: str, value: int, time: int, op: str = "update") -> Change:
-    return Change(op, element_id, ("Thing",), {"Value": value}, time)
+def _version(element_id: str, value: int, time: int, op: str = "update") -> GraphChange:
+    return GraphChange(op, element_id, ("Thing",), {"Value": value}, time)
 
 
 CHANGES = [
@@ -26,10 +27,10 @@ CHANGES = [
     _version("t1", 1, 1000),
     _version("t1", 2, 2000),
     _version("t1", 3, 3000),
-    Change("update", "t1", ("Thing",), {"Other": 9}, 3000),  # same time: replaces that version
+    GraphChange("update", "t1", ("Thing",), {"Other": 9}, 3000),  # same time: replaces that version
     _version("t2", 7, 500, "insert"),
     _version("t1", 4, 2500),  # an older time than the newest version
-    Change("delete", "t2", ("Thing",), {}, 4000),
+    GraphChange("delete", "t2", ("Thing",), {}, 4000),
 ]
 RECREATED = _version("t2", 8, 4500, "insert")
 

@@ -5,25 +5,26 @@ from __future__ import annotations
 
 import pytest
 
-from tests.oracle.drasi_lib import Change, Outcome, run_drasi, run_engine
+from tests.oracle.engines import Outcome, run_drasi, run_engine
+from tests.oracle.model import GraphChange
 from tests.oracle.values import same_diffs
 
 
-def _insert(point: str, group: str, x: int) -> Change:
-    return Change("insert", point, ("P",), {"g": group, "x": x}, 1000)
+def _insert(point: str, group: str, x: int) -> GraphChange:
+    return GraphChange("insert", point, ("P",), {"g": group, "x": x}, 1000)
 
 
-def _update(point: str, group: str, x: int) -> Change:
-    return Change("update", point, ("P",), {"g": group, "x": x}, 2000)
+def _update(point: str, group: str, x: int) -> GraphChange:
+    return GraphChange("update", point, ("P",), {"g": group, "x": x}, 2000)
 
 
 CHANGES = [
     _insert("p1", "a", 5),
     _insert("p2", "a", 3),
     _update("p1", "a", 1),
-    Change("delete", "p2", ("P",), {}, 3000),
+    GraphChange("delete", "p2", ("P",), {}, 3000),
     _update("p1", "b", 2),
-    Change("delete", "p1", ("P",), {}, 3000),
+    GraphChange("delete", "p1", ("P",), {}, 3000),
     _insert("p3", "a", 4),
     _insert("pz", "z", 100),
 ]

@@ -18,28 +18,32 @@ injected clock: at each step it first fires what came due before the step (into 
 window), applies the change, then fires what is due at the step.
 
 Drasi fires due re-evaluations on its wall clock, polling every 100 ms, so plans keep due times
-at least ~300 ms away from step times.
+at least ~300 ms away from step times. :func:`run_in_drasi` runs plans in the oracle's child
+process (:mod:`tests.oracle.child`): each plan gets its own Drasi instance, all run at once
+against one wall-clock base time, and the child waits for the plans' times to come (it is the
+oracle's clock, not a test sleeping).
 """
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-import tempfile
+import asyncio
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from drasi_ray.model.changes import ZERO_VERSION, Element, ElementDelta, ElementKind, FrozenMap
 from drasi_ray.query.engine import ContinuousQuery
+from tests.oracle.child import Emit, create_drasi, run_child
+from tests.oracle.model import plain_diff
 from tests.query.support import same_multiset
 
 ENGINE_BASE_MS = 1_700_000_000_000
 """The base time of plans run through drasi_ray's engine (any fixed time works)."""
 SETTLE_MS = 700
-"""As the child's: results due within this time after the last step still count."""
+"""How long after a plan's last step its late results (due re-evaluations) are collected."""
+LEAD_MS = 400
+"""Time between the end of setting up every Drasi instance and the base time of the plans."""
 CHILD_TIMEOUT_S = 120
 
 
@@ -94,29 +98,13 @@ class Observed:
 
 
 def run_in_drasi(plans: Sequence[dict[str, Any]]) -> list[Observed]:
-    """Run ``plans`` at once through drasi-lib in a child process."""
-    with tempfile.TemporaryDirectory() as folder:
-        plans_file, out_file = Path(folder, "plans.json"), Path(folder, "out.json")
-        plans_file.write_text(json.dumps(list(plans)))
-        subprocess.run(
-            [sys.executable, "-m", "tests.futures.drasi_child", str(plans_file), str(out_file)],
-            env=_quiet_env(),
-            cwd=Path(__file__).resolve().parents[2],
-            timeout=CHILD_TIMEOUT_S,
-            capture_output=True,
-            check=False,
-        )
-        raw = json.loads(out_file.read_text())
+    """Run ``plans`` at once through drasi-lib, in the oracle's child process."""
+    raw = run_child("plans", {"plans": list(plans)}, CHILD_TIMEOUT_S)
+    assert len(raw) == len(plans), "drasi-lib's child did not finish the plans"
     for observed, each in zip(raw, plans, strict=True):
         failed = {q: s for q, s in observed["status"].items() if s != "Running"}
         assert not failed, f"Drasi stopped queries of plan {each['name']}: {failed}"
     return [Observed(item["windows"], item["results"]) for item in raw]
-
-
-def _quiet_env() -> dict[str, str]:
-    import os
-
-    return {**os.environ, "RUST_LOG": "error"}
 
 
 def run_in_engine(each: Mapping[str, Any]) -> Observed:
@@ -178,6 +166,83 @@ def _resolve(value: Any, base: int) -> Any:
     if isinstance(value, list):
         return [_resolve(item, base) for item in value]
     return value
+
+
+# --------------------------------------------------------------------------- Drasi's side
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+async def _sleep_until(when_ms: int) -> None:
+    delay = when_ms - _now_ms()
+    if delay > 0:
+        await asyncio.sleep(delay / 1000)
+
+
+class _DrasiRun:
+    """One plan on its own Drasi instance, in the child."""
+
+    def __init__(self, plan: Mapping[str, Any], number: int) -> None:
+        self.plan = plan
+        self.name = f"plan{number}"
+        self.arrivals: list[tuple[int, str, list[dict[str, Any]]]] = []
+        self.instance: Any = None
+
+    async def setup(self) -> None:
+        instance = self.instance = await create_drasi(self.name)
+        await instance.start()
+        await instance.add_python_source("s")
+        queries = self.plan["queries"]
+        for query_id, text in queries.items():
+            await instance.add_query(query_id, text, ["s"])
+        await instance.add_python_reaction("r", list(queries), self._arrived)
+        for query_id in queries:
+            await instance.wait_for_query(query_id)
+
+    def _arrived(self, event: Mapping[str, Any]) -> None:
+        self.arrivals.append((_now_ms(), event["query_id"], event["results"]))
+
+    async def run(self, base: int) -> dict[str, Any]:
+        starts: list[int] = []
+        for step in self.plan["steps"]:
+            await _sleep_until(base + step["at"])
+            starts.append(_now_ms())
+            change = step.get("change")
+            if change is not None:
+                pushed = _resolve(dict(change), base)
+                pushed["effective_from"] = base + step.get("effective", step["at"])
+                await self.instance.push_change("s", pushed)
+        await _sleep_until(base + self.plan["steps"][-1]["at"] + SETTLE_MS)
+        queries = self.plan["queries"]
+        return {
+            "windows": self._windows(starts),
+            "results": {q: await self.instance.get_query_results(q) for q in queries},
+            "status": {q: await self.instance.get_query_status(q) for q in queries},
+        }
+
+    def _windows(self, starts: list[int]) -> list[dict[str, list[Any]]]:
+        """Each arrival in the window of the last step that started before it."""
+        windows: list[dict[str, list[Any]]] = [
+            {q: [] for q in self.plan["queries"]} for _ in starts
+        ]
+        for arrived, query_id, diffs in self.arrivals:
+            index = max((i for i, start in enumerate(starts) if start <= arrived), default=0)
+            windows[index][query_id].extend(plain_diff(diff) for diff in diffs)
+        return windows
+
+
+async def serve(doc: Mapping[str, Any], emit: Emit) -> None:
+    """The child's runner of a plans request: every plan at once, one line per plan."""
+    runs = [_DrasiRun(each, number) for number, each in enumerate(doc["plans"])]
+    for run in runs:
+        await run.setup()
+    base = _now_ms() + LEAD_MS
+    for observed in await asyncio.gather(*(run.run(base) for run in runs)):
+        emit(observed)
+    for run in runs:
+        await run.instance.stop()
 
 
 # --------------------------------------------------------------------------- comparison

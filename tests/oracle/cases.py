@@ -1,9 +1,8 @@
-"""Drasi's own engine (``drasi-lib``, import ``drasi``) as the oracle: what Drasi emits.
+"""Cases through Drasi: every query over each case's changes, each diff attributed to its change.
 
-:func:`run_oracle` runs cases in a child process (``python -m tests.differential.oracle``):
-drasi-lib sometimes crashes the interpreter as it exits, which must not take the test run with
-it. The child writes one JSON line per finished case, so a crash costs at most the case it
-happened in; that case is retried once in a fresh child, then reported as failed.
+:func:`run_jobs` (and :func:`run_oracle`, one query set for every case) runs cases in the
+oracle's child process (:mod:`tests.oracle.child`), one JSON line per finished case: a case
+the child crashed in is retried once in a fresh child, then reported as failed.
 
 Per case the child starts one Drasi instance with every query (start-up is paid once per
 case, not per query), pushes the case's changes in order and attributes each result event to
@@ -17,8 +16,9 @@ sources carried (changes and sentinels), counted from the query's debug log ("pr
 event from source"); a query dequeues its next event
 only after it has dispatched the results of the previous one. Then it waits until the
 collector has received as many results as each query reports having sent
-(``result_seq_advances``). A query whose status leaves "Running" (a panic or an error) is
-reported with ``failure`` set, and so is one that does not finish within the timeout.
+(``result_seq_advances``). A query Drasi refuses, one whose status leaves "Running" (an
+error) and one that does not finish (a panic in its task, or the timeout) are reported with
+``failure`` set, in the words :func:`status_of` reads back.
 
 A case whose queries call one of Drasi's past functions (``drasi.getVersionByTimestamp``,
 ``drasi.getVersionsByTimeRange``) runs on a RocksDB index store with Drasi's archive on, in a
@@ -30,19 +30,16 @@ from __future__ import annotations
 
 import asyncio
 import bisect
-import json
-import os
-import subprocess
-import sys
+import re
 import tempfile
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from tests.differential.model import (
+from tests.oracle.child import Emit, create_drasi, run_child
+from tests.oracle.model import (
     Case,
     CaseRun,
     GraphChange,
@@ -51,17 +48,23 @@ from tests.differential.model import (
     empty_steps,
 )
 
-LOG_FILTER = "error,drasi_lib::queries::manager=debug"
-"""RUST_LOG for the child: errors, plus the query manager's per-event debug line the child
-counts (its stdout, where Drasi logs, goes nowhere)."""
-
 PROCESSING = "processing event from source"
 SENTINEL_LABEL = "DifferentialSentinel"
 RUNNING = "Running"
+LIVE = (RUNNING, "Starting")
+"""A query's states in which it may still answer (a loaded machine can poll one starting)."""
 STATUS_EVERY_S = 0.25
 STALL_S = 3.0
 ERROR_LOG_S = 2.0
 PAST_FUNCTIONS = ("drasi.getversionbytimestamp", "drasi.getversionsbytimerange")
+CHILD_MARGIN_S = 120.0
+"""Time a child may take beyond the cases' own timeouts (start-up, instances) before it is
+killed."""
+
+REFUSED = "refused"
+"""How the failure of a query Drasi refused when it was added starts."""
+STOPPED = re.compile(r"^stopped running \(status (\w+)\)")
+"""How the failure of a query whose status left "Running" starts (the status in group 1)."""
 
 
 Job = tuple[Case, tuple[QuerySpec, ...]]
@@ -126,24 +129,9 @@ def run_jobs(
 
 
 def _run_child(request: OracleRequest) -> dict[str, CaseRun]:
-    with tempfile.TemporaryDirectory(prefix="drasi-oracle-") as directory:
-        source = Path(directory, "request.json")
-        target = Path(directory, "runs.jsonl")
-        source.write_text(json.dumps(request.to_json()), encoding="utf-8")
-        environment = {**os.environ, "RUST_LOG": LOG_FILTER}
-        command = [sys.executable, "-m", "tests.differential.oracle", str(source), str(target)]
-        subprocess.run(
-            command,
-            env=environment,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            check=False,
-            cwd=Path(__file__).resolve().parents[2],
-        )
-        if not target.exists():
-            return {}
-        runs = [json.loads(line) for line in target.read_text(encoding="utf-8").splitlines()]
-    return {doc["case"]: CaseRun.from_json(doc) for doc in runs}
+    limit = request.timeout_s * len(request.jobs) + CHILD_MARGIN_S
+    lines = run_child("cases", request.to_json(), limit)
+    return {doc["case"]: CaseRun.from_json(doc) for doc in lines}
 
 
 # --------------------------------------------------------------------------- child side
@@ -214,7 +202,7 @@ class _CaseRunner:
                 )
                 await self.drasi.start_query(query.id)  # where Drasi parses the query
             except Exception as error:  # drasi.DrasiError and friends: Drasi refuses it
-                self.failures[query.id] = f"refused: {error}"
+                self.failures[query.id] = f"{REFUSED}: {error}"
             else:
                 accepted.append(query.id)
         return accepted
@@ -296,7 +284,7 @@ class _CaseRunner:
     async def _drop_stopped(self, waiting: set[str]) -> None:
         for query_id in list(waiting):
             status = await self.drasi.get_query_status(query_id)
-            if status != RUNNING:
+            if status not in LIVE:
                 error = await self._logged_error(query_id)
                 self.failures[query_id] = f"stopped running (status {status}): {error}"
                 waiting.discard(query_id)
@@ -345,6 +333,18 @@ def _sentinel(case: Case) -> GraphChange:
     )
 
 
+def status_of(failure: str | None) -> str:
+    """A query's state as drasi-lib names it, from its run's ``failure``: "Running" (no
+    failure), "Refused" (refused when added), the status it left "Running" for ("Error"), or
+    "Silent" (it did not finish: a panic in its task, a crash, the timeout)."""
+    if failure is None:
+        return RUNNING
+    if failure.startswith(REFUSED):
+        return "Refused"
+    stopped = STOPPED.match(failure)
+    return stopped.group(1) if stopped else "Silent"
+
+
 def needs_archive(queries: Sequence[QuerySpec]) -> bool:
     """Whether a query calls a past function (module docstring)."""
     return any(name in query.text.lower() for query in queries for name in PAST_FUNCTIONS)
@@ -353,16 +353,10 @@ def needs_archive(queries: Sequence[QuerySpec]) -> bool:
 async def _run_case(
     number: int, case: Case, queries: Sequence[QuerySpec], request: OracleRequest
 ) -> CaseRun:
-    import drasi  # only here: the parent process never loads drasi-lib
-
-    name = f"differential-{os.getpid()}-{number}"
+    name = f"differential-{number}"
     archive = needs_archive(queries) if request.archive is None else request.archive
     with tempfile.TemporaryDirectory(prefix="drasi-archive-") as directory:
-        if archive:
-            store = {"kind": "rocksdb", "path": directory, "enable_archive": True}
-            instance = await drasi.Drasi.create(name, index_store=store)
-        else:
-            instance = await drasi.Drasi.create(name)
+        instance = await create_drasi(name, directory if archive else None)
         for source in _sources(case, queries):
             await instance.add_python_source(source)
         run = await _CaseRunner(instance, case, queries).run(request.timeout_s)
@@ -370,21 +364,8 @@ async def _run_case(
     return run
 
 
-async def _run_request(request: OracleRequest, target: Path) -> None:
-    with target.open("a", encoding="utf-8") as output:
-        for number, (case, queries) in enumerate(request.jobs):
-            run = await _run_case(number, case, queries, request)
-            output.write(json.dumps(run.to_json()) + "\n")
-            output.flush()
-
-
-def main(argv: Sequence[str]) -> int:
-    source, target = Path(argv[0]), Path(argv[1])
-    request = OracleRequest.from_json(json.loads(source.read_text(encoding="utf-8")))
-    asyncio.run(_run_request(request, target))
-    sys.stdout.flush()
-    os._exit(0)  # skip interpreter teardown, where drasi-lib may crash
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+async def serve(doc: Mapping[str, Any], emit: Emit) -> None:
+    """The child's runner of a cases request: one line per case, as each finishes."""
+    request = OracleRequest.from_json(doc)
+    for number, (case, queries) in enumerate(request.jobs):
+        emit((await _run_case(number, case, queries, request)).to_json())

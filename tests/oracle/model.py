@@ -1,4 +1,4 @@
-"""The records the differential test passes around: changes, cases, queries and outcomes.
+"""The records both engines' runs are made of: changes, cases, queries and what each ran.
 
 A :class:`GraphChange` is one source change as both engines receive it: Drasi's through
 drasi-lib's Python source (:meth:`GraphChange.drasi_change`), drasi_ray's as a platform
@@ -32,8 +32,8 @@ class GraphChange:
     op: Op
     id: str
     labels: tuple[str, ...]
-    properties: Mapping[str, Any]
-    effective_from: int
+    properties: Mapping[str, Any] = field(default_factory=dict)
+    effective_from: int = 0
     """Milliseconds since the epoch, as Drasi keeps an element's time."""
     start_id: str | None = None
     end_id: str | None = None
@@ -227,3 +227,15 @@ class CaseRun:
 
 def empty_steps(changes: Sequence[GraphChange]) -> list[list[Diff]]:
     return [[] for _ in changes]
+
+
+def plain_diff(diff: Mapping[str, Any]) -> Diff:
+    """One of Drasi's diffs in the shape drasi_ray writes it: ``{type, data}`` for an ADD or a
+    DELETE, ``{type, before, after}`` for an UPDATE or an aggregation (without Drasi's
+    ``row_signature``, and without the copy of ``after`` Drasi's UPDATE carries as ``data``)."""
+    kind = diff["type"]
+    if kind in ("ADD", "DELETE"):
+        return {"type": kind, "data": diff["data"]}
+    if kind in ("UPDATE", "aggregation"):
+        return {"type": kind, "before": diff.get("before"), "after": diff["after"]}
+    return {key: value for key, value in diff.items() if key != "row_signature"}

@@ -1,1 +1,0 @@
-"""Helpers of the future-function tests: timed plans run through drasi-lib and the engine."""
