@@ -403,3 +403,64 @@ def test_yaml_gives_pipelines_in_drasis_subscription_shape() -> None:
         AppConfig.from_mapping(
             {"queries": [{**config.queries[0].model_dump(), "pipelines": {"c": ["r"]}}]}
         )
+
+
+# -- changes the store does not apply never reach a pipeline --------------------------------
+
+
+def _unwound(core: Coordinator, pipes: MiddlewareSubscriptions, batch: DecodedEntry) -> list[str]:
+    """The ids of what one batch of ``s`` made in the piped query ``q`` (its engine's deltas)."""
+    routed, _report = core.apply_entries("s", [batch])
+    made = []
+    for item in routed.get("q", ()):
+        assert isinstance(item, PipedChange)
+        made += [d.element.id for d in pipes.apply(item.source_id, item.change).deltas.get("q", ())]
+    return made
+
+
+def _unwinding_query() -> tuple[Coordinator, MiddlewareSubscriptions]:
+    core = Coordinator()
+    core.pipe("q", ["s"])
+    pipes = MiddlewareSubscriptions()
+    spec = MiddlewareSpec(name="u", kind="unwind", config=UNWIND)
+    pipes.subscribe("q", [spec], {"s": ("u",)}, {"s": source_view([])})
+    return core, pipes
+
+
+def test_a_duplicate_or_overtaken_change_makes_no_second_unwind_output() -> None:
+    """Under at-least-once delivery an entry may come twice, and with several consumers an
+    older change may arrive after a newer one: the store applies neither, so the pipeline never
+    sees them and the query gets each child once."""
+    core, pipes = _unwinding_query()
+    child = "$unwind-$.status.containerStatuses[*]-p1-c1"
+    first = entry("1-0", 1, (Op.INSERT, pod(("c1", "nginx"))))
+    assert _unwound(core, pipes, first) == [child, f"{child}$rel", "p1"]
+    assert _unwound(core, pipes, first) == []  # redelivered
+    newer = entry("3-0", 3, (Op.UPDATE, pod(("c2", "redis"))))
+    assert len(_unwound(core, pipes, newer)) == 5  # c2 and its relation in, c1's out, p1
+    older = entry("2-0", 2, (Op.UPDATE, pod(("c9", "late"))))
+    assert _unwound(core, pipes, older) == []  # overtaken by the update at 3-0
+    gone = entry("4-0", 4, (Op.DELETE, node("p1", ["Pod"])))
+    assert len(_unwound(core, pipes, gone)) == 3
+    assert _unwound(core, pipes, gone) == []  # a redelivered delete of a tombstone
+    assert pipes.elements("q", "s") == []
+
+
+def test_a_piped_change_handed_to_the_query_twice_derives_nothing_the_second_time() -> None:
+    """The query side keeps its own versions: should the same applied change reach it twice
+    (a host's delivery retried), its outputs carry the versions they had, and its store takes
+    none of them again, for an unwind (children of the element) and a map (other elements)."""
+    core, pipes = _unwinding_query()
+    mapping = MiddlewareSpec(name="m", kind="map", config=TELEMETRY)
+    pipes.subscribe("r", [mapping], {"s": ("m",)}, {"s": source_view([])})
+    core.pipe("r", ["s"])
+    routed, _report = core.apply_entries(
+        "s", [entry("1-0", 1, (Op.INSERT, pod(("c1", "x"))), (Op.INSERT, telemetry()))]
+    )
+    piped = routed["q"]
+    assert routed["r"] == piped
+    once = [pipes.apply(item.source_id, item.change).deltas for item in piped]
+    twice = [pipes.apply(item.source_id, item.change).deltas for item in piped]
+    assert [len(d.get("q", ())) for d in once] == [3, 1]  # unwind passes telemetry on
+    assert [len(d.get("r", ())) for d in once] == [0, 1]
+    assert twice == [{}, {}]
