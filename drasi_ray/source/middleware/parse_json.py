@@ -11,26 +11,22 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import Field
 
-from drasi_ray.model.changes import Op
 from drasi_ray.source.middleware.base import (
     Change,
-    ConfigModel,
     ElementLookup,
-    fail,
+    PropertyConfig,
     parse_config,
-    with_properties,
+    set_property,
+    type_name,
 )
-from drasi_ray.source.middleware.values import type_name
 
 
-class ParseJsonConfig(ConfigModel):
-    target_property: str = Field(min_length=1)
+class ParseJsonConfig(PropertyConfig):
     output_property: str | None = Field(None, min_length=1)
-    on_error: Literal["fail", "skip"] = "fail"
     max_json_size: int = Field(1024 * 1024, ge=1)
     max_nesting_depth: int = Field(20, ge=1)
 
@@ -52,19 +48,7 @@ class ParseJson:
         self._config = parse_config(ParseJsonConfig, name, "parse_json", raw)
 
     def process(self, change: Change, index: ElementLookup) -> list[Change]:
-        if change.op is Op.DELETE:
-            return [change]
-        config = self._config
-        properties = change.element.properties
-        try:
-            parsed = self._parse(properties)
-        except ValueError as exc:
-            if config.on_error == "fail":
-                raise fail(self.name, str(exc)) from exc
-            return [change]
-        output = config.output_property or config.target_property
-        updated = {**properties, output: parsed}
-        return [Change(change.op, with_properties(change.element, updated))]
+        return set_property(self.name, self._config, change, self._parse)
 
     def _parse(self, properties: Mapping[str, Any]) -> Any:
         config = self._config
