@@ -56,8 +56,9 @@ class CaseGenerator:
         prefix: str = "n",
         label_changes: bool = True,
     ) -> None:
-        """``source``: where the changes arrive; ``prefix``: of the node and relation ids (the
-        ids of two sources must differ: an element id names one element of the graph)."""
+        """``source``: where the changes arrive; ``prefix``: of the node and relation ids (two
+        sources' cases take different prefixes: where equal ids of two sources meet in a join,
+        Drasi names two links alike, tests/differential/test_identity.py)."""
         self.random = random.Random(seed)
         self.size = size
         self.node_pool = node_pool
