@@ -288,6 +288,19 @@ def test_jq_maps_with_real_jq_programs() -> None:
     assert props(out) == [{"sku": "a", "qty": 2}, {"sku": "b", "qty": 6}]
 
 
+def test_jq_numbers_beyond_an_i64_come_out_as_floats() -> None:
+    """jq computes in doubles; Drasi reads its output as JSON, where a whole number beyond an
+    i64 is a Float. (The ``jq`` package gives such a number as a Python int of any size, which
+    no property value can hold: the query's results could not be written.)"""
+    config = {"N": {"insert": [{"query": "{x: (.x * 1e20), y: [.x * 2], z: .x}"}]}}
+    out = run("jq", config, insert(node("n1", ["N"], {"x": 3})))
+    assert props(out) == [{"x": 3e20, "y": [6], "z": 3}]
+    assert [type(v) for v in (out[0].element.properties["x"], out[0].element.properties["z"])] == [
+        float,
+        int,
+    ]
+
+
 def test_jq_skips_a_failing_program_unless_told_to_halt() -> None:
     failing = {"query": '.x | error("boom")'}
     element = node("o1", ["Order"], {"x": 1})

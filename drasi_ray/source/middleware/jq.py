@@ -19,6 +19,11 @@ Changes whose labels have no mapping for their operation produce nothing. Every 
 compiled when the pipeline is built, so a syntax error is a ConfigError there (Drasi reports
 it on the first change). Where a program yields several results Drasi fails to read them
 (``jq-rs`` returns them as lines of text); drasi_ray takes each as an item.
+
+Numbers: jq computes in doubles, and Drasi reads its output as JSON text, so a whole number
+comes back as an Integer where it fits an i64 and as a Float beyond (drasi_ray does the same:
+the ``jq`` package hands integral doubles back as ints). drasi-lib 0.3.0 has no ``jq``
+middleware, so this kind is checked against drasi-core's tests only, not differentially.
 """
 
 from __future__ import annotations
@@ -68,9 +73,10 @@ class _Program:
 
     def run(self, value: Any) -> list[Any]:
         try:
-            return list(self._program.input_value(value).all())
+            results = self._program.input_value(value).all()
         except ValueError as exc:
             raise _JqFailure(f"JQ execution error: {exc}") from exc
+        return [_as_drasi_reads(result) for result in results]
 
     def one(self, value: Any) -> str:
         results = self.run(value)
@@ -81,6 +87,25 @@ class _Program:
 
 class _JqFailure(Exception):
     pass
+
+
+_I64 = range(-(2**63), 2**63)
+
+
+def _as_drasi_reads(value: Any) -> Any:
+    """A jq result as Drasi reads it. jq computes in doubles, and the ``jq`` package hands an
+    integral one back as a Python int of any size; Drasi reads jq's output as JSON, where a
+    whole number that does not fit an i64 is a Float (serde_json, ``ElementValue::from``). So
+    such an int becomes a float here too (it would not fit a property value otherwise)."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        return value if value in _I64 else float(value)
+    if isinstance(value, list):
+        return [_as_drasi_reads(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _as_drasi_reads(item) for key, item in value.items()}
+    return value
 
 
 class _Output:
