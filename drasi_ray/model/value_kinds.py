@@ -14,7 +14,11 @@ import enum
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["ValueKind", "value_kind"]
+__all__ = ["I64_MAX", "I64_MIN", "ValueKind", "as_element_value", "value_kind"]
+
+I64_MIN = -(2**63)
+I64_MAX = 2**63 - 1
+"""The range of Drasi's ``ElementValue::Integer`` (an i64)."""
 
 
 class ValueKind(enum.Enum):
@@ -51,3 +55,18 @@ def value_kind(value: Any) -> ValueKind | None:
     if isinstance(value, Mapping):
         return ValueKind.MAP
     return None
+
+
+def as_element_value(value: Any) -> Any:
+    """``value`` (decoded JSON) as Drasi holds it: an integer beyond the i64 range becomes a
+    float, at any depth (Drasi reads JSON with serde_json, whose wider integers it takes as
+    ``Float``); lists and maps keep their shape (rebuilt: the result is the caller's). A
+    ``bool`` stays a ``bool``."""
+    kind = type(value)
+    if kind is int:
+        return value if I64_MIN <= value <= I64_MAX else float(value)
+    if kind is list:
+        return [as_element_value(item) for item in value]
+    if kind is dict:
+        return {key: as_element_value(item) for key, item in value.items()}
+    return value

@@ -4,6 +4,7 @@ coordinator's pipeline subscriptions (derived store, rejection of a failing chan
 from __future__ import annotations
 
 import base64
+import math
 from typing import Any
 
 import pytest
@@ -26,6 +27,7 @@ from drasi_ray.model.changes import (
 )
 from drasi_ray.model.errors import MiddlewareError
 from drasi_ray.model.query_specs import MiddlewareSpec
+from drasi_ray.query.values import strict_key
 from drasi_ray.source.middleware import Change, build_pipeline
 
 _EMPTY: dict[str, Element] = {}
@@ -118,6 +120,36 @@ def test_parse_json_parses_into_values_and_reports_errors() -> None:
         )
     with pytest.raises(MiddlewareError, match=r"\[Error: InvalidType\]"):
         run("parse_json", config, insert(node("n", ["N"], {"raw": 5})))
+
+
+@pytest.mark.parametrize(
+    ("text", "parsed"),
+    [
+        ("[2, 2.0, 1e2, 0.1]", [2, 2.0, 100.0, 0.1]),
+        ("[-0, -0.0, 0]", [-0.0, -0.0, 0]),
+        ("[9223372036854775807, 9223372036854775808]", [9223372036854775807, 9.223372036854776e18]),
+        ('{"big": 123456789012345678901234567890}', {"big": 1.2345678901234568e29}),
+        ("[1e-400]", [0.0]),
+        ("[1E400]", None),
+        ("[1, NaN]", None),
+        ("Infinity", None),
+        ('"\\ud800"', None),
+        ("01", None),
+    ],
+)
+def test_parse_json_reads_numbers_as_drasi_does(text: str, parsed: Any) -> None:
+    """Drasi's outputs (drasi-lib 0.3.0, parse_json with ``on_error: skip``; None: the text is
+    refused and the change passes unparsed): serde_json's reading, where an integer beyond an
+    i64 is a Float and ``-0`` the Float -0.0, and numbers beyond a double, NaN, Infinity and a
+    lone surrogate are errors. The random two-source differential cases carry such texts too
+    (tests/differential/generator.py ``JSON_TEXTS``)."""
+    config = {"target_property": "raw", "output_property": "doc", "on_error": "skip"}
+    (out,) = run("parse_json", config, insert(node("n", ["N"], {"raw": text})))
+    got = out.element.properties.get("doc")
+    assert got == parsed
+    assert strict_key(got) == strict_key(parsed)  # Integer or Float, as Drasi holds it
+    if isinstance(parsed, list) and parsed and parsed[0] == 0:
+        assert math.copysign(1, got[0]) == math.copysign(1, parsed[0])  # the sign of -0.0
 
 
 # -- promote --------------------------------------------------------------------------------

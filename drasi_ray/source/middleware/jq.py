@@ -36,6 +36,7 @@ from pydantic import Field, RootModel
 
 from drasi_ray.model.changes import Element, Op
 from drasi_ray.model.errors import ConfigError
+from drasi_ray.model.value_kinds import as_element_value
 from drasi_ray.source.middleware.base import Change, ConfigModel, ElementLookup, element_json, fail
 from drasi_ray.source.middleware.outputs import (
     OPS,
@@ -76,7 +77,8 @@ class _Program:
             results = self._program.input_value(value).all()
         except ValueError as exc:
             raise _JqFailure(f"JQ execution error: {exc}") from exc
-        return [_as_drasi_reads(result) for result in results]
+        # jq computes in doubles; Drasi reads its output as JSON (module docstring)
+        return [as_element_value(result) for result in results]
 
     def one(self, value: Any) -> str:
         results = self.run(value)
@@ -87,25 +89,6 @@ class _Program:
 
 class _JqFailure(Exception):
     pass
-
-
-_I64 = range(-(2**63), 2**63)
-
-
-def _as_drasi_reads(value: Any) -> Any:
-    """A jq result as Drasi reads it. jq computes in doubles, and the ``jq`` package hands an
-    integral one back as a Python int of any size; Drasi reads jq's output as JSON, where a
-    whole number that does not fit an i64 is a Float (serde_json, ``ElementValue::from``). So
-    such an int becomes a float here too (it would not fit a property value otherwise)."""
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, int):
-        return value if value in _I64 else float(value)
-    if isinstance(value, list):
-        return [_as_drasi_reads(item) for item in value]
-    if isinstance(value, dict):
-        return {key: _as_drasi_reads(item) for key, item in value.items()}
-    return value
 
 
 class _Output:
