@@ -37,16 +37,9 @@ from pydantic import Field, RootModel
 from drasi_ray.model.changes import Element, Op
 from drasi_ray.model.errors import ConfigError
 from drasi_ray.model.value_kinds import as_element_value
+from drasi_ray.source.middleware import outputs
 from drasi_ray.source.middleware.base import Change, ConfigModel, ElementLookup, element_json, fail
-from drasi_ray.source.middleware.outputs import (
-    OPS,
-    Operations,
-    OutputTable,
-    RelationType,
-    as_id,
-    build_element,
-    event_element,
-)
+from drasi_ray.source.middleware.outputs import Operations, RelationType
 
 
 class JqOutput(ConfigModel):
@@ -84,7 +77,7 @@ class _Program:
         results = self.run(value)
         if len(results) != 1:
             raise _JqFailure(f"jq program {self.text!r} gave {len(results)} results, not one")
-        return as_id(results[0])
+        return outputs.as_id(results[0])
 
 
 class _JqFailure(Exception):
@@ -93,7 +86,7 @@ class _JqFailure(Exception):
 
 class _Output:
     def __init__(self, spec: JqOutput, where: str) -> None:
-        self.op = None if spec.op is None else OPS[spec.op]
+        self.op = None if spec.op is None else outputs.OPS[spec.op]
         self.query = _Program(spec.query, f"{where}.query")
         self.id = None if spec.id is None else _Program(spec.id, f"{where}.id")
         self.label = None if spec.label is None else _Program(spec.label, f"{where}.label")
@@ -123,7 +116,7 @@ class _Output:
         if self.ends is not None:
             start, end = (program.one(item) for program in self.ends)
             ends = (start, end)
-        return build_element(element, element_id, labels, properties, ends, self.node)
+        return outputs.build_element(element, element_id, labels, properties, ends, self.node)
 
 
 class Jq:
@@ -132,10 +125,10 @@ class Jq:
     def __init__(self, name: str, raw: Mapping[str, Any], source_id: str) -> None:
         self.name = name
         self._source_id = source_id
-        self._table = OutputTable(JqConfig, name, "jq", raw, _Output)
+        self._table = outputs.OutputTable(JqConfig, name, "jq", raw, _Output)
 
     def process(self, change: Change, index: ElementLookup) -> list[Change]:
-        element = event_element(change)
+        element = outputs.event_element(change)
         results: list[Change] = []
         for output in self._table.outputs(change):
             results.extend(self._run(output, change.op, element))

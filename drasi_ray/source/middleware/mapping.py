@@ -27,17 +27,10 @@ from typing import Any, Literal
 from pydantic import Field, RootModel
 
 from drasi_ray.model.changes import Element, Op
+from drasi_ray.source.middleware import outputs
 from drasi_ray.source.middleware.base import Change, ConfigModel, ElementLookup, element_json
 from drasi_ray.source.middleware.jsonpath import JsonPath
-from drasi_ray.source.middleware.outputs import (
-    OPS,
-    Operations,
-    OutputTable,
-    RelationType,
-    as_id,
-    build_element,
-    event_element,
-)
+from drasi_ray.source.middleware.outputs import Operations, RelationType
 
 
 class MapOutput(ConfigModel):
@@ -56,7 +49,7 @@ class MapConfig(RootModel[dict[str, Operations[MapOutput]]]):
 
 class _Output:
     def __init__(self, spec: MapOutput, where: str) -> None:
-        self.op = None if spec.op is None else OPS[spec.op]
+        self.op = None if spec.op is None else outputs.OPS[spec.op]
         self.selector = _path(spec.selector, f"{where}.selector")
         self.condition = _path(spec.condition, f"{where}.condition")
         self.id = _path(spec.id, f"{where}.id")
@@ -95,7 +88,7 @@ class _Output:
             found = self.id.find(doc)
             if not found:
                 return None
-            element_id = as_id(found[0])
+            element_id = outputs.as_id(found[0])
         labels = element.labels if self.label is None else (self.label,)
         properties = {}
         for name, path in self.properties:
@@ -107,8 +100,8 @@ class _Output:
             start, end = (path.find(doc) for path in self.ends)
             if not start or not end:
                 return None
-            ends = (as_id(start[0]), as_id(end[0]))
-        built = build_element(element, element_id, labels, properties, ends, self.node)
+            ends = (outputs.as_id(start[0]), outputs.as_id(end[0]))
+        built = outputs.build_element(element, element_id, labels, properties, ends, self.node)
         return Change(self.op or op, built)
 
 
@@ -122,10 +115,10 @@ class Map:
     def __init__(self, name: str, raw: Mapping[str, Any], source_id: str, kind: str) -> None:
         self.name = name
         self._source_id = source_id
-        self._table = OutputTable(MapConfig, name, kind, raw, _Output)
+        self._table = outputs.OutputTable(MapConfig, name, kind, raw, _Output)
 
     def process(self, change: Change, index: ElementLookup) -> list[Change]:
-        element = event_element(change)
+        element = outputs.event_element(change)
         results: list[Change] = []
         for output in self._table.outputs(change):
             results.extend(output.outputs(change.op, element, self._source_id))
