@@ -133,7 +133,9 @@ def record_figures(
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _arguments(argv)
-    recorder = Recorder("differential", command_line("bench.differential", argv))
+    # the sources run is its own figure: it must not replace the catalogue run's
+    bench = "differential-sources" if args.sources else "differential"
+    recorder = Recorder(bench, command_line("bench.differential", argv))
     queries = _selected(args.queries, SOURCES_CATALOGUE if args.sources else CATALOGUE)
     seeds = range(args.first_seed, args.first_seed + args.cases)
     if args.sources:

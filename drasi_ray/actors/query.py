@@ -41,6 +41,7 @@ from drasi_ray.model.backoff import Backoff, outlasting
 from drasi_ray.model.changes import ElementDelta, PipedChange
 from drasi_ray.model.clock import ActorClock, ClockSetting
 from drasi_ray.model.config import DispatchMode, QueryConfig
+from drasi_ray.model.identity import reads_several
 from drasi_ray.model.reaction_specs import AnyReaction
 from drasi_ray.model.results import ControlSignal, Delivered
 from drasi_ray.model.shards import BootstrapPart
@@ -241,7 +242,8 @@ class HostedQuery:
             views = {source: source_view(items) for source, items in snapshot.piped.items()}
             self._pipes = MiddlewareSubscriptions()
             config = self.config
-            self._pipes.subscribe(config.id, config.middleware, config.pipelines, views)
+            several = reads_several(config.sources)
+            self._pipes.subscribe(config.id, config.middleware, config.pipelines, views, several)
             for source_id in views:
                 elements += self._pipes.elements(config.id, source_id) or ()
         await self._exclusive(

@@ -6,7 +6,9 @@
 batch to the store and returns, per query, what it must see, in store order: the deltas, or,
 for a query that sees the source through a middleware pipeline, the applied changes themselves
 (:class:`~drasi_ray.model.changes.PipedChange`), which the query runs through its pipeline
-(:mod:`drasi_ray.coordinator.middleware`). Every store
+(:mod:`drasi_ray.coordinator.middleware`). A query that reads several sources gets deltas and
+snapshots with the elements under their graph ids (:mod:`drasi_ray.model.identity`: the
+source is part of an element's identity). Every store
 shard runs one, over the elements it owns (:mod:`drasi_ray.model.shards`; the coordinator
 actor is shard 0); the Ray shell (:mod:`drasi_ray.actors.shard`) persists, delivers and
 recovers around it.
@@ -34,6 +36,7 @@ from drasi_ray.model.changes import (
     VersionedElement,
 )
 from drasi_ray.model.history import ElementHistory, HistoryLimits
+from drasi_ray.model.identity import graph_delta, graph_element
 from drasi_ray.streams.records import Rejection
 
 logger = logging.getLogger("drasi_ray.coordinator")
@@ -184,6 +187,7 @@ class Coordinator:
         report = BatchReport()
         self.json_values = self.json_values and json_values
         piped = self.piped.get(source_id, _NOBODY)
+        several = self.table.several_sources
         for entry in entries:
             for control in entry.controls:
                 report.controls += 1
@@ -199,10 +203,16 @@ class Coordinator:
                 report.applied += 1
                 if self.applied is not None:
                     self.applied.append((entry.entry_id, change, delta))
+                in_graph: ElementDelta | None = None  # under its graph id, made once
                 for query_id in self.table.route(source_id, delta):
-                    if query_id not in piped:
+                    if query_id in piped:
+                        continue
+                    if query_id in several:
+                        in_graph = in_graph or graph_delta(source_id, delta)
+                        routed[query_id].append(in_graph)
+                    else:
                         routed[query_id].append(delta)
-                        report.routed += 1
+                    report.routed += 1
                 if piped:
                     raw = PipedChange(source_id, entry.entry_id, change)
                     for query_id in piped:
@@ -304,14 +314,16 @@ class Coordinator:
         return snapshots
 
     def snapshot(self, query_id: str, sources: Sequence[str]) -> list[Element]:
-        """Elements of ``sources`` that ``query_id``'s subscriptions select (for bootstrap);
-        the sources it pipes are left out (:meth:`piped_snapshot`)."""
+        """Elements of ``sources`` that ``query_id``'s subscriptions select (for bootstrap),
+        under their graph ids for a query of several sources; the sources it pipes are left
+        out (:meth:`piped_snapshot`)."""
         selected: list[Element] = []
+        several = query_id in self.table.several_sources
         for source_id in sources:
             if query_id in self.piped.get(source_id, _NOBODY):
                 continue
             filters: list[LabelFilter] = self.table.filter_for(query_id, source_id)
             for element in self.store(source_id).elements():
                 if any(labels.matches(element) for labels in filters):
-                    selected.append(element)
+                    selected.append(graph_element(source_id, element) if several else element)
         return selected

@@ -59,6 +59,7 @@ from drasi_ray.model.changes import (
     VersionedElement,
 )
 from drasi_ray.model.errors import MiddlewareError
+from drasi_ray.model.identity import graph_delta, graph_element
 from drasi_ray.model.query_specs import MiddlewareSpec
 from drasi_ray.source.middleware import Change, Pipeline, build_pipeline
 
@@ -76,6 +77,12 @@ class _Subscription:
     source_id: str
     pipeline: Pipeline
     store: ElementStore
+    several_sources: bool
+    """The query reads several sources: what it is handed names the elements by graph ids."""
+
+    def to_query(self, delta: ElementDelta) -> ElementDelta:
+        """A delta of the subscription's store as the query sees it."""
+        return graph_delta(self.source_id, delta) if self.several_sources else delta
 
 
 @dataclass(slots=True)
@@ -98,9 +105,12 @@ class MiddlewareSubscriptions:
         middleware: Sequence[MiddlewareSpec],
         pipelines: Mapping[str, Sequence[str]],
         sources: Mapping[str, ElementStore],
+        several_sources: bool = False,
     ) -> None:
         """(Re)subscribe ``query_id``: build its pipelines (ConfigError if one is invalid) and
-        their stores from the sources' current elements."""
+        their stores from the sources' current elements. ``several_sources``: the query reads
+        more than one source (:func:`~drasi_ray.model.identity.reads_several`), so the
+        elements it is handed are under their graph ids."""
         built = {
             source_id: build_pipeline(middleware, names, source_id)
             for source_id, names in pipelines.items()
@@ -108,7 +118,9 @@ class MiddlewareSubscriptions:
         }
         self.unsubscribe(query_id)
         for source_id, pipeline in built.items():
-            subscription = _Subscription(query_id, source_id, pipeline, ElementStore())
+            subscription = _Subscription(
+                query_id, source_id, pipeline, ElementStore(), several_sources
+            )
             source = sources.get(source_id)
             if source is not None:
                 _rebuild(subscription, source)
@@ -126,9 +138,14 @@ class MiddlewareSubscriptions:
         return self._by_source.get(source_id, {})
 
     def elements(self, query_id: str, source_id: str) -> list[Element] | None:
-        """The query's view of the source (None: no pipeline there)."""
+        """The query's view of the source, as the query sees it (None: no pipeline there)."""
         subscription = self._by_source.get(source_id, {}).get(query_id)
-        return None if subscription is None else list(subscription.store.elements())
+        if subscription is None:
+            return None
+        elements = subscription.store.elements()
+        if subscription.several_sources:
+            return [graph_element(source_id, element) for element in elements]
+        return list(elements)
 
     def apply(self, source_id: str, change: ElementChange) -> Derived:
         """Run one applied change of ``source_id`` through every pipeline subscribed to it."""
@@ -140,7 +157,7 @@ class MiddlewareSubscriptions:
                 derived.failures.append(f"query {query_id!r}, source {source_id!r}: {exc.reason}")
                 continue
             if deltas:
-                derived.deltas[query_id] = deltas
+                derived.deltas[query_id] = [subscription.to_query(delta) for delta in deltas]
         return derived
 
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from drasi_ray.model.changes import Element, ElementDelta, ElementKind, Op, SubscriptionControl
+from drasi_ray.model.identity import reads_several
 
 logger = logging.getLogger("drasi_ray.routing")
 
@@ -62,6 +63,7 @@ class SubscriptionTable:
         self._subscriptions: dict[tuple[str, str], _Subscription] = {}
         self._index: dict[tuple[str, bool], tuple[dict[str, set[str]], set[str]]] | None = None
         self._routes: dict[tuple[str, ElementKind, tuple[str, ...]], frozenset[str]] = {}
+        self._several: frozenset[str] | None = None
 
     # -- registration -------------------------------------------------------------------
 
@@ -90,6 +92,15 @@ class SubscriptionTable:
     @property
     def query_ids(self) -> list[str]:
         return list(self._registered)
+
+    @property
+    def several_sources(self) -> frozenset[str]:
+        """The queries registered on more than one source: they see elements under graph ids
+        (:mod:`drasi_ray.model.identity`)."""
+        if self._several is None:
+            registered = self._registered.items()
+            self._several = frozenset(q for q, sources in registered if reads_several(sources))
+        return self._several
 
     # -- control events -----------------------------------------------------------------
 
@@ -128,6 +139,7 @@ class SubscriptionTable:
         """Drop the label index and the route memo: both are rebuilt on the next route."""
         self._index = None
         self._routes.clear()
+        self._several = None
 
     def route(self, source_id: str, delta: ElementDelta) -> frozenset[str]:
         """Registered queries that must see ``delta`` of ``source_id``.

@@ -27,6 +27,7 @@ from typing import Any
 
 from drasi_ray.model.changes import Element
 from drasi_ray.model.errors import QueryEvaluationError
+from drasi_ray.model.identity import user_element_id
 from drasi_ray.query import ast, ordering, past, temporal, truncation
 from drasi_ray.query.values import (
     I64_MAX,
@@ -653,8 +654,9 @@ def _list_extreme(function: str, value: Any, wanted: int) -> Any:
 
 
 def element_id(value: Any) -> str | None:
-    """The element's id only (Drasi's elementId without the source prefix)."""
-    return None if value is None else _element("elementId", value).id
+    """The element's id only (Drasi's elementId: without its source, also when the query
+    names it by its graph id, :mod:`drasi_ray.model.identity`)."""
+    return None if value is None else user_element_id(_element("elementId", value).id)
 
 
 def keys(value: Any) -> list[str] | None:

@@ -31,6 +31,7 @@ from typing import Any
 
 from drasi_ray.model.changes import Element
 from drasi_ray.model.errors import QueryEvaluationError
+from drasi_ray.model.value_kinds import value_kind
 from drasi_ray.query import temporal
 from drasi_ray.query.failures import RowDropped
 
@@ -82,22 +83,11 @@ def is_list(value: Any) -> bool:
 
 def type_name(value: Any) -> str:
     """The Cypher name of a value's type, for error messages."""
-    if value is None:
-        return "Null"
-    if isinstance(value, bool):
-        return "Boolean"
-    if isinstance(value, int):
-        return "Integer"
-    if isinstance(value, float):
-        return "Float"
-    if isinstance(value, str):
-        return "String"
-    if is_list(value):
-        return "List"
+    kind = value_kind(value)
+    if kind is not None:
+        return kind.cypher_name
     if isinstance(value, Element):
         return "Node" if value.is_node else "Relationship"
-    if isinstance(value, Mapping):
-        return "Map"
     if value is AWAITING:
         return "Awaiting"
     return temporal.type_name(value) or type(value).__name__

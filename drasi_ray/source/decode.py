@@ -68,6 +68,7 @@ from drasi_ray.model.changes import (
     Version,
 )
 from drasi_ray.model.errors import DecodeError
+from drasi_ray.model.value_kinds import I64_MAX, I64_MIN, as_element_value
 
 __all__ = [
     "change_event",
@@ -85,8 +86,6 @@ _TABLES: Final = {
     "relation": ElementKind.RELATION,
 }
 _OPS: Final = {op.value: op for op in Op}
-_I64_MAX: Final = 2**63 - 1  # orjson already gives floats below i64 min and above u64 max;
-_I64_MIN: Final = -(2**63)  # msgspec gives ints: both are made floats, at any depth
 _U64_MAX: Final = 2**64 - 1
 _NS_PER_MS: Final = 1_000_000
 _SUBSCRIPTION: Final = "SourceSubscription"
@@ -434,21 +433,10 @@ def _properties(properties: Any, is_delete: bool) -> dict[str, Any]:
         kind = type(value)
         if kind is str or kind is float:  # the common values, settled with two identity tests
             continue
-        if kind is list or kind is dict or (kind is int and not _I64_MIN <= value <= _I64_MAX):
-            return {key: _property_value(item) for key, item in properties.items()}
+        if kind is list or kind is dict or (kind is int and not I64_MIN <= value <= I64_MAX):
+            # orjson gives floats below i64 min and above u64 max, msgspec ints: both floats
+            return {key: as_element_value(item) for key, item in properties.items()}
     return properties
-
-
-def _property_value(value: Any) -> Any:
-    """Integers beyond i64 become floats, at any depth; lists and maps keep their shape."""
-    kind = type(value)
-    if kind is int:
-        return value if _I64_MIN <= value <= _I64_MAX else float(value)
-    if kind is list:
-        return [_property_value(item) for item in value]
-    if kind is dict:
-        return {key: _property_value(item) for key, item in value.items()}
-    return value
 
 
 def _optional_ns(value: Any) -> int | None:

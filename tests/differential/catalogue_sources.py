@@ -103,7 +103,7 @@ MAP = {
 PARSE_JSON = {
     "name": "parse_json",
     "kind": "parse_json",
-    "config": {"target_property": "s", "output_property": "parsed", "on_error": "skip"},
+    "config": {"target_property": "j", "output_property": "parsed", "on_error": "skip"},
 }
 DECODER = {
     "name": "decoder",

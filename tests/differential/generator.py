@@ -32,6 +32,21 @@ NAMES = ("b1", "b2", "b3", "Drasi One", "Query Tool")
 TEXTS = ("alpha", "Beta", "gamma delta", "  pad  ", "", "DrasiQL", "x,y,z")
 NUMBERS: tuple[Any, ...] = (0, 1, 2, 3, 5, -4, 2.0, 2.5, 0.5, -1.5, 10)
 KINDS = ("fast", "slow", "Fast")
+JSON_TEXTS = (
+    '{"n": 2}',
+    '{"n": 2.0, "m": [true, null]}',
+    "[1, 2.5, -0, 1e2]",
+    "-0",
+    "9223372036854775808",
+    '{"big": 123456789012345678901234567890}',
+    "[0.1, 1E400]",
+    '"\\ud800"',
+    "NaN",
+    "not json",
+)
+"""JSON texts (property ``j`` of two-source cases, which ``parse_json`` reads): numbers at the
+edges of Drasi's reading (an Integer or a Float, ``-0``, beyond an i64, beyond a double) and
+texts it refuses."""
 
 
 @dataclass(slots=True)
@@ -55,9 +70,12 @@ class CaseGenerator:
         source: str = SOURCE_ID,
         prefix: str = "n",
         label_changes: bool = True,
+        json_texts: bool = False,
     ) -> None:
-        """``source``: where the changes arrive; ``prefix``: of the node and relation ids (the
-        ids of two sources must differ: an element id names one element of the graph)."""
+        """``json_texts``: nodes also get a JSON text property ``j`` (:data:`JSON_TEXTS`).
+        ``source``: where the changes arrive; ``prefix``: of the node and relation ids (two
+        sources' cases take different prefixes: where equal ids of two sources meet in a join,
+        Drasi names two links alike, tests/differential/test_identity.py)."""
         self.random = random.Random(seed)
         self.size = size
         self.node_pool = node_pool
@@ -66,6 +84,7 @@ class CaseGenerator:
         self.source = source
         self.prefix = prefix
         self.label_changes = label_changes
+        self.json_texts = json_texts
 
     def case(self, name: str) -> Case:
         changes = [self._change() for _ in range(self.size)]
@@ -172,6 +191,8 @@ class CaseGenerator:
             "m": {"k": rng.choice(NUMBERS), "tags": rng.sample(KINDS, rng.randrange(3))},
             "ts": 1_700_000_000 + rng.randrange(4) * 86_400 + rng.randrange(3) * 3_600,
         }
+        if self.json_texts:
+            values["j"] = rng.choice(JSON_TEXTS)
         if full:  # list and map values always: Drasi fails on many functions of a null list
             return {k: v for k, v in values.items() if k in "lm" or rng.random() < 0.9}
         count = rng.randrange(0, 4)
@@ -235,9 +256,11 @@ def generate_two_source_case(
     """``size`` changes of two sources (``s``: ids ``n..``, ``t``: ids ``m..``), interleaved
     at random; each source's changes are a case of its own generator. ``label_changes``:
     whether an update may change a node's labels (an upsert of an unknown node still picks
-    its labels)."""
-    first = CaseGenerator(seed, size, node_pool, label_changes=label_changes)
-    second = CaseGenerator(seed + 7919, size, node_pool, SECOND_SOURCE, "m", label_changes)
+    its labels). Nodes carry a JSON text property ``j`` too."""
+    first = CaseGenerator(seed, size, node_pool, label_changes=label_changes, json_texts=True)
+    second = CaseGenerator(
+        seed + 7919, size, node_pool, SECOND_SOURCE, "m", label_changes, json_texts=True
+    )
     pick = random.Random(seed * 31 + 1)
     changes = []
     for _ in range(size):

@@ -29,6 +29,7 @@ from drasi_ray.coordinator.routing import LabelFilter
 from drasi_ray.model.changes import ElementDelta, PipedChange
 from drasi_ray.model.encoding import dumps
 from drasi_ray.model.errors import ConfigError, QuerySyntaxError
+from drasi_ray.model.identity import reads_several
 from drasi_ray.model.query_specs import MiddlewareSpec, QueryJoin
 from drasi_ray.query.engine import ContinuousQuery
 from drasi_ray.query.expressions import contains_aggregate
@@ -61,7 +62,8 @@ class DrasiRaySubject:
         engine = ContinuousQuery(query.id, query.text, joins=joins)
         middleware = [MiddlewareSpec.model_validate(spec) for spec in query.middleware]
         pipes = self.pipes[query.id] = MiddlewareSubscriptions()
-        pipes.subscribe(query.id, middleware, query.pipelines, self.coordinator.stores)
+        several = reads_several(query.sources)
+        pipes.subscribe(query.id, middleware, query.pipelines, self.coordinator.stores, several)
         self.coordinator.pipe(
             query.id, [source for source, names in query.pipelines.items() if names]
         )

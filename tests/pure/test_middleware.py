@@ -4,6 +4,7 @@ coordinator's pipeline subscriptions (derived store, rejection of a failing chan
 from __future__ import annotations
 
 import base64
+import math
 from typing import Any
 
 import pytest
@@ -26,6 +27,7 @@ from drasi_ray.model.changes import (
 )
 from drasi_ray.model.errors import MiddlewareError
 from drasi_ray.model.query_specs import MiddlewareSpec
+from drasi_ray.query.values import strict_key
 from drasi_ray.source.middleware import Change, build_pipeline
 
 _EMPTY: dict[str, Element] = {}
@@ -118,6 +120,36 @@ def test_parse_json_parses_into_values_and_reports_errors() -> None:
         )
     with pytest.raises(MiddlewareError, match=r"\[Error: InvalidType\]"):
         run("parse_json", config, insert(node("n", ["N"], {"raw": 5})))
+
+
+@pytest.mark.parametrize(
+    ("text", "parsed"),
+    [
+        ("[2, 2.0, 1e2, 0.1]", [2, 2.0, 100.0, 0.1]),
+        ("[-0, -0.0, 0]", [-0.0, -0.0, 0]),
+        ("[9223372036854775807, 9223372036854775808]", [9223372036854775807, 9.223372036854776e18]),
+        ('{"big": 123456789012345678901234567890}', {"big": 1.2345678901234568e29}),
+        ("[1e-400]", [0.0]),
+        ("[1E400]", None),
+        ("[1, NaN]", None),
+        ("Infinity", None),
+        ('"\\ud800"', None),
+        ("01", None),
+    ],
+)
+def test_parse_json_reads_numbers_as_drasi_does(text: str, parsed: Any) -> None:
+    """Drasi's outputs (drasi-lib 0.3.0, parse_json with ``on_error: skip``; None: the text is
+    refused and the change passes unparsed): serde_json's reading, where an integer beyond an
+    i64 is a Float and ``-0`` the Float -0.0, and numbers beyond a double, NaN, Infinity and a
+    lone surrogate are errors. The random two-source differential cases carry such texts too
+    (tests/differential/generator.py ``JSON_TEXTS``)."""
+    config = {"target_property": "raw", "output_property": "doc", "on_error": "skip"}
+    (out,) = run("parse_json", config, insert(node("n", ["N"], {"raw": text})))
+    got = out.element.properties.get("doc")
+    assert got == parsed
+    assert strict_key(got) == strict_key(parsed)  # Integer or Float, as Drasi holds it
+    if isinstance(parsed, list) and parsed and parsed[0] == 0:
+        assert math.copysign(1, got[0]) == math.copysign(1, parsed[0])  # the sign of -0.0
 
 
 # -- promote --------------------------------------------------------------------------------
@@ -288,6 +320,19 @@ def test_jq_maps_with_real_jq_programs() -> None:
     assert props(out) == [{"sku": "a", "qty": 2}, {"sku": "b", "qty": 6}]
 
 
+def test_jq_numbers_beyond_an_i64_come_out_as_floats() -> None:
+    """jq computes in doubles; Drasi reads its output as JSON, where a whole number beyond an
+    i64 is a Float. (The ``jq`` package gives such a number as a Python int of any size, which
+    no property value can hold: the query's results could not be written.)"""
+    config = {"N": {"insert": [{"query": "{x: (.x * 1e20), y: [.x * 2], z: .x}"}]}}
+    out = run("jq", config, insert(node("n1", ["N"], {"x": 3})))
+    assert props(out) == [{"x": 3e20, "y": [6], "z": 3}]
+    assert [type(v) for v in (out[0].element.properties["x"], out[0].element.properties["z"])] == [
+        float,
+        int,
+    ]
+
+
 def test_jq_skips_a_failing_program_unless_told_to_halt() -> None:
     failing = {"query": '.x | error("boom")'}
     element = node("o1", ["Order"], {"x": 1})
@@ -403,3 +448,64 @@ def test_yaml_gives_pipelines_in_drasis_subscription_shape() -> None:
         AppConfig.from_mapping(
             {"queries": [{**config.queries[0].model_dump(), "pipelines": {"c": ["r"]}}]}
         )
+
+
+# -- changes the store does not apply never reach a pipeline --------------------------------
+
+
+def _unwound(core: Coordinator, pipes: MiddlewareSubscriptions, batch: DecodedEntry) -> list[str]:
+    """The ids of what one batch of ``s`` made in the piped query ``q`` (its engine's deltas)."""
+    routed, _report = core.apply_entries("s", [batch])
+    made = []
+    for item in routed.get("q", ()):
+        assert isinstance(item, PipedChange)
+        made += [d.element.id for d in pipes.apply(item.source_id, item.change).deltas.get("q", ())]
+    return made
+
+
+def _unwinding_query() -> tuple[Coordinator, MiddlewareSubscriptions]:
+    core = Coordinator()
+    core.pipe("q", ["s"])
+    pipes = MiddlewareSubscriptions()
+    spec = MiddlewareSpec(name="u", kind="unwind", config=UNWIND)
+    pipes.subscribe("q", [spec], {"s": ("u",)}, {"s": source_view([])})
+    return core, pipes
+
+
+def test_a_duplicate_or_overtaken_change_makes_no_second_unwind_output() -> None:
+    """Under at-least-once delivery an entry may come twice, and with several consumers an
+    older change may arrive after a newer one: the store applies neither, so the pipeline never
+    sees them and the query gets each child once."""
+    core, pipes = _unwinding_query()
+    child = "$unwind-$.status.containerStatuses[*]-p1-c1"
+    first = entry("1-0", 1, (Op.INSERT, pod(("c1", "nginx"))))
+    assert _unwound(core, pipes, first) == [child, f"{child}$rel", "p1"]
+    assert _unwound(core, pipes, first) == []  # redelivered
+    newer = entry("3-0", 3, (Op.UPDATE, pod(("c2", "redis"))))
+    assert len(_unwound(core, pipes, newer)) == 5  # c2 and its relation in, c1's out, p1
+    older = entry("2-0", 2, (Op.UPDATE, pod(("c9", "late"))))
+    assert _unwound(core, pipes, older) == []  # overtaken by the update at 3-0
+    gone = entry("4-0", 4, (Op.DELETE, node("p1", ["Pod"])))
+    assert len(_unwound(core, pipes, gone)) == 3
+    assert _unwound(core, pipes, gone) == []  # a redelivered delete of a tombstone
+    assert pipes.elements("q", "s") == []
+
+
+def test_a_piped_change_handed_to_the_query_twice_derives_nothing_the_second_time() -> None:
+    """The query side keeps its own versions: should the same applied change reach it twice
+    (a host's delivery retried), its outputs carry the versions they had, and its store takes
+    none of them again, for an unwind (children of the element) and a map (other elements)."""
+    core, pipes = _unwinding_query()
+    mapping = MiddlewareSpec(name="m", kind="map", config=TELEMETRY)
+    pipes.subscribe("r", [mapping], {"s": ("m",)}, {"s": source_view([])})
+    core.pipe("r", ["s"])
+    routed, _report = core.apply_entries(
+        "s", [entry("1-0", 1, (Op.INSERT, pod(("c1", "x"))), (Op.INSERT, telemetry()))]
+    )
+    piped = routed["q"]
+    assert routed["r"] == piped
+    once = [pipes.apply(item.source_id, item.change).deltas for item in piped]
+    twice = [pipes.apply(item.source_id, item.change).deltas for item in piped]
+    assert [len(d.get("q", ())) for d in once] == [3, 1]  # unwind passes telemetry on
+    assert [len(d.get("r", ())) for d in once] == [0, 1]
+    assert twice == [{}, {}]

@@ -15,23 +15,27 @@ built, naming the middleware and the field.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import Any, Literal, Protocol, TypeVar
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from drasi_ray.model.changes import Element, ElementKind, FrozenMap, Op
 from drasi_ray.model.config import format_validation_error
 from drasi_ray.model.errors import ConfigError, MiddlewareError
+from drasi_ray.model.value_kinds import value_kind
 
 __all__ = [
     "Change",
     "ConfigModel",
     "ElementLookup",
     "Middleware",
+    "PropertyConfig",
     "element_json",
     "parse_config",
+    "set_property",
+    "type_name",
     "with_properties",
 ]
 
@@ -80,6 +84,40 @@ def parse_config(model: type[_Config], name: str, kind: str, raw: Mapping[str, A
         ) from exc
 
 
+class PropertyConfig(ConfigModel):
+    """The fields of Drasi's middleware that compute one property from another (``decoder``,
+    ``parse_json``): ``target_property`` (required), ``output_property`` (default: overwrite
+    the target), ``on_error`` (``fail``, the default, or ``skip``: pass the change on
+    unchanged)."""
+
+    target_property: str = Field(min_length=1)
+    output_property: str | None = None
+    on_error: Literal["fail", "skip"] = "fail"
+
+
+def set_property(
+    name: str,
+    config: PropertyConfig,
+    change: Change,
+    compute: Callable[[Mapping[str, Any]], Any],
+) -> list[Change]:
+    """``change`` with its output property set to ``compute(properties)``, for an insert or an
+    update; a delete passes through (it carries no properties). ``compute`` raises ValueError
+    for a change it cannot process: with ``on_error: fail`` that fails the change
+    (MiddlewareError, prefixed with ``name``), with ``skip`` the change goes on unchanged."""
+    if change.op is Op.DELETE:
+        return [change]
+    properties = change.element.properties
+    try:
+        value = compute(properties)
+    except ValueError as exc:
+        if config.on_error == "fail":
+            raise fail(name, str(exc)) from exc
+        return [change]
+    output = config.output_property or config.target_property
+    return [Change(change.op, with_properties(change.element, {**properties, output: value}))]
+
+
 def fail(name: str, message: str) -> MiddlewareError:
     """The error a middleware raises, prefixed with its name as Drasi's messages are."""
     return MiddlewareError(f"[{name}] {message}")
@@ -109,3 +147,9 @@ def element_json(element: Element, source_id: str) -> dict[str, Any]:
         doc["$in_node"] = f"{source_id}:{element.start_id}"
         doc["$out_node"] = f"{source_id}:{element.end_id}"
     return doc
+
+
+def type_name(value: Any) -> str:
+    """The ``ElementValue`` variant name Drasi's middleware messages use for ``value``."""
+    kind = value_kind(value)
+    return type(value).__name__ if kind is None else kind.element_value_name

@@ -18,24 +18,19 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from drasi_ray.model.changes import Op
 from drasi_ray.source.middleware.base import (
     Change,
-    ConfigModel,
     ElementLookup,
-    fail,
+    PropertyConfig,
     parse_config,
-    with_properties,
+    set_property,
+    type_name,
 )
-from drasi_ray.source.middleware.values import type_name
 
 
-class DecoderConfig(ConfigModel):
+class DecoderConfig(PropertyConfig):
     encoding_type: Literal["base64", "base64url", "hex", "url", "json_escape"]
-    target_property: str = Field(min_length=1)
-    output_property: str | None = None
     strip_quotes: bool = False
-    on_error: Literal["fail", "skip"] = "fail"
     max_size_bytes: int = Field(1024 * 1024, ge=1)
 
 
@@ -104,23 +99,12 @@ class Decoder:
         self._config = parse_config(DecoderConfig, name, "decoder", raw)
 
     def process(self, change: Change, index: ElementLookup) -> list[Change]:
-        if change.op is Op.DELETE:
-            return [change]
-        config = self._config
-        properties = change.element.properties
-        target = config.target_property
-        try:
-            decoded = self._decode(properties.get(target, _MISSING), target)
-        except ValueError as exc:
-            if config.on_error == "fail":
-                raise fail(self.name, str(exc)) from exc
-            return [change]
-        output = config.output_property or target
-        updated = {**properties, output: decoded}
-        return [Change(change.op, with_properties(change.element, updated))]
+        return set_property(self.name, self._config, change, self._decode)
 
-    def _decode(self, value: Any, target: str) -> str:
+    def _decode(self, properties: Mapping[str, Any]) -> str:
         config = self._config
+        target = config.target_property
+        value = properties.get(target, _MISSING)
         if value is _MISSING:
             raise ValueError(f"Target property '{target}' not found in element.")
         if not isinstance(value, str):

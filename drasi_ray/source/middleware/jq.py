@@ -19,6 +19,11 @@ Changes whose labels have no mapping for their operation produce nothing. Every 
 compiled when the pipeline is built, so a syntax error is a ConfigError there (Drasi reports
 it on the first change). Where a program yields several results Drasi fails to read them
 (``jq-rs`` returns them as lines of text); drasi_ray takes each as an item.
+
+Numbers: jq computes in doubles, and Drasi reads its output as JSON text, so a whole number
+comes back as an Integer where it fits an i64 and as a Float beyond (drasi_ray does the same:
+the ``jq`` package hands integral doubles back as ints). drasi-lib 0.3.0 has no ``jq``
+middleware, so this kind is checked against drasi-core's tests only, not differentially.
 """
 
 from __future__ import annotations
@@ -27,22 +32,14 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 import jq as jqlib
-from pydantic import BaseModel, ConfigDict, Field, RootModel, ValidationError
+from pydantic import Field, RootModel
 
-from drasi_ray.model.changes import Element, ElementKind, Op, node, relation
-from drasi_ray.model.config import format_validation_error
+from drasi_ray.model.changes import Element, Op
 from drasi_ray.model.errors import ConfigError
+from drasi_ray.model.value_kinds import as_element_value
+from drasi_ray.source.middleware import outputs
 from drasi_ray.source.middleware.base import Change, ConfigModel, ElementLookup, element_json, fail
-from drasi_ray.source.middleware.mapping import OPS, as_id
-
-
-class JqRelationEnds(ConfigModel):
-    in_node_id: str = Field(alias="inNodeId", min_length=1)
-    out_node_id: str = Field(alias="outNodeId", min_length=1)
-
-
-class JqRelationType(ConfigModel):
-    relation: JqRelationEnds = Field(alias="Relation")
+from drasi_ray.source.middleware.outputs import Operations, RelationType
 
 
 class JqOutput(ConfigModel):
@@ -50,19 +47,11 @@ class JqOutput(ConfigModel):
     query: str = Field(min_length=1)
     id: str | None = None
     label: str | None = None
-    element_type: Literal["Node"] | JqRelationType | None = Field(None, alias="elementType")
+    element_type: Literal["Node"] | RelationType | None = Field(None, alias="elementType")
     halt_on_error: bool = Field(False, alias="haltOnError")
 
 
-class JqOperations(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    insert: tuple[JqOutput, ...] = ()
-    update: tuple[JqOutput, ...] = ()
-    delete: tuple[JqOutput, ...] = ()
-
-
-class JqConfig(RootModel[dict[str, JqOperations]]):
+class JqConfig(RootModel[dict[str, Operations[JqOutput]]]):
     pass
 
 
@@ -78,15 +67,17 @@ class _Program:
 
     def run(self, value: Any) -> list[Any]:
         try:
-            return list(self._program.input_value(value).all())
+            results = self._program.input_value(value).all()
         except ValueError as exc:
             raise _JqFailure(f"JQ execution error: {exc}") from exc
+        # jq computes in doubles; Drasi reads its output as JSON (module docstring)
+        return [as_element_value(result) for result in results]
 
     def one(self, value: Any) -> str:
         results = self.run(value)
         if len(results) != 1:
             raise _JqFailure(f"jq program {self.text!r} gave {len(results)} results, not one")
-        return as_id(results[0])
+        return outputs.as_id(results[0])
 
 
 class _JqFailure(Exception):
@@ -95,13 +86,13 @@ class _JqFailure(Exception):
 
 class _Output:
     def __init__(self, spec: JqOutput, where: str) -> None:
-        self.op = None if spec.op is None else OPS[spec.op]
+        self.op = None if spec.op is None else outputs.OPS[spec.op]
         self.query = _Program(spec.query, f"{where}.query")
         self.id = None if spec.id is None else _Program(spec.id, f"{where}.id")
         self.label = None if spec.label is None else _Program(spec.label, f"{where}.label")
         self.halt = spec.halt_on_error
         self.node = spec.element_type == "Node"
-        ends = spec.element_type.relation if isinstance(spec.element_type, JqRelationType) else None
+        ends = spec.element_type.relation if isinstance(spec.element_type, RelationType) else None
         self.ends = (
             None
             if ends is None
@@ -121,14 +112,11 @@ class _Output:
         element_id = element.id if self.id is None else self.id.one(item)
         labels = element.labels if self.label is None else (self.label.one(item),)
         properties = item if isinstance(item, dict) else {}
-        time = element.effective_from
+        ends = None
         if self.ends is not None:
             start, end = (program.one(item) for program in self.ends)
-            return relation(element_id, labels, start, end, properties, time)
-        if self.node or element.kind is ElementKind.NODE:
-            return node(element_id, labels, properties, time)
-        assert element.start_id is not None and element.end_id is not None
-        return relation(element_id, labels, element.start_id, element.end_id, properties, time)
+            ends = (start, end)
+        return outputs.build_element(element, element_id, labels, properties, ends, self.node)
 
 
 class Jq:
@@ -137,33 +125,13 @@ class Jq:
     def __init__(self, name: str, raw: Mapping[str, Any], source_id: str) -> None:
         self.name = name
         self._source_id = source_id
-        try:
-            parsed = JqConfig.model_validate(dict(raw)).root
-        except ValidationError as exc:
-            raise ConfigError(
-                f"middleware {name!r} (jq): invalid config: {format_validation_error(exc)}"
-            ) from exc
-        self._outputs: dict[tuple[str, Op], list[_Output]] = {}
-        for label, operations in parsed.items():
-            for op_name, op in (
-                ("insert", Op.INSERT),
-                ("update", Op.UPDATE),
-                ("delete", Op.DELETE),
-            ):
-                specs: tuple[JqOutput, ...] = getattr(operations, op_name)
-                self._outputs[(label, op)] = [
-                    _Output(spec, f"middleware {name!r} (jq): {label}.{op_name}.{i}")
-                    for i, spec in enumerate(specs)
-                ]
+        self._table = outputs.OutputTable(JqConfig, name, "jq", raw, _Output)
 
     def process(self, change: Change, index: ElementLookup) -> list[Change]:
-        element = change.element
-        if change.op is Op.DELETE:
-            element = node(element.id, element.labels, {}, element.effective_from)
+        element = outputs.event_element(change)
         results: list[Change] = []
-        for label in change.element.labels:
-            for output in self._outputs.get((label, change.op), ()):
-                results.extend(self._run(output, change.op, element))
+        for output in self._table.outputs(change):
+            results.extend(self._run(output, change.op, element))
         return results
 
     def _run(self, output: _Output, op: Op, element: Element) -> list[Change]:

@@ -21,28 +21,16 @@ pipeline, only mapped changes go on, as in Drasi.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, RootModel, ValidationError
+from pydantic import Field, RootModel
 
-from drasi_ray.model.changes import Element, ElementKind, Op, node, relation
-from drasi_ray.model.config import format_validation_error
-from drasi_ray.model.errors import ConfigError
+from drasi_ray.model.changes import Element, Op
+from drasi_ray.source.middleware import outputs
 from drasi_ray.source.middleware.base import Change, ConfigModel, ElementLookup, element_json
 from drasi_ray.source.middleware.jsonpath import JsonPath
-
-OPS: dict[str, Op] = {"Insert": Op.INSERT, "Update": Op.UPDATE, "Delete": Op.DELETE}
-
-
-class RelationEnds(ConfigModel):
-    in_node_id: str = Field(alias="inNodeId", min_length=1)
-    out_node_id: str = Field(alias="outNodeId", min_length=1)
-
-
-class RelationType(ConfigModel):
-    relation: RelationEnds = Field(alias="Relation")
+from drasi_ray.source.middleware.outputs import Operations, RelationType
 
 
 class MapOutput(ConfigModel):
@@ -55,28 +43,13 @@ class MapOutput(ConfigModel):
     properties: dict[str, str] = Field(default_factory=dict)
 
 
-class MapOperations(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    insert: tuple[MapOutput, ...] = ()
-    update: tuple[MapOutput, ...] = ()
-    delete: tuple[MapOutput, ...] = ()
-
-
-class MapConfig(RootModel[dict[str, MapOperations]]):
+class MapConfig(RootModel[dict[str, Operations[MapOutput]]]):
     pass
-
-
-def as_id(value: Any) -> str:
-    """A selected id: a string as it is, anything else as its JSON text (Drasi's rule)."""
-    if isinstance(value, str):
-        return value
-    return json.dumps(value, separators=(",", ":"))
 
 
 class _Output:
     def __init__(self, spec: MapOutput, where: str) -> None:
-        self.op = None if spec.op is None else OPS[spec.op]
+        self.op = None if spec.op is None else outputs.OPS[spec.op]
         self.selector = _path(spec.selector, f"{where}.selector")
         self.condition = _path(spec.condition, f"{where}.condition")
         self.id = _path(spec.id, f"{where}.id")
@@ -115,36 +88,21 @@ class _Output:
             found = self.id.find(doc)
             if not found:
                 return None
-            element_id = as_id(found[0])
+            element_id = outputs.as_id(found[0])
         labels = element.labels if self.label is None else (self.label,)
         properties = {}
         for name, path in self.properties:
             found = path.find(doc)
             if found:
                 properties[name] = found[0]
-        built = self._element(element, element_id, labels, properties, doc)
-        if built is None:
-            return None
-        return Change(self.op or op, built)
-
-    def _element(
-        self,
-        element: Element,
-        element_id: str,
-        labels: tuple[str, ...],
-        properties: dict[str, Any],
-        doc: dict[str, Any],
-    ) -> Element | None:
-        time = element.effective_from
+        ends = None
         if self.ends is not None:
             start, end = (path.find(doc) for path in self.ends)
             if not start or not end:
                 return None
-            return relation(element_id, labels, as_id(start[0]), as_id(end[0]), properties, time)
-        if self.node or element.kind is ElementKind.NODE:
-            return node(element_id, labels, properties, time)
-        assert element.start_id is not None and element.end_id is not None
-        return relation(element_id, labels, element.start_id, element.end_id, properties, time)
+            ends = (outputs.as_id(start[0]), outputs.as_id(end[0]))
+        built = outputs.build_element(element, element_id, labels, properties, ends, self.node)
+        return Change(self.op or op, built)
 
 
 def _path(expression: str | None, where: str) -> JsonPath | None:
@@ -157,31 +115,11 @@ class Map:
     def __init__(self, name: str, raw: Mapping[str, Any], source_id: str, kind: str) -> None:
         self.name = name
         self._source_id = source_id
-        try:
-            parsed = MapConfig.model_validate(dict(raw)).root
-        except ValidationError as exc:
-            raise ConfigError(
-                f"middleware {name!r} ({kind}): invalid config: {format_validation_error(exc)}"
-            ) from exc
-        self._outputs: dict[tuple[str, Op], list[_Output]] = {}
-        for label, operations in parsed.items():
-            for op_name, op in (
-                ("insert", Op.INSERT),
-                ("update", Op.UPDATE),
-                ("delete", Op.DELETE),
-            ):
-                specs: tuple[MapOutput, ...] = getattr(operations, op_name)
-                self._outputs[(label, op)] = [
-                    _Output(spec, f"middleware {name!r} ({kind}): {label}.{op_name}.{i}")
-                    for i, spec in enumerate(specs)
-                ]
+        self._table = outputs.OutputTable(MapConfig, name, kind, raw, _Output)
 
     def process(self, change: Change, index: ElementLookup) -> list[Change]:
-        element = change.element
-        if change.op is Op.DELETE:  # Drasi maps a delete's metadata, as a node
-            element = node(element.id, element.labels, {}, element.effective_from)
+        element = outputs.event_element(change)
         results: list[Change] = []
-        for label in change.element.labels:
-            for output in self._outputs.get((label, change.op), ()):
-                results.extend(output.outputs(change.op, element, self._source_id))
+        for output in self._table.outputs(change):
+            results.extend(output.outputs(change.op, element, self._source_id))
         return results

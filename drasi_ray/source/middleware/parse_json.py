@@ -10,29 +10,70 @@ tab, CR and LF, text that is not JSON, or JSON nested too deep is an error.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import Field
 
-from drasi_ray.model.changes import Op
+from drasi_ray.model.value_kinds import I64_MAX, I64_MIN
 from drasi_ray.source.middleware.base import (
     Change,
-    ConfigModel,
     ElementLookup,
-    fail,
+    PropertyConfig,
     parse_config,
-    with_properties,
+    set_property,
+    type_name,
 )
-from drasi_ray.source.middleware.values import type_name
 
 
-class ParseJsonConfig(ConfigModel):
-    target_property: str = Field(min_length=1)
+class ParseJsonConfig(PropertyConfig):
     output_property: str | None = Field(None, min_length=1)
-    on_error: Literal["fail", "skip"] = "fail"
     max_json_size: int = Field(1024 * 1024, ge=1)
     max_nesting_depth: int = Field(20, ge=1)
+
+
+def parse_json_as_drasi(text: str) -> Any:
+    """``text`` read as Drasi reads JSON (serde_json, then ``ElementValue``): an integer that
+    fits an i64 is an Integer, a wider one a Float, ``-0`` is the Float ``-0.0``; a number too
+    large for a double, the non-JSON ``NaN`` / ``Infinity`` and an escaped lone surrogate are
+    errors (ValueError), where Python's own reader would give ``inf``, ``nan``, an unbounded
+    int or a string no property value can hold."""
+    value = json.loads(text, parse_int=_integer, parse_float=_double, parse_constant=_not_json)
+    if "\\u" in text:  # only an escape can make a lone surrogate, which serde_json refuses
+        _check_text(value)
+    return value
+
+
+def _check_text(value: Any) -> None:
+    """ValueError if a string (or key) holds a lone surrogate, at any depth."""
+    if isinstance(value, str):
+        value.encode("utf-8")  # UnicodeEncodeError is a ValueError
+    elif isinstance(value, list):
+        for item in value:
+            _check_text(item)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _check_text(key)
+            _check_text(item)
+
+
+def _integer(text: str) -> int | float:
+    value = int(text)
+    if value == 0 and text.startswith("-"):
+        return -0.0
+    return value if I64_MIN <= value <= I64_MAX else float(value)
+
+
+def _double(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):
+        raise ValueError(f"number out of range: {text}")
+    return value
+
+
+def _not_json(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON value")
 
 
 def nesting_depth(value: Any) -> int:
@@ -52,19 +93,7 @@ class ParseJson:
         self._config = parse_config(ParseJsonConfig, name, "parse_json", raw)
 
     def process(self, change: Change, index: ElementLookup) -> list[Change]:
-        if change.op is Op.DELETE:
-            return [change]
-        config = self._config
-        properties = change.element.properties
-        try:
-            parsed = self._parse(properties)
-        except ValueError as exc:
-            if config.on_error == "fail":
-                raise fail(self.name, str(exc)) from exc
-            return [change]
-        output = config.output_property or config.target_property
-        updated = {**properties, output: parsed}
-        return [Change(change.op, with_properties(change.element, updated))]
+        return set_property(self.name, self._config, change, self._parse)
 
     def _parse(self, properties: Mapping[str, Any]) -> Any:
         config = self._config
@@ -90,8 +119,8 @@ class ParseJson:
                 "[Error: InvalidInput] JSON string contains invalid control characters"
             )
         try:
-            parsed = json.loads(text)
-        except json.JSONDecodeError as exc:
+            parsed = parse_json_as_drasi(text)
+        except ValueError as exc:
             raise ValueError(
                 f"[Error: ParseError] Failed to parse JSON string in property '{target}': {exc}"
             ) from exc
