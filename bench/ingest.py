@@ -9,8 +9,12 @@ All sections read the same stream contents (the seeded sensor workload of
 (b) **per-message XACK**: the loop of typical docs, XREADGROUP COUNT 10, ``json.loads``, one
     XACK per message (on fewer events: it is slow).
 (c) **one drasi_ray consumer actor**: the real :class:`~drasi_ray.actors.consumer.ConsumerActor`
-    (StreamConsumer: XREADGROUP -> decode + validate -> one Ray call per batch -> XACK)
-    dispatching to a sink actor that only counts (:mod:`bench.sink`); batch_size 500 with the
+    (StreamConsumer: XREADGROUP -> decode + validate -> one call per batch -> XACK)
+    dispatching to a sink actor in the place of the only store shard, which unpacks each batch
+    into the change model's structs as a shard does, and only counts (:mod:`bench.sink`). The
+    consumer builds the structs and the sink decodes them, so (c) includes the work of the
+    model on both ends (until the msgspec representation the consumer sent rows and the store
+    built the objects while applying, outside (c)). batch_size 500 with the
     default adaptive reads (up to 2,000 while there is a backlog), and again with reads fixed
     at COUNT 500 like the peer's.
 (d) **whole pipeline** through the public API: DrasiRay + PlatformSource (batch 500) + the

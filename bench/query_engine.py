@@ -521,8 +521,9 @@ def in_process_table(results: dict[tuple[str, int], InProcess]) -> list[str]:
     return format_table(headers, rows)
 
 
-def ratio_table(results: dict[tuple[str, int], InProcess]) -> list[str]:
-    """Per-change µs of the largest size over the smallest, per query."""
+def ratio_table(results: dict[tuple[str, int], InProcess], subject: str = "query") -> list[str]:
+    """Per-change µs of the largest size over the smallest, per query (or other ``subject``
+    the first part of the results' keys names: ``bench.query_perf``'s scenarios)."""
     rows: list[list[Any]] = []
     for name in dict.fromkeys(n for n, _ in results):
         sizes = sorted(s for n, s in results if n == name)
@@ -538,7 +539,7 @@ def ratio_table(results: dict[tuple[str, int], InProcess]) -> list[str]:
                 f"{large.change_us / small.change_us:.2f}",
             ]
         )
-    headers = ("query", "sizes", "µs/change ratio", "query-only ratio", "ratio of means")
+    headers = (subject, "sizes", "µs/change ratio", "query-only ratio", "ratio of means")
     return format_table(headers, rows)
 
 

@@ -54,6 +54,7 @@ from bench.query_engine import (
     Pipelined,
     Prepared,
     interleave,
+    ratio_table,
     record_in_process,
     record_pipeline,
     run_pipeline,
@@ -221,26 +222,6 @@ def in_process_table(results: dict[tuple[str, int], InProcess]) -> list[str]:
     return format_table(headers, rows)
 
 
-def flatness_table(results: dict[tuple[str, int], InProcess]) -> list[str]:
-    rows: list[list[Any]] = []
-    for scenario in dict.fromkeys(s for s, _ in results):
-        sizes = sorted(b for s, b in results if s == scenario)
-        if len(sizes) < 2:
-            continue
-        small, large = results[(scenario, sizes[0])], results[(scenario, sizes[-1])]
-        rows.append(
-            [
-                scenario,
-                f"{large.elements:,}/{small.elements:,}",
-                f"{large.median_us / small.median_us:.2f}",
-                f"{large.query_median_us / small.query_median_us:.2f}",
-                f"{large.change_us / small.change_us:.2f}",
-            ]
-        )
-    headers = ("scenario", "sizes", "µs/change ratio", "query-only ratio", "ratio of means")
-    return format_table(headers, rows)
-
-
 def run_pipelines(options: Options) -> dict[str, Pipelined]:
     results: dict[str, Pipelined] = {}
     with bench_env() as server:
@@ -281,7 +262,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "",
         *in_process_table(results),
         "",
-        *flatness_table(results),
+        *ratio_table(results, "scenario"),
         "",
         DRASI_FIGURES,
     ]

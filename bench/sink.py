@@ -1,10 +1,11 @@
 """Benchmark support: the real consumer actor with a counting sink in the coordinator's place.
 
 :class:`drasi_ray.actors.consumer.ConsumerActor` finds its downstream by name
-(``drasi/coordinator`` in the app's Ray namespace) and calls ``apply_batch(source_id,
-entries)`` once per batch. :class:`CountingSink` registers under that name in a private
-namespace and only counts, so the unchanged consumer actor (read, decode, validate, one Ray call
-per batch, ack) is measured without the coordinator's work. No hook in the package is needed.
+(``drasi/coordinator`` in the app's Ray namespace: shard 0 and the control plane), asks it the
+shard count and calls ``apply_batch(source_id, entries, tag, shards)`` once per batch.
+:class:`CountingSink` registers under that name in a private namespace, says there is one shard
+and only counts, so the unchanged consumer actor (read, decode, validate, one Ray call per
+batch, ack) is measured without the coordinator's work. No hook in the package is needed.
 """
 
 from __future__ import annotations
@@ -21,7 +22,9 @@ from drasi_ray.actors.line import LineAddress, LineServer
 from drasi_ray.actors.names import COORDINATOR, consumer_actor
 from drasi_ray.actors.runtime import tune_for_latency
 from drasi_ray.actors.wire import EntryPacket
+from drasi_ray.coordinator.core import BatchReport
 from drasi_ray.model.config import PlatformSourceConfig
+from drasi_ray.model.shards import BatchTag
 
 SOURCE_ID = "bench"
 
@@ -43,13 +46,28 @@ class CountingSink:
     async def line_address(self) -> LineAddress | None:
         return await self._line_server.address()
 
+    async def shard_count(self) -> int:
+        """The only store shard (the consumer's dispatcher asks the coordinator)."""
+        return 1
+
+    async def ping(self) -> bool:
+        return True
+
+    async def forget_tombstones(self, source_id: str, bound: tuple[int, int]) -> int:
+        """The consumer's periodic hint after trimming: no store here, nothing forgotten."""
+        return 0
+
     @ray.method(enable_task_events=False)  # as the coordinator's
-    async def apply_batch(self, source_id: str, entries: EntryPacket) -> int:
-        """Count the batch's entries and changes (unpacked as the coordinator receives it)."""
+    async def apply_batch(
+        self, source_id: str, entries: EntryPacket, tag: BatchTag | None = None, shards: int = 1
+    ) -> BatchReport:
+        """Count the batch's entries and changes (unpacked as the coordinator receives it);
+        reported as applied, as shard 0 reports a batch it applied."""
+        changes = sum(len(entry.changes) for entry in entries)
         self._batches += 1
         self._entries += len(entries)
-        self._changes += sum(len(entry.changes) for entry in entries)
-        return len(entries)
+        self._changes += changes
+        return BatchReport(changes=changes, applied=changes)
 
     def counts(self) -> dict[str, int]:
         return {

@@ -9,6 +9,10 @@ Every test belongs to one tier, by its directory, marked so that ``pytest -m <ti
 - ``pipeline`` (``tests/pipeline``): the whole app on Ray and Redis, Spark, crash tests;
 - ``ops`` (``tests/ops``): the command line, the README's commands, ``ray job submit``.
 
+At the end of a run pytest prints the time each tier directory's tests took (setup, call and
+teardown, session fixtures included where they start): docs/operations.md ("Running the
+tests") gives a whole run's figures.
+
 A test asking for a fixture its tier does not allow (a pure test taking ``redis_url``) fails at
 collection. No Redis is installed on dev or CI machines:
 :class:`~drasi_ray.testing.embedded_redis.EmbeddedRedis` starts the redis-server 6.2 that ships
@@ -18,6 +22,7 @@ dashboard; drasi_ray actors reserve 0 CPUs by default, so any number of them fit
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -62,6 +67,29 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         wrong = FORBIDDEN_FIXTURES.get(tier, set()) & set(getattr(item, "fixturenames", ()))
         if wrong:
             raise pytest.UsageError(f"{item.nodeid}: a {tier} test cannot use {sorted(wrong)}")
+
+
+SPENT_S: defaultdict[str, float] = defaultdict(float)
+"""Seconds the tests of each tier directory took in this run (setup + call + teardown)."""
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    parts = Path(report.nodeid.split("::")[0]).parts
+    if len(parts) > 2 and parts[0] == "tests":
+        SPENT_S[parts[1]] += report.duration
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """One line per tier directory that ran: its tier and the seconds its tests took."""
+    if not SPENT_S:
+        return
+    terminalreporter.write_sep("-", "seconds per tier directory (setup + call + teardown)")
+    for directory in TIER_OF_DIRECTORY:
+        if directory in SPENT_S:
+            tier = TIER_OF_DIRECTORY[directory]
+            terminalreporter.write_line(
+                f"tests/{directory:<13} {tier:<9} {SPENT_S[directory]:7.1f}"
+            )
 
 
 @pytest.fixture(scope="session")

@@ -34,11 +34,11 @@ __all__ = ["add_parser", "run"]
 
 def add_parser(commands: Any) -> None:
     """Register ``analytics`` and its subcommands on the CLI's subparsers."""
-    analytics = commands.add_parser(
+    analytics = common.subcommand(
+        commands,
         "analytics",
-        help="replay the source streams into Spark (RayDP) and run an analytics job",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        "replay the source streams into Spark (RayDP) and run an analytics job",
+        __doc__ or "",
     )
     jobs = analytics.add_subparsers(dest="job", required=True, metavar="JOB")
     counts = _job(jobs, "counts", "changes per time window x label x op")

@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 
 from drasi_ray.model.errors import DrasiRayError
 from drasi_ray.ops import analytics as analytics_command
-from drasi_ray.ops import dlq, publish, replay, run, scale, status, validate
+from drasi_ray.ops import common, dlq, publish, replay, run, scale, status, validate
 
 EPILOG = """\
 Every subcommand has its own --help with examples, e.g. `drasi-ray status --help`.
@@ -58,13 +58,13 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    demo = commands.add_parser(
+    demo = common.subcommand(
+        commands,
         "demo",
-        help="run the demo: private Redis + local Ray, sensor events, live result diffs",
-        description="Starts a private Redis and a local Ray, publishes sample sensor change "
+        "run the demo: private Redis + local Ray, sensor events, live result diffs",
+        "Starts a private Redis and a local Ray, publishes sample sensor change "
         "events and prints the diffs of a continuous query as they arrive.\n\n"
         "examples:\n  drasi-ray demo\n  drasi-ray demo --sensors 20 --updates 500 --consumers 3",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     demo.add_argument("--sensors", type=int, default=5, help="number of sensors (default 5)")
     demo.add_argument("--updates", type=int, default=40, help="temperature updates (default 40)")

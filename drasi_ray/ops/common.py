@@ -12,7 +12,14 @@ from drasi_ray.model.config import AppConfig, QueryConfig, SourceSpec
 from drasi_ray.model.errors import ConfigError, UnknownComponentError
 from drasi_ray.model.reaction_specs import PlatformReaction
 
-EPILOG_FORMATTER = argparse.RawDescriptionHelpFormatter
+
+def subcommand(commands: Any, name: str, summary: str, text: str) -> argparse.ArgumentParser:
+    """Register ``drasi-ray <name>``: ``summary`` in the command list, ``text`` (its help with
+    examples, line breaks kept) in ``drasi-ray <name> --help``."""
+    parser: argparse.ArgumentParser = commands.add_parser(
+        name, help=summary, description=text, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    return parser
 
 
 def add_app_arguments(parser: argparse.ArgumentParser) -> None:

@@ -36,11 +36,11 @@ examples:
 
 
 def add_parser(commands: Any) -> None:
-    parser = commands.add_parser(
+    parser = common.subcommand(
+        commands,
         "dlq",
-        help="list, replay or purge a source's dead letters",
-        description=HELP,
-        formatter_class=common.EPILOG_FORMATTER,
+        "list, replay or purge a source's dead letters",
+        HELP,
     )
     parser.add_argument("action", choices=("list", "replay", "purge"))
     parser.add_argument("source", metavar="SOURCE", help="source id in APP_YAML")

@@ -40,11 +40,11 @@ examples:
 
 
 def add_parser(commands: Any) -> None:
-    parser = commands.add_parser(
+    parser = common.subcommand(
+        commands,
         "publish",
-        help="XADD JSON-lines change events (or CloudEvents) to a stream, pipelined",
-        description=HELP,
-        formatter_class=common.EPILOG_FORMATTER,
+        "XADD JSON-lines change events (or CloudEvents) to a stream, pipelined",
+        HELP,
     )
     parser.add_argument("stream", metavar="STREAM", help="the stream key to append to")
     parser.add_argument("file", metavar="FILE", nargs="?", default="-", help="'-' for stdin")

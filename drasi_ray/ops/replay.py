@@ -29,11 +29,11 @@ examples:
 
 
 def add_parser(commands: Any) -> None:
-    parser = commands.add_parser(
+    parser = common.subcommand(
+        commands,
         "replay",
-        help="re-deliver a source's stream from an id (XGROUP SETID; destructive)",
-        description=HELP,
-        formatter_class=common.EPILOG_FORMATTER,
+        "re-deliver a source's stream from an id (XGROUP SETID; destructive)",
+        HELP,
     )
     parser.add_argument("source", metavar="SOURCE", help="source id in APP_YAML")
     parser.add_argument("--from", dest="start", required=True, metavar="ID", help="0, $ or an id")

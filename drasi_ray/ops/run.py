@@ -27,11 +27,11 @@ examples:
 
 
 def add_parser(commands: Any) -> None:
-    parser = commands.add_parser(
+    parser = common.subcommand(
+        commands,
         "run",
-        help="run an app from a YAML file until interrupted",
-        description=HELP,
-        formatter_class=common.EPILOG_FORMATTER,
+        "run an app from a YAML file until interrupted",
+        HELP,
     )
     common.add_app_arguments(parser)
     parser.add_argument("--quiet", action="store_true", help="do not print result diffs")

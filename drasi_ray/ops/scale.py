@@ -35,11 +35,11 @@ examples:
 
 
 def add_parser(commands: Any) -> None:
-    parser = commands.add_parser(
+    parser = common.subcommand(
+        commands,
         "scale",
-        help="change a running app's consumer actors of a source, or its store shards",
-        description=HELP,
-        formatter_class=common.EPILOG_FORMATTER,
+        "change a running app's consumer actors of a source, or its store shards",
+        HELP,
     )
     parser.add_argument(
         "target",

@@ -41,11 +41,11 @@ examples:
 
 
 def add_parser(commands: Any) -> None:
-    parser = commands.add_parser(
+    parser = common.subcommand(
+        commands,
         "status",
-        help="lag, pending, dead letters and result sequences of an app (from Redis)",
-        description=HELP,
-        formatter_class=common.EPILOG_FORMATTER,
+        "lag, pending, dead letters and result sequences of an app (from Redis)",
+        HELP,
     )
     common.add_app_arguments(parser)
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")

@@ -48,11 +48,11 @@ class Problem:
 
 
 def add_parser(commands: Any) -> None:
-    parser = commands.add_parser(
+    parser = common.subcommand(
+        commands,
         "validate",
-        help="check an app file (schema, sources, query syntax) with line and column",
-        description=HELP,
-        formatter_class=common.EPILOG_FORMATTER,
+        "check an app file (schema, sources, query syntax) with line and column",
+        HELP,
     )
     parser.add_argument("config", metavar="APP_YAML", help="the application file")
 

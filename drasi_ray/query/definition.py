@@ -30,7 +30,7 @@ class Query:
 
 
 class QueryBuilder:
-    """Fluent construction of a :class:`~drasi_ray.config.QueryConfig`."""
+    """Fluent construction of a :class:`~drasi_ray.model.config.QueryConfig`."""
 
     def __init__(self, query_id: str) -> None:
         self._id = query_id
@@ -102,7 +102,8 @@ class QueryBuilder:
         self, max_versions: int | None = None, retention_ms: int | None = None
     ) -> QueryBuilder:
         """Bound the element history kept if the query calls Drasi's past functions
-        (:class:`~drasi_ray.config.HistoryConfig`; an argument left None keeps its default)."""
+        (:class:`~drasi_ray.model.config.HistoryConfig`; an argument left None keeps its
+        default)."""
         if max_versions is not None:
             self._history["max_versions"] = max_versions
         if retention_ms is not None:

@@ -87,8 +87,8 @@ BOOTSTRAP_BATCH = 10_000
 class ContinuousQuery:
     """One continuous query, maintained incrementally.
 
-    Raises :class:`~drasi_ray.errors.QuerySyntaxError` (or its subclass
-    :class:`~drasi_ray.errors.UnsupportedQueryError`) at construction if ``text`` is not a
+    Raises :class:`~drasi_ray.model.errors.QuerySyntaxError` (or its subclass
+    :class:`~drasi_ray.model.errors.UnsupportedQueryError`) at construction if ``text`` is not a
     supported query. ``node_labels`` / ``relation_labels`` say which elements the query can
     use (None = every node / relation); deltas of other elements are ignored cheaply, so the
     caller may route only matching deltas or all of them.

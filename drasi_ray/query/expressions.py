@@ -2,15 +2,15 @@
 
 :func:`compile_expression` walks the AST once, when a query is registered, and returns a
 closure that evaluates the expression against a *row*: a mapping from variable name to value,
-where a graph-bound variable holds a :class:`~drasi_ray.changes.Element`. Evaluating does no
+where a graph-bound variable holds a :class:`~drasi_ray.model.changes.Element`. Evaluating does no
 dispatch on node types (that happened at compile time), which keeps per-change work small.
 
 Evaluation follows :mod:`drasi_ray.query.values`; a closure may raise
 :class:`~drasi_ray.query.values.RowDropped` (the engine drops that row) or
-:class:`~drasi_ray.errors.QueryEvaluationError` (a type error).
+:class:`~drasi_ray.model.errors.QueryEvaluationError` (a type error).
 
 Aggregate calls cannot be compiled here: the engine evaluates them and substitutes their
-value (compiling one raises :class:`~drasi_ray.errors.QueryEvaluationError`).
+value (compiling one raises :class:`~drasi_ray.model.errors.QueryEvaluationError`).
 
 Functions that read the evaluation context (the query's clock, the row being evaluated) are
 bound to the :class:`~drasi_ray.query.evaluation.EvaluationContext` given at compile time; Drasi's
@@ -42,7 +42,7 @@ def compile_expression(
     """Compile ``expr`` into ``evaluate(row) -> value``.
 
     ``parameters`` binds ``$name`` parameters; they are read now, so a missing one raises
-    :class:`~drasi_ray.errors.QueryError` at compile time rather than on the first change.
+    :class:`~drasi_ray.model.errors.QueryError` at compile time rather than on the first change.
     ``context`` is the query's evaluation context (None: a private one on the wall clock,
     without stateful functions).
     """

@@ -3,7 +3,7 @@
 Every implementation takes its already-evaluated arguments positionally and follows
 openCypher's null rule: a null in the argument that carries the value gives null out
 (``toUpper(null)`` is null), while ``coalesce`` and friends look at nulls on purpose.
-Wrong argument types raise :class:`~drasi_ray.errors.QueryEvaluationError`.
+Wrong argument types raise :class:`~drasi_ray.model.errors.QueryEvaluationError`.
 
 Aggregates (count, sum, avg, min, max, collect, drasi.linearGradient, drasi.last) are *named*
 here, in :data:`AGGREGATES`, so the parser can recognise them, but they are evaluated by the

@@ -5,9 +5,9 @@ lexer (grammar in ``grammar.lark``), builds the typed AST, and rejects everythin
 supported subset *at registration*, each error carrying the 1-based line and column of the
 offending token:
 
-- :class:`~drasi_ray.errors.QuerySyntaxError` for text that is not Cypher, unknown functions,
+- :class:`~drasi_ray.model.errors.QuerySyntaxError` for text that is not Cypher, unknown functions,
   wrong argument counts and misplaced aggregates;
-- :class:`~drasi_ray.errors.UnsupportedQueryError` for valid Cypher that continuous queries do
+- :class:`~drasi_ray.model.errors.UnsupportedQueryError` for valid Cypher that continuous queries do
   not support (ORDER BY, SKIP, LIMIT, DISTINCT, UNWIND, UNION, CREATE..., count(*),
   variable-length paths).
 """
@@ -56,8 +56,8 @@ def parse_query(text: str) -> ast.Query:
     """Parse a continuous query.
 
     Returns the query's AST with column names resolved. Raises
-    :class:`~drasi_ray.errors.QuerySyntaxError` (or its subclass
-    :class:`~drasi_ray.errors.UnsupportedQueryError`) naming the line and column of the first
+    :class:`~drasi_ray.model.errors.QuerySyntaxError` (or its subclass
+    :class:`~drasi_ray.model.errors.UnsupportedQueryError`) naming the line and column of the first
     problem found.
     """
     try:

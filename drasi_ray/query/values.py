@@ -2,8 +2,8 @@
 
 Values at evaluation time are plain Python objects: ``None`` (null), ``bool``, ``int``,
 ``float``, ``str``, ``list``/``tuple`` (lists), ``dict`` (maps, including
-:class:`~drasi_ray.changes.FrozenMap`), :class:`~drasi_ray.changes.Element` (a graph-bound
-variable) and the temporal types of :mod:`drasi_ray.query.temporal`.
+:class:`~drasi_ray.model.changes.FrozenMap`), :class:`~drasi_ray.model.changes.Element` (a
+graph-bound variable) and the temporal types of :mod:`drasi_ray.query.temporal`.
 
 Rules that differ from plain Python, and why:
 

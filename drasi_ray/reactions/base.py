@@ -80,6 +80,48 @@ class Reaction(abc.ABC, Generic[R]):
         return None
 
 
+class Pending:
+    """The signals between code that queues work and the one task that does it.
+
+    The queuing side calls :meth:`queued` after each item; the task awaits :meth:`next_work`
+    at the top of its loop, which marks it idle while nothing is queued and returns once
+    something is; :meth:`flush` returns once the task is idle: everything queued before it was
+    done.
+    """
+
+    def __init__(self) -> None:
+        self._wakeup = asyncio.Event()
+        self._idle = asyncio.Event()
+        self._idle.set()
+
+    def queued(self) -> None:
+        self._idle.clear()
+        self._wakeup.set()
+
+    async def next_work(self, queued: int) -> None:
+        """Return at once if ``queued`` items wait, else when :meth:`queued` is next called."""
+        if not queued:
+            self._idle.set()
+            self._wakeup.clear()
+            await self._wakeup.wait()
+
+    async def flush(self, timeout_s: float) -> bool:
+        """Wait until the task is idle; False if ``timeout_s`` passed first."""
+        try:
+            await asyncio.wait_for(self._idle.wait(), timeout_s)
+        except asyncio.TimeoutError:
+            return False
+        return True
+
+
+async def stop_task(task: asyncio.Task[None] | None) -> None:
+    """Cancel ``task`` and wait for it to end, whatever it raises."""
+    if task is not None:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await task
+
+
 class ReactionWorker:
     """Runs one :class:`Reaction`: bounded queue, background writes, retry with backoff."""
 
@@ -93,9 +135,7 @@ class ReactionWorker:
         self.state = "starting"
         self.last_error: str | None = None
         self._queue: collections.deque[Delivered] = collections.deque()
-        self._wakeup = asyncio.Event()
-        self._idle = asyncio.Event()
-        self._idle.set()
+        self._pending = Pending()
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
@@ -114,17 +154,13 @@ class ReactionWorker:
                 )
             return
         self._queue.append(item)
-        self._idle.clear()
-        self._wakeup.set()
+        self._pending.queued()
 
     async def _run(self) -> None:
         await self._with_retry(self.reaction.open, "open")
         self.state = "running"
         while True:
-            if not self._queue:
-                self._idle.set()
-                self._wakeup.clear()
-                await self._wakeup.wait()
+            await self._pending.next_work(len(self._queue))
             count = min(len(self._queue), self.spec.max_batch)
             await self._deliver([self._queue.popleft() for _ in range(count)])
 
@@ -188,19 +224,12 @@ class ReactionWorker:
 
     async def flush(self, timeout_s: float) -> bool:
         """Wait until everything queued so far is written; False if ``timeout_s`` passed."""
-        try:
-            await asyncio.wait_for(self._idle.wait(), timeout_s)
-        except asyncio.TimeoutError:
-            return False
-        return True
+        return await self._pending.flush(timeout_s)
 
     async def close(self, timeout_s: float) -> None:
         """Flush (up to ``timeout_s``), stop the task and close the reaction."""
         await self.flush(timeout_s)
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._task
+        await stop_task(self._task)
         with contextlib.suppress(Exception):
             await self.reaction.close()
         self.state = "stopped"

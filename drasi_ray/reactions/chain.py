@@ -35,7 +35,6 @@ delays only ``b``.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 import uuid
@@ -50,6 +49,7 @@ from drasi_ray.model import keys
 from drasi_ray.model.backoff import Backoff
 from drasi_ray.model.encoding import dumps
 from drasi_ray.model.results import ControlResult, Delivered, QueryResult
+from drasi_ray.reactions.base import Pending, stop_task
 from drasi_ray.source.decode import encode_cloud_event
 
 logger = logging.getLogger("drasi_ray.reaction")
@@ -208,9 +208,7 @@ class ChainPublisher:
         self.rows_key = keys.chain_rows(app_id, query_id)
         self._url = redis_url
         self._queue: list[QueryResult | _Reconcile] = []
-        self._wakeup = asyncio.Event()
-        self._idle = asyncio.Event()
-        self._idle.set()
+        self._pending = Pending()
         self._ledger: RowLedger | None = None
         self._task: asyncio.Task[None] | None = None
         self._client: aioredis.Redis | None = None
@@ -230,22 +228,14 @@ class ChainPublisher:
 
     def _push(self, item: QueryResult | _Reconcile) -> None:
         self._queue.append(item)
-        self._idle.clear()
-        self._wakeup.set()
+        self._pending.queued()
 
     async def flush(self, timeout_s: float) -> bool:
         """Wait until everything queued so far is written; False on timeout."""
-        try:
-            await asyncio.wait_for(self._idle.wait(), timeout_s)
-        except asyncio.TimeoutError:
-            return False
-        return True
+        return await self._pending.flush(timeout_s)
 
     async def close(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._task
+        await stop_task(self._task)
         if self._client is not None:
             await self._client.aclose()
 
@@ -253,10 +243,7 @@ class ChainPublisher:
         self._client = aioredis.Redis.from_url(self._url)
         self._ledger = await self._retrying(self._load)
         while True:
-            if not self._queue:
-                self._idle.set()
-                self._wakeup.clear()
-                await self._wakeup.wait()
+            await self._pending.next_work(len(self._queue))
             batch, self._queue = self._queue, []
             for plan in self._plans(self._ledger, batch):
                 if plan.changes:

@@ -6,7 +6,7 @@ nodes and w, kind on relations). Together they cover the language drasi_ray supp
 Drasi accepts: each function both have, every aggregate, WHERE forms, CASE, list
 comprehension and reduce, WITH chains (projecting, filtering, aggregating), OPTIONAL MATCH,
 multi-hop and multi-path patterns. docs/conformance.md marks a function or clause
-differential-tested when a query here uses it (``tests/test_conformance_doc.py``).
+differential-tested when a query here uses it (``tests/differential/test_conformance_doc.py``).
 
 A query stays out of this list when Drasi refuses it or cannot run it (tests/differential/
 test_refusals.py) or when drasi_ray deliberately differs (tests/differential/

@@ -200,7 +200,7 @@ def results_comparable(text: str, run: QueryRun) -> bool:
     """Whether Drasi's final result set is the query's: not for a non-aggregating OPTIONAL
     MATCH, whose null rows Drasi keeps in its result set after their matches replaced them
     (drasi-lib keys that set by a row signature the null row and its matches do not share;
-    docs/conformance.md, tests/differential/test_deviations.py)."""
+    docs/conformance.md, tests/differential/known.py)."""
     return run.aggregating or "OPTIONAL" not in text.upper()
 
 

@@ -11,7 +11,7 @@ carries) and applied by the query's
 the same JSON values drasi-lib hands its Python callbacks.
 
 Only Ray itself, Redis and the subscriber buffers are left out; the end-to-end variant
-(``tests/differential/test_end_to_end.py``) runs those too.
+(``tests/pipeline/test_differential_end_to_end.py``) runs those too.
 """
 
 from __future__ import annotations

@@ -8,6 +8,8 @@ import sys
 import threading
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -137,11 +139,10 @@ def _applied(app: DrasiRay) -> int:
     return applied
 
 
-def test_scale_up_and_down_while_changes_flow_loses_nothing(
-    ray_session: None, redis_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    app = _app(redis_url, consumers=1)
-    app.start()
+@contextmanager
+def _producing(redis_url: str, sensors: int) -> Iterator[dict[str, float]]:
+    """A producer thread publishing 20 readings of ``sensors`` sensors every 20 ms until the
+    block ends; yields each sensor's last published temperature (complete once it ended)."""
     stop = threading.Event()
     published: dict[str, float] = {}
 
@@ -149,17 +150,29 @@ def test_scale_up_and_down_while_changes_flow_loses_nothing(
         with Publisher.from_url(redis_url) as publisher:
             number = 0
             while not stop.is_set():
-                batch = {f"s{(number + i) % 50}": float(number + i) for i in range(20)}
+                batch = {f"s{(number + i) % sensors}": float(number + i) for i in range(20)}
                 publisher.publish("sensor-changes", [_event(k, v) for k, v in batch.items()])
                 published.update(batch)
                 number += 20
-                time.sleep(0.02)
+                time.sleep(0.02)  # paces the producer; no test waits on it
 
     producer = threading.Thread(target=produce)
     producer.start()
+    try:
+        yield published
+    finally:
+        stop.set()
+        producer.join()
+
+
+def test_scale_up_and_down_while_changes_flow_loses_nothing(
+    ray_session: None, redis_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    app = _app(redis_url, consumers=1)
+    app.start()
     client = redis.Redis.from_url(redis_url)
     try:
-        try:
+        with _producing(redis_url, sensors=50) as published:
             assert app.scale("sensors", 3) == 1
             assert len(client.xinfo_consumers("sensor-changes", "drasi-core")) == 3
             applied = _applied(app)  # changes flow through three consumers for a while
@@ -169,9 +182,6 @@ def test_scale_up_and_down_while_changes_flow_loses_nothing(
             assert names == [b"sensors-0"]
             applied = _applied(app)
             wait_until(lambda: _applied(app) >= applied + 100, what="changes through 1 consumer")
-        finally:
-            stop.set()
-            producer.join()
         app.wait_until_idle(60)
         rows = {row["id"]: row["temperature"] for row in app.results("all-sensors")}
         consumers = app.status()["sources"]["sensors"]
@@ -213,23 +223,8 @@ def test_rescaling_the_store_shards_while_changes_flow_moves_every_element(
     app_yaml = _write_app(tmp_path, redis_url, consumers=2)
     app = DrasiRay.from_yaml(app_yaml)
     app.start()
-    stop = threading.Event()
-    published: dict[str, float] = {}
-
-    def produce() -> None:
-        with Publisher.from_url(redis_url) as publisher:
-            number = 0
-            while not stop.is_set():
-                batch = {f"s{(number + i) % 200}": float(number + i) for i in range(20)}
-                publisher.publish("sensor-changes", [_event(k, v) for k, v in batch.items()])
-                published.update(batch)
-                number += 20
-                time.sleep(0.02)
-
-    producer = threading.Thread(target=produce)
-    producer.start()
     try:
-        try:
+        with _producing(redis_url, sensors=200) as published:
             applied = _applied(app)
             wait_until(lambda: _applied(app) >= applied + 200, what="changes through 1 shard")
             assert app.scale_shards(3) == 1
@@ -239,9 +234,6 @@ def test_rescaling_the_store_shards_while_changes_flow_moves_every_element(
             assert "3 -> 2 store shards" in capsys.readouterr().out
             applied = _applied(app)
             wait_until(lambda: _applied(app) >= applied + 200, what="changes through 2 shards")
-        finally:
-            stop.set()
-            producer.join()
         app.wait_until_idle(60)
         rows = {row["id"]: row["temperature"] for row in app.results("all-sensors")}
         owners = {

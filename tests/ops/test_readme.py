@@ -9,6 +9,9 @@
   to ``.ci/run`` (which runs them).
 - The ```python block runs as a program against the test Redis and prints its result.
 - The ```yaml block is ``examples/app.yaml``, which the commands use.
+- A program the prose names (``examples/…py``, alone or in a ``python …`` command) runs in a
+  test: :data:`PROGRAMS_RUN_BY` says which, and that test names the program.
+- The README stays under 12 KB: what a newcomer needs, the rest in docs/.
 """
 
 from __future__ import annotations
@@ -32,6 +35,12 @@ SKIPPED: list[tuple[str, str]] = [
     (r"^python -m pip install ", "installs the package (.ci/run runs exactly this)"),
     (r"^pytest$", "is this test suite (.ci/run runs exactly this)"),
 ]
+PROGRAMS_RUN_BY = {
+    "examples/quickstart.py": "tests/ops/test_readme.py",
+    "examples/curbside/curbside.py": "tests/ops/test_example_curbside.py",
+}
+"""Each program the README's prose names, and the test that runs it."""
+README_LIMIT = 12 * 1024
 APP_COMMANDS = re.compile(
     r"^drasi-ray (status|run|dlq|replay|scale|analytics \w+) .*examples/app\.yaml"
 )
@@ -77,6 +86,16 @@ def environment() -> dict[str, str]:
     return {**os.environ, "RAY_ADDRESS": "local", "PATH": f"{bin_dir}:{os.environ['PATH']}"}
 
 
+def run_here(argv: list[str]) -> subprocess.CompletedProcess[str]:
+    """``argv`` from the repository root, in :func:`environment`; fails the test unless it
+    exits 0 (with the end of its output)."""
+    done = subprocess.run(
+        argv, cwd=ROOT, env=environment(), capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, f"{argv}\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
+    return done
+
+
 def test_the_install_and_test_commands_are_what_ci_runs() -> None:
     """The README's install and test commands are the ones .ci/run runs (``--quiet`` aside)."""
     ci = (ROOT / ".ci" / "run").read_text().splitlines()
@@ -101,16 +120,7 @@ def test_every_readme_command_runs(redis_server: EmbeddedRedis, redis_url: str) 
     for command in readme_commands():
         if skip_reason(command) is not None:
             continue
-        local = localise(command, redis_server, cli)
-        done = subprocess.run(
-            ["bash", "-c", local],
-            cwd=ROOT,
-            env=environment(),
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
-        assert done.returncode == 0, f"{local}\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
+        run_here(["bash", "-c", localise(command, redis_server, cli)])
         ran.append(command)
     assert len(ran) >= 7, ran
 
@@ -121,15 +131,30 @@ def test_the_python_example_runs_and_prints_its_result(
 ) -> None:
     (program,) = blocks("python")
     local = program.replace("redis://localhost:6379", redis_server.url)
-    done = subprocess.run(
-        [sys.executable, "-c", local],
-        cwd=ROOT,
-        env=environment(),
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert done.returncode == 0, f"{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
-    lines = done.stdout.splitlines()
+    lines = run_here([sys.executable, "-c", local]).stdout.splitlines()
     assert "1 ({'type': 'ADD', 'data': {'id': 'sensor-1', 't': 75.5}},)" in lines, lines
     assert "[{'id': 'sensor-1', 't': 75.5}]" in lines, lines
+
+
+def test_the_readme_is_short() -> None:
+    size = len(README.read_bytes())
+    assert size < README_LIMIT, f"README.md is {size:,} bytes: move detail to docs/"
+
+
+def test_every_program_the_readme_names_is_run_by_a_test() -> None:
+    spans = re.findall(
+        r"`([^`\n]+)`", "".join(re.split(r"```.*?```", README.read_text(), flags=re.S))
+    )
+    named = {
+        program for span in spans for program in re.findall(r"(?:^|\s)(examples/\S+\.py)\b", span)
+    }
+    assert named == set(PROGRAMS_RUN_BY), "a program of the README without its test (or gone)"
+    for program, test in PROGRAMS_RUN_BY.items():
+        assert program in (ROOT / test).read_text(), f"{test} does not run {program}"
+
+
+@pytest.mark.slow
+def test_the_quickstart_runs_as_its_docstring_says() -> None:
+    """``python examples/quickstart.py``: its own private Redis and a local Ray."""
+    lines = run_here([sys.executable, "examples/quickstart.py"]).stdout.splitlines()
+    assert lines[-1] == "current results: [{'id': 'sensor-1', 'temperature': 71.2}]", lines

@@ -6,12 +6,20 @@
 - Every ``docs/<page>.md §N`` cited in the code, tests or benchmarks names an existing page and
   section; nothing cites the retired SEMANTICS.md or bench/RESULTS.md.
 - Every relative link of README.md and docs/ points to a file that exists.
+- Every dotted ``drasi_ray.<module>.<name>`` in a docstring, comment or string of the code,
+  tests, benchmarks and examples, in docs/ and in README.md resolves: a module, an attribute of one
+  (a class, function, constant, method or field), or a logger the package creates; every
+  repository path they cite (``drasi_ray/…/x.py``, ``tests/…``) exists.
 """
 
 from __future__ import annotations
 
+import importlib
+import io
 import re
+import tokenize
 from pathlib import Path
+from types import ModuleType
 
 import yaml
 
@@ -24,6 +32,11 @@ from drasi_ray.query import functions
 ROOT = Path(__file__).resolve().parent.parent.parent
 DOCS = ROOT / "docs"
 CITING = ("drasi_ray", "tests", "bench", "examples")
+DOTTED = re.compile(r"(?<![\w./-])drasi_ray(?:\.[A-Za-z_]\w*)+")
+LOGGER = re.compile(r"getLogger\(f?\"(drasi_ray(?:\.\w+)*)")
+CITED_PATH = re.compile(
+    r"(?<![\w/.-])(?:drasi_ray|tests|bench|examples|docs)/[\w/.-]*\w\.(?:py|md|yaml|lark)"
+)
 
 
 def fenced(text: str, language: str) -> list[str]:
@@ -134,3 +147,82 @@ def test_relative_links_point_to_existing_files() -> None:
     for page in pages:
         for target in re.findall(r"\]\(([^)#:]+)(?:#[^)]*)?\)", page.read_text(encoding="utf-8")):
             assert (page.parent / target).exists(), f"{page.name}: broken link {target}"
+
+
+def prose_of(path: Path, text: str) -> str:
+    """Where a file can name things: a Python file's strings and comments (a variable called
+    ``drasi_ray`` in code is not a citation), any other file whole."""
+    if path.suffix != ".py":
+        return text
+    tokens = tokenize.generate_tokens(io.StringIO(text).readline)
+    kinds = {tokenize.STRING, tokenize.COMMENT, getattr(tokenize, "FSTRING_MIDDLE", 0)}  # 3.12+
+    return "\n".join(token.string for token in tokens if token.type in kinds)
+
+
+def documents() -> list[tuple[Path, str]]:
+    """The code, tests, benchmarks and examples, docs/ and README.md, as (path, text)."""
+    pages = [ROOT / "README.md", *DOCS.glob("*.md")]
+    return [*sources_citing(), *((page, page.read_text(encoding="utf-8")) for page in pages)]
+
+
+def package_loggers() -> set[str]:
+    """The names the package's modules give ``logging.getLogger`` (a prefix for f-strings)."""
+    return {
+        name
+        for path in (ROOT / "drasi_ray").rglob("*.py")
+        for name in LOGGER.findall(path.read_text(encoding="utf-8"))
+    }
+
+
+def resolves(dotted: str) -> bool:
+    """Whether ``dotted`` is a module, or a chain of attributes of the longest module prefix;
+    a last part may also be a declared field (pydantic, dataclass, msgspec, annotations)."""
+    parts = dotted.split(".")
+    for split in range(len(parts), 0, -1):
+        try:
+            found: object = importlib.import_module(".".join(parts[:split]))
+        except ModuleNotFoundError:
+            continue
+        return _attributes_resolve(found, parts[split:])
+    return False
+
+
+def _attributes_resolve(found: object, names: list[str]) -> bool:
+    for position, name in enumerate(names):
+        if hasattr(found, name):
+            found = getattr(found, name)
+            continue
+        last = position == len(names) - 1
+        return last and not isinstance(found, ModuleType) and name in _declared_fields(found)
+    return True
+
+
+def _declared_fields(owner: object) -> set[str]:
+    return {
+        *getattr(owner, "model_fields", {}),
+        *getattr(owner, "__dataclass_fields__", {}),
+        *getattr(owner, "__struct_fields__", ()),
+        *getattr(owner, "__annotations__", {}),
+    }
+
+
+def test_every_dotted_name_of_the_package_resolves() -> None:
+    loggers = package_loggers()
+    stale: dict[str, set[str]] = {}
+    for path, text in documents():
+        for name in set(DOTTED.findall(prose_of(path, text))):
+            if name not in loggers and not resolves(name):
+                stale.setdefault(name, set()).add(str(path.relative_to(ROOT)))
+    assert not stale, f"dotted names that are no module, attribute or logger: {stale}"
+
+
+def test_every_cited_repository_path_exists() -> None:
+    this = Path(__file__).resolve()
+    missing = {
+        (str(path.relative_to(ROOT)), cited)
+        for path, text in documents()
+        if path != this
+        for cited in CITED_PATH.findall(text)
+        if not (ROOT / cited).exists()
+    }
+    assert not missing, f"paths cited that do not exist: {sorted(missing)}"
