@@ -16,14 +16,17 @@ from tests.oracle.cases import run_oracle
 from tests.oracle.model import Case, CaseRun, QuerySpec
 
 PAIRS = 2000
-"""Enough lists that Drasi collapses at least one (about 1 in 100 does) in any process."""
+"""Lists per case. The share Drasi collapses varies (about 1 list in 600 to 1 in 75 in the
+runs seen), so three cases of 2,000 make a run without any collapse unlikely beyond doubt."""
+
+CASES = 3
 
 QUERY = QuerySpec("distinct_pairs", "MATCH (a:A) RETURN a.k AS k, coll.distinct(a.l) AS d")
 
 
-def _case() -> Case:
+def _case(number: int) -> Case:
     lists = [("insert", f"a{k}", "A", {"k": k, "l": [k, float(k)]}) for k in range(PAIRS)]
-    return Case("distinct_pairs", changes(*lists))
+    return Case(f"distinct_pairs_{number}", changes(*lists))
 
 
 def _collapsed(run: CaseRun) -> list[int]:
@@ -34,8 +37,11 @@ def _collapsed(run: CaseRun) -> list[int]:
 
 
 def test_drasi_sometimes_collapses_an_integer_and_an_equal_float_drasi_ray_never() -> None:
-    case = _case()
-    drasi = run_oracle([case], [QUERY])[case.name]
-    ours = run_drasi_ray(case, [QUERY])
-    assert 0 < len(_collapsed(drasi)) < PAIRS // 10
-    assert _collapsed(ours) == []
+    cases = [_case(number) for number in range(CASES)]
+    drasi = run_oracle(cases, [QUERY])
+    # a case drasi-lib did not finish (it happens, rarely, to long cases) says nothing here
+    finished = [run for run in drasi.values() if run.queries[QUERY.id].failure is None]
+    assert finished
+    collapsed = sum(len(_collapsed(run)) for run in finished)
+    assert 0 < collapsed < len(finished) * PAIRS // 10
+    assert _collapsed(run_drasi_ray(cases[0], [QUERY])) == []
