@@ -15,9 +15,9 @@ not meet this; here it is pinned with both outputs.
 from __future__ import annotations
 
 from tests.differential.generator import BASE_TIME_MS
-from tests.differential.model import Case, GraphChange, QuerySpec
-from tests.differential.oracle import run_oracle
 from tests.differential.subject import run_drasi_ray
+from tests.oracle.cases import run_oracle
+from tests.oracle.model import Case, GraphChange, QuerySpec
 
 JOIN = {"id": "J", "keys": [{"label": "A", "property": "k"}, {"label": "B", "property": "k"}]}
 PAIRS = QuerySpec(
