@@ -18,16 +18,14 @@ Layouts (``--layouts``, ``KxM``): shards 1, 2, 4 with one host, hosts 1, 2, 4 wi
 each with ``--consumers`` consumers; one more run of 1x1 without durable state separates what
 Redis spends on the stream from what it spends on the element store.
 
-The ceiling model (``ceiling_lines``): from the per-change CPU of each kind at 1x1, the rate
-one actor of that kind sustains on a core of its own (1e6 / its µs per change, the shards and
-hosts dividing their kind's work), Redis's (one thread: the stream and the store writes of
-an app on one server), and what a 10-node cluster of 8-core nodes reaches with its cores
-split between the kinds in proportion to their cost: which part limits first.
+The ceiling model (:mod:`bench.ceiling`) is built from these runs' µs per change: which part
+limits first, what a 10-node cluster reaches, and when one stream per source is the limit.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -35,6 +33,8 @@ from dataclasses import dataclass
 import ray
 import redis
 
+from bench.ceiling import CLUSTER_NODES, CORES_PER_NODE, Costs, Scaled, ceilings, verdict
+from bench.ceiling import lines as ceiling_lines
 from bench.common import bench_env, command_line, format_table, load_average, print_lines, rate
 from bench.ingest import arm_backlog, release_backlog
 from bench.pipeline import GROUP, CpuMeter, CpuUsage, actors_by_kind, fresh_stream, hot_payloads
@@ -55,8 +55,6 @@ QUERIES = {
     "zones": "MATCH (s:Sensor)-[:IN]->(z:Zone) WHERE s.temperature > 75 "
     "RETURN s.id AS id, z.name AS zone",
 }
-CLUSTER_NODES = 10
-CORES_PER_NODE = 8
 
 
 @dataclass(frozen=True)
@@ -210,131 +208,67 @@ def layout_table(runs: Sequence[LayoutRun]) -> list[str]:
     return format_table(headers, rows)
 
 
-@dataclass(frozen=True)
-class Ceiling:
-    """The rate (changes/s) one part of the pipeline sustains."""
-
-    part: str
-    rate: float
-    how: str
-
-
-def ceilings(base: LayoutRun, volatile: LayoutRun | None) -> list[Ceiling]:
-    """Per kind, what one actor of it sustains on a core of its own (from the 1x1 run)."""
-    consumer = sum(base.kind("consumer ")) / max(len(base.kind("consumer ")), 1)
-    shard = sum(base.kind("shard "))
-    host = sum(base.kind("host "))
-    redis_all = base.per_change("redis")
-    redis_stream = volatile.per_change("redis") if volatile is not None else redis_all
-    parts = [
-        Ceiling(
-            "one consumer",
-            1e6 / (consumer * len(base.kind("consumer "))),
-            "1e6 / its µs per change",
-        ),
-        Ceiling("one store shard (all changes)", 1e6 / shard, "K shards: K times this"),
-        Ceiling(f"one query host ({len(QUERIES)} queries)", 1e6 / host, "M hosts: M times this"),
-        Ceiling("Redis: one stream, reads and acks", 1e6 / redis_stream, "one thread per server"),
-        Ceiling(
-            "Redis: stream and element-store writes on one server",
-            1e6 / redis_all,
-            "the app's state beside its stream",
-        ),
-    ]
-    return parts
-
-
-def cluster_estimate(base: LayoutRun, volatile: LayoutRun | None) -> tuple[float, str]:
-    """What ``CLUSTER_NODES`` nodes of ``CORES_PER_NODE`` cores reach: the cores split between
-    consumers, shards, hosts and Ray's own processes in proportion to their µs per change, and
-    the single Redis server of a stream as the other bound."""
-    pipeline = (
-        sum(base.kind("consumer "))
-        + sum(base.kind("shard "))
-        + sum(base.kind("host "))
-        + base.per_change("ray system")
+def costs_of(runs: Sequence[LayoutRun]) -> Costs:
+    """The model's inputs: the 1x1 run, the runs with the most shards (one host) and the most
+    hosts (one shard), and the 1x1 run without durable state (Redis's stream share)."""
+    durable = [run for run in runs if run.durable]
+    base = next(run for run in durable if (run.shards, run.hosts) == (1, 1))
+    most_shards = max((run for run in durable if run.hosts == 1), key=lambda run: run.shards)
+    most_hosts = max((run for run in durable if run.shards == 1), key=lambda run: run.hosts)
+    volatile = next((run for run in runs if not run.durable), base)
+    summed = (
+        sum(most_shards.kind("consumer "))
+        + sum(most_shards.kind("shard "))
+        + sum(most_hosts.kind("host "))
     )
-    cores = CLUSTER_NODES * CORES_PER_NODE
-    by_cores = cores * 1e6 / pipeline
-    redis_all = base.per_change("redis")
-    redis_stream = volatile.per_change("redis") if volatile is not None else redis_all
-    by_redis = 1e6 / redis_all
-    if by_redis < by_cores:
-        limit = (
-            f"one Redis server limits first: {by_redis:,.0f} changes/s (stream and store writes;"
-            f" {1e6 / redis_stream:,.0f}/s for the stream alone), while the {cores} cores would "
-            f"carry {by_cores:,.0f}/s"
-        )
-        return by_redis, limit
-    return by_cores, f"the cores limit first at {by_cores:,.0f} changes/s"
+    return Costs(
+        consumers=sum(base.kind("consumer ")),
+        shards=_scaled(base, most_shards, "shard ", most_shards.shards),
+        hosts=_scaled(base, most_hosts, "host ", most_hosts.hosts),
+        summed_actors=summed,
+        ray_system=base.per_change("ray system"),
+        redis_stream=volatile.per_change("redis"),
+        redis_store=max(base.per_change("redis") - volatile.per_change("redis"), 0.0),
+    )  # fmt: skip
 
 
-def ceiling_lines(base: LayoutRun, volatile: LayoutRun | None) -> list[str]:
-    rows = [(c.part, c.rate, c.how) for c in ceilings(base, volatile)]
-    estimate, limit = cluster_estimate(base, volatile)
-    pipeline = sum(base.kind("consumer ")) + sum(base.kind("shard ")) + sum(base.kind("host "))
-    return [
-        "Ceiling model (from the 1x1 run's µs per change; each actor on a core of its own):",
-        "",
-        *format_table(("part", "changes/s", "scales"), rows),
-        "",
-        f"A {CLUSTER_NODES}-node cluster of {CORES_PER_NODE} cores each: the pipeline costs "
-        f"{pipeline:.1f} µs of CPU per change summed over its actors, so its cores carry "
-        f"{CLUSTER_NODES * CORES_PER_NODE * 1e6 / pipeline:,.0f} changes/s with the actors "
-        f"spread in proportion; {limit}. Reaching {estimate:,.0f}/s needs one source stream per "
-        "partition of the element ids (a source each, on Redis servers of their own, the "
-        "queries reading all of them) once one server's thread is the limit.",
-    ]
+def _scaled(base: LayoutRun, most: LayoutRun, prefix: str, count: int) -> Scaled:
+    return Scaled(sum(base.kind(prefix)), _mean(most.kind(prefix)), count)
 
 
-def record(
-    recorder: Recorder, runs: Sequence[LayoutRun], base: LayoutRun, volatile: LayoutRun | None
-) -> None:
-    detail = f"{base.events:,} events backlog, {len(QUERIES)} queries"
+def _mean(values: Sequence[float]) -> float:
+    return sum(values) / max(len(values), 1)
+
+
+def record(recorder: Recorder, runs: Sequence[LayoutRun], costs: Costs) -> None:
+    detail = f"{runs[0].events:,} events backlog, {len(QUERIES)} queries"
     for run in runs:
         if not run.durable:
             continue
         label = f"K={run.shards} shards, M={run.hosts} hosts"
         recorder.add(f"end to end, {label}", run.rate, "events/s", detail=detail)
-        shards, hosts = run.kind("shard "), run.kind("host ")
-        recorder.add(
-            f"CPU per change, each store shard (mean), {label}",
-            sum(shards) / len(shards),
-            "µs",
-            detail=detail,
-        )
-        recorder.add(
-            f"CPU per change, store shards summed, {label}", sum(shards), "µs", detail=detail
-        )
-        recorder.add(
-            f"CPU per change, each query host (mean), {label}",
-            sum(hosts) / len(hosts),
-            "µs",
-            detail=detail,
-        )
-        recorder.add(
-            f"CPU per change, query hosts summed, {label}", sum(hosts), "µs", detail=detail
-        )
-        recorder.add(
-            f"CPU per change, consumers summed, {label}",
-            sum(run.kind("consumer ")),
-            "µs",
-            detail=detail,
-        )
-        recorder.add(
-            f"CPU per change, Redis, {label}", run.per_change("redis"), "µs", detail=detail
-        )
-    for ceiling in ceilings(base, volatile):
-        recorder.add(
-            f"ceiling model: {ceiling.part}", ceiling.rate, "changes/s", detail=ceiling.how
-        )
-    estimate, limit = cluster_estimate(base, volatile)
+        for what, value in (
+            ("each store shard (mean)", _mean(run.kind("shard "))),
+            ("store shards summed", sum(run.kind("shard "))),
+            ("each query host (mean)", _mean(run.kind("host "))),
+            ("query hosts summed", sum(run.kind("host "))),
+            ("consumers summed", sum(run.kind("consumer "))),
+            ("Redis", run.per_change("redis")),
+            ("Ray's own processes", run.per_change("ray system")),
+        ):
+            recorder.add(f"CPU per change, {what}, {label}", value, "µs", detail=detail)
+    for ceiling in ceilings(costs):
+        if math.isfinite(ceiling.rate):
+            recorder.add(
+                f"ceiling model: {ceiling.part}", ceiling.rate, "changes/s", detail=ceiling.how
+            )
+    estimate, text = verdict(costs)
     recorder.add(
-        f"ceiling model: {CLUSTER_NODES} nodes x {CORES_PER_NODE} cores, one stream",
+        f"ceiling model: {CLUSTER_NODES} nodes x {CORES_PER_NODE} cores, one stream per source",
         estimate,
         "changes/s",
-        detail=limit,
-    )
+        detail=text,
+    )  # fmt: skip
 
 
 # --------------------------------------------------------------------------------------------
@@ -381,7 +315,7 @@ def main(argv: list[str] | None = None) -> int:
         volatile = run_layout(server.url, server.pid, 1, 1, payloads, options, durable=False)
         runs.append(volatile)
         print(f"  {volatile.label}: {volatile.rate:,.0f} events/s", flush=True)
-    base = next(run for run in runs if (run.shards, run.hosts, run.durable) == (1, 1, True))
+    costs = costs_of(runs)
     lines = [
         f"Method (bench/layout.py docstring): {len(payloads):,} entries ({options.sensors:,} "
         f"sensors in {ZONES} zones, then {options.events:,} updates), {len(QUERIES)} queries, "
@@ -390,11 +324,11 @@ def main(argv: list[str] | None = None) -> int:
         "",
         *layout_table(runs),
         "",
-        *ceiling_lines(base, volatile),
+        *ceiling_lines(costs),
     ]
     print_lines(["", *lines])
     if options.record:
-        record(recorder, runs, base, volatile)
+        record(recorder, runs, costs)
         recorder.write()
     return 0
 
