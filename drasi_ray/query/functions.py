@@ -548,8 +548,9 @@ def tail(value: Any) -> list[Any] | None:
 
 
 def coll_distinct(value: Any) -> list[Any] | None:
-    """``coll.distinct(list)``: the items in first-seen order, each value once. As Drasi's,
-    an Integer and an equal Float are two values (``[2, 2.0]`` stays as it is)."""
+    """``coll.distinct(list)``: the items in first-seen order, each value once. An Integer and
+    an equal Float are two values (``[2, 2.0]`` stays as it is), as Drasi has them in all but
+    a random few lists (docs/conformance.md, ``distinct_integer_float``)."""
     if value is None:
         return None
     seen: set[Any] = set()
