@@ -137,13 +137,24 @@ def hot_app(
     )
 
 
-def actor_pids(app: DrasiRay) -> dict[str, list[int]]:
-    """Process ids of the app's actors by role: ``consumers``, ``coordinator``, ``query``."""
-    consumers = app.consumer_actors(SOURCE_ID)
+def actor_pids(app: DrasiRay, source_id: str = SOURCE_ID) -> dict[str, list[int]]:
+    """Process ids of the app's actors by kind: ``consumers``, ``coordinator`` (the control
+    plane and store shard 0), ``shards`` (the other store shards), ``hosts`` (query hosts)."""
+    kinds = actors_by_kind(app, source_id)
     return {
-        "consumers": list(ray.get([actor.pid.remote() for actor in consumers])),
-        "coordinator": [ray.get(app.coordinator_actor().pid.remote())],
-        "query": [ray.get(app.query_actor(QUERY_ID).pid.remote())],
+        kind: list(ray.get([actor.pid.remote() for actor in actors]))
+        for kind, actors in kinds.items()
+    }
+
+
+def actors_by_kind(app: DrasiRay, source_id: str = SOURCE_ID) -> dict[str, list[Any]]:
+    """The app's actor handles by kind (see :func:`actor_pids`)."""
+    shards = app.shard_actors()
+    return {
+        "consumers": app.consumer_actors(source_id),
+        "coordinator": shards[:1],
+        "shards": shards[1:],
+        "hosts": list(app.query_host_actors().values()),
     }
 
 
@@ -226,6 +237,15 @@ class CpuMeter:
         roles["ray system"] = [pid for pid in _descendants() if pid not in known]
         return cls(roles)
 
+    def with_role(self, role: str, pids: Sequence[int]) -> CpuMeter:
+        """A meter that also counts ``pids`` as ``role`` (and no longer as whatever role
+        held them, e.g. ``ray system`` for a process this one spawned)."""
+        roles = {
+            name: [pid for pid in held if pid not in pids] for name, held in self.roles.items()
+        }
+        roles[role] = list(pids)
+        return CpuMeter(roles)
+
     def start(self) -> CpuMeter:
         self._start = {
             pid: seconds
@@ -251,7 +271,7 @@ class CpuMeter:
         return CpuUsage(wall, per_role, machine)
 
 
-CPU_ROLES = ("consumers", "coordinator", "query", "redis", "driver", "ray system")
+CPU_ROLES = ("consumers", "coordinator", "shards", "hosts", "redis", "driver", "ray system")
 
 
 def cpu_cells(usage: CpuUsage) -> list[str]:
@@ -263,7 +283,8 @@ def cpu_cells(usage: CpuUsage) -> list[str]:
 CPU_HEADERS = (
     "consumers %",
     "coordinator %",
-    "query %",
+    "other shards %",
+    "query hosts %",
     "redis %",
     "driver %",
     "ray system %",
@@ -273,7 +294,9 @@ CPU_HEADERS = (
 
 CPU_NOTE = (
     "CPU columns: CPU time of each process over the timed window, in % of one core "
-    "(`consumers` sums the consumer actors; `ray system` = GCS, raylet, idle workers; "
+    "(`consumers` sums the consumer actors; `coordinator` = the control plane and store "
+    "shard 0; `other shards` sums store shards 1..K-1; `query hosts` sums the hosts of the "
+    "queries; `ray system` = GCS, raylet, idle workers; "
     "`driver` = this benchmark's process: publisher and subscriber threads). "
     "`machine cores busy` = all processes of the machine (2 cores at most); "
     "`of which elsewhere` = busy cores not used by this run (other engineers, CI)."

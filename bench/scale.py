@@ -197,12 +197,12 @@ def run_peer(
 def run_profiled(
     url: str, consumers: int, payloads: Sequence[bytes], options: Options, directory: Path
 ) -> Profiled:
-    """One more drain with py-spy on the coordinator and the query actor."""
+    """One more drain with py-spy on the coordinator (store shard 0) and the query's host."""
     with Backlog(url, consumers, payloads, options) as backlog:
         app = backlog.app
         pids = {
             "coordinator": int(ray.get(app.coordinator_actor().pid.remote())),
-            "query": int(ray.get(app.query_actor(QUERY_ID).pid.remote())),
+            "query host": int(ray.get(app.query_actor(QUERY_ID).pid.remote())),
         }
         files = {role: directory / f"{role}-{consumers}.txt" for role in pids}
         with ExitStack() as stack:

@@ -4,8 +4,9 @@
     python -m drasi_ray.testing.chaos --changes 5000 --redis-restarts 1   # the short CI version
 
 It publishes a sensor workload (1% malformed entries, ~1% producer retries duplicating earlier
-entries) into 3 consumers feeding several queries, SIGKILLs a random actor process (a consumer,
-the coordinator, another store shard or a query host) every ~2 s and restarts the Redis server
+entries) into 3 consumers feeding several queries, SIGKILLs an actor process every ~2 s (the
+kinds in turn: a store shard, the coordinator or another, then a query host, then a consumer;
+a random actor of the kind) and restarts the Redis server
 (AOF on) while the changes flow. ``--shards`` and ``--query-hosts`` set how many store shards
 and query hosts the app runs. Retention is on (``trim_acked``) and tombstones are forgotten as
 soon as the sweep allows (``tombstone_ttl_ms=0``, every 500 ms), so trimming and forgetting
@@ -261,14 +262,16 @@ class Chaos:
         self.report.redis_restarts += 1
 
     def _kill_one(self, app: DrasiRay) -> None:
+        """SIGKILL one actor: the kinds in turn (a store shard, a query host, a consumer; so
+        even a short run kills a shard first), a random actor of the kind."""
         shards = app.shard_actors()
-        victims: list[tuple[str, Any]] = [("coordinator", shards[0])]
-        victims += [(f"shard {index}", actor) for index, actor in enumerate(shards) if index]
-        victims += [
-            (f"query host {name}", actor) for name, actor in app.query_host_actors().items()
+        kinds: list[list[tuple[str, Any]]] = [
+            [("coordinator", shards[0])]
+            + [(f"shard {index}", actor) for index, actor in enumerate(shards) if index],
+            [(f"query host {name}", actor) for name, actor in app.query_host_actors().items()],
+            [(f"consumer {i}", actor) for i, actor in enumerate(app.consumer_actors(SOURCE))],
         ]
-        victims += [(f"consumer {i}", actor) for i, actor in enumerate(app.consumer_actors(SOURCE))]
-        name, actor = self._rng.choice(victims)
+        name, actor = self._rng.choice(kinds[self.report.kills % len(kinds)])
         try:
             pid = ray.get(actor.pid.remote(), timeout=5)
         except (ray.exceptions.RayError, TimeoutError):

@@ -1,7 +1,8 @@
 """The short chaos run (CI): actors SIGKILLed and Redis restarted while changes flow.
 
-With one store shard and one query host, and with three shards and two hosts (then the kills
-fall on shards and hosts too). The full run is ``python -m bench.chaos`` (100,000 changes);
+With one store shard and one query host, and with three shards and two hosts. The kills take
+the kinds in turn, a store shard first (the coordinator or another shard), then a query host,
+then a consumer. The full run is ``python -m bench.chaos`` (100,000 changes);
 figures in bench/CURRENT.md.
 """
 
@@ -26,6 +27,7 @@ def test_short_chaos_run_loses_nothing(ray_session: None, shards: int, hosts: in
     report = Chaos(settings, echo=lambda _line: None).run()
     summary = "\n".join(report.lines() + report.kill_log)
     assert report.kills >= 1 and report.redis_restarts == 1, summary
+    assert report.kill_log[0].startswith(("coordinator", "shard")), summary  # a store shard
     assert report.lost == 0, summary
     assert report.mismatched_rows == 0, summary
     assert report.dead_lettered == report.malformed > 0, summary
