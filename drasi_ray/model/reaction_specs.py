@@ -24,11 +24,16 @@ This module imports nothing from the rest of drasi_ray, so ``config`` can use it
 
 from __future__ import annotations
 
+import base64
 import importlib
 from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+import cloudpickle
+from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator
+
+_PICKLED = "pickle:"
+"""Starts a callable written to JSON: its cloudpickle follows in base64."""
 
 
 class _ReactionSpec(BaseModel):
@@ -91,8 +96,10 @@ class CallbackReaction(_ReactionSpec):
     """Calls ``function(result)`` for every result, inside the query actor's process.
 
     ``function`` is a callable or, in YAML, ``"package.module:attribute"``. It is shipped to
-    the query actor with the query's settings, so it must be picklable by Ray (cloudpickle:
-    lambdas and closures work, but not ones that capture locks, open files or clients). It
+    the query's host and kept in the control plane's durable state with the query's settings,
+    so it must pickle with cloudpickle (as Ray ships functions: lambdas and closures work, but
+    not ones that capture locks, open files or clients); in JSON a callable is written as
+    ``"pickle:"`` and its cloudpickle in base64. It
     runs on the actor's event loop: a slow function delays only this reaction's queue, but
     should not block for long; an ``async def`` function is awaited. Control signals reach it
     only with ``include_control: true`` (the default here is false).
@@ -107,11 +114,22 @@ class CallbackReaction(_ReactionSpec):
     @field_validator("function")
     @classmethod
     def _check_function(cls, value: Callable[..., Any] | str) -> Callable[..., Any] | str:
+        if isinstance(value, str) and value.startswith(_PICKLED):
+            function: Callable[..., Any] = cloudpickle.loads(
+                base64.b64decode(value.removeprefix(_PICKLED))
+            )
+            return function
         if isinstance(value, str):
             module, _, attribute = value.partition(":")
             if not module or not attribute:
                 raise ValueError("must be 'package.module:attribute'")
         return value
+
+    @field_serializer("function", when_used="json")
+    def _write_function(self, value: Callable[..., Any] | str) -> str:
+        if isinstance(value, str):
+            return value
+        return _PICKLED + base64.b64encode(cloudpickle.dumps(value)).decode("ascii")
 
     def resolve(self) -> Callable[..., Any]:
         """The callable (imports ``module:attribute`` strings)."""

@@ -8,6 +8,7 @@ import pytest
 
 from drasi_ray import (
     AppConfig,
+    CallbackReaction,
     ConfigError,
     DispatchMode,
     DrasiRay,
@@ -17,6 +18,7 @@ from drasi_ray import (
     QuerySyntaxError,
     StateConfig,
 )
+from drasi_ray.coordinator.registry import QueryRegistration
 
 YAML = """
 id: sensors-app
@@ -195,3 +197,23 @@ def test_the_default_redis_rule_is_one_rule_for_state_and_results() -> None:
     assert StateConfig().results_redis_url(source) == source
     assert StateConfig(redis_url=state).results_redis_url(source) == state
     assert StateConfig(durable=False).results_redis_url(source) == source  # results stay
+
+
+def test_a_callback_reaction_survives_the_durable_control_state() -> None:
+    """A query's registration is kept as JSON for the control plane's restart: a callback
+    reaction's function, even a closure, comes back as a function that does the same."""
+    prefix = "got "
+    query = (
+        Query.cypher("hot")
+        .query("MATCH (s:Sensor) RETURN s.id AS id")
+        .from_source("sensors")
+        .with_reaction(CallbackReaction(function=lambda result: prefix + result))
+        .with_reaction(CallbackReaction(function="json:dumps"))
+        .build()
+    )
+    registration = QueryRegistration(query, "drasi/query-host-0", ("Sensor",), None)
+    restored = QueryRegistration.from_json(registration.to_json())
+    closure, named = restored.config.reactions
+    assert isinstance(closure, CallbackReaction) and isinstance(named, CallbackReaction)
+    assert named.function == "json:dumps"
+    assert closure.resolve()("row") == "got row"
