@@ -201,13 +201,14 @@ class DrasiRay:
         before = len(actors)
         config = source.config.model_copy(update={"consumers": consumers})
         if consumers > before:
+            indices = range(before, consumers)
+            new_names = [names.consumer_actor(source_id, index) for index in indices]
             options: dict[str, Any] = {
                 "num_cpus": self._ray.actor_num_cpus,
-                **self._placement().next_options(),
+                **self._placement().next_options(*new_names),
             }
             if source_id not in self._consumers:
                 options["lifetime"] = "detached"
-            indices = range(before, consumers)
             started = scaling.start_consumers(self.namespace, source_id, config, indices, options)
             self._track_consumers(source, config, actors + started)
         elif consumers < before:
@@ -301,7 +302,7 @@ class DrasiRay:
             get_if_exists=True,
             max_restarts=-1,
             num_cpus=self._ray.actor_num_cpus,
-            **self._placement().next_options(),
+            **self._placement().next_options(names.COORDINATOR),
         ).remote(self._shard_settings(0, shards), niceness=self._ray.actor_niceness)
         self._shards = [self._start_shard(index, shards) for index in range(1, shards)]
         ray.get([actor.ping.remote() for actor in [self._coordinator, *self._shards]])
@@ -347,7 +348,7 @@ class DrasiRay:
             get_if_exists=True,
             max_restarts=-1,
             num_cpus=self._ray.actor_num_cpus,
-            **self._placement().next_options(),
+            **self._placement().next_options(names.shard_actor(index)),
         ).remote(self._shard_settings(index, shards), niceness=self._ray.actor_niceness)
 
     def _start_hosts(self) -> None:
@@ -372,7 +373,7 @@ class DrasiRay:
                 max_restarts=-1,
                 max_task_retries=0,
                 num_cpus=self._ray.actor_num_cpus,
-                **self._placement().next_options(),
+                **self._placement().next_options(name),
             ).remote(
                 name,
                 self.namespace,
@@ -514,7 +515,7 @@ class DrasiRay:
                 max_restarts=-1,
                 max_task_retries=-1,
                 num_cpus=self._ray.actor_num_cpus,
-                **self._placement().next_options(),
+                **self._placement().next_options(names.consumer_actor(source.id, index)),
             ).remote(
                 source.id, config, consumer_name, self.namespace, niceness=self._ray.actor_niceness
             )
@@ -760,6 +761,12 @@ class DrasiRay:
     def query_actor(self, query_id: str) -> Any:
         """The Ray handle of the query host that runs ``query_id`` (operations, crash tests)."""
         return self._query_host(query_id)
+
+    def placement_plan(self) -> dict[str, str]:
+        """Actor name -> the id of the node ``round_robin`` placement dealt it (empty with
+        ``spread`` or ``pack``). The affinity is soft: an actor may run elsewhere
+        (:mod:`drasi_ray.actors.placement`)."""
+        return dict(self._placement().plan)
 
     def query_host_actors(self) -> dict[str, Any]:
         """The Ray handles of the query hosts, by name."""

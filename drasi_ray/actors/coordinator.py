@@ -349,25 +349,44 @@ class CoordinatorActor:
         )
         return [element for part in parts if isinstance(part, list) for element in part]
 
+    async def elements_by_shard(self, source_id: str) -> dict[int, list[Element]]:
+        """Each shard's own elements of ``source_id``, by shard index (a shard that is gone
+        is left out): what each shard holds, for checks that no element sits on two."""
+        await self._loaded
+        parts = await self._on_shards(
+            lambda: _done(self._service.elements(source_id)),
+            lambda shard: shard.elements.remote(source_id),
+        )
+        return {index: part for index, part in enumerate(parts) if isinstance(part, list)}
+
     # -- rescaling ----------------------------------------------------------------------
 
     async def rescale(self, shards: int) -> int:
         """Partition the elements over ``shards`` shards; returns the records that moved.
 
         The caller paused every consumer and started shards ``K .. shards-1`` (empty, told
-        ``shards``); it stops shards ``shards .. K-1`` afterwards. Every shard hands the records
-        it will no longer own to their new owner, every shard then owns its new slice, and
-        every query gets a new bootstrap round over the new shards.
+        ``shards``); it stops shards ``shards .. K-1`` afterwards. The steps:
+
+        1. fence: every old shard refuses batches from now on and waits until the batches it
+           accepted before are applied and persisted. A batch split for K is thus either
+           wholly applied before any record moves, or refused (the consumer splits it again
+           for the new count once the shards own their new slices); a consumer the caller
+           could not pause, or a call a broken line makes again, cannot slip between;
+        2. every shard hands the records it will no longer own to their new owner;
+        3. shards 1 .. then shard 0 own their new slice (shard 0 last: the count consumers
+           ask for is shard 0's, so a consumer that sees the new count finds every shard ready);
+        4. every query gets a new bootstrap round over the new shards.
         """
         await self._loaded
         await self.flush_deliveries()
         old = self._service.shards
+        await self._on_shards(self._service.fence, lambda shard: shard.fence.remote())
         moved = 0
         for source in range(old):
             moved += await self._move_from(source, shards)
-        self._service.finish_rescale(shards)
         for index in range(1, shards):
             await self._on_shard(index, lambda shard: shard.finish_rescale.remote(shards))
+        self._service.finish_rescale(shards)
         await self._save_shard_count()
         await self._bootstrap_all()
         return moved

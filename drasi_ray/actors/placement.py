@@ -2,14 +2,20 @@
 
 - ``round_robin`` (the default): the app deals its actors over the cluster's alive nodes in
   turn, in the order it starts them: the coordinator (shard 0), store shards 1 .. K-1, the query
-  hosts, then each source's consumers. Each actor gets a *soft* node affinity: it runs on its
-  node while the node lives, and Ray restarts it on another node when that node is lost. With
-  one node (a laptop) every actor is there, as before.
+  hosts, then each source's consumers. Each actor gets a *soft* node affinity to its node (the
+  app's :meth:`~drasi_ray.app.DrasiRay.placement_plan`), because only a soft affinity lets Ray
+  restart an actor on another node when its node is lost. Soft means a preference: Ray places
+  the actor on its node when the raylet that schedules it knows that node alive; a raylet that
+  does not know it (yet: a node that just joined is announced to the other raylets within
+  seconds, later on a loaded machine; or any more: the node is lost) places it elsewhere. Ray
+  hands an actor that reserves no resources to a random alive raylet to schedule, so on a
+  freshly grown cluster a few actors may start away from their node. With one node (a laptop)
+  every actor is there.
 - ``spread``: Ray's ``SPREAD`` scheduling strategy (Ray balances the actors over the nodes).
 - ``pack``: Ray's default strategy (a node fills up before the next is used).
 
 The head node comes first in the dealing order, then the others by node id, so the same
-cluster gives the same placement.
+cluster gives the same plan.
 """
 
 from __future__ import annotations
@@ -31,9 +37,12 @@ class Placer:
         self._placement = placement
         self._nodes: list[str] | None = None
         self._next = 0
+        self.plan: dict[str, str] = {}
+        """Actor name -> the id of the node ``round_robin`` dealt it (empty for the others)."""
 
-    def next_options(self) -> dict[str, Any]:
-        """The scheduling options of the next actor to start."""
+    def next_options(self, *actor_names: str) -> dict[str, Any]:
+        """The scheduling options of the next actor to start (``actor_names``: the actor, or
+        the actors started together with these options, recorded in :attr:`plan`)."""
         if self._placement is Placement.PACK:
             return {}
         if self._placement is Placement.SPREAD:
@@ -41,6 +50,7 @@ class Placer:
         nodes = self._alive_nodes()
         node = nodes[self._next % len(nodes)]
         self._next += 1
+        self.plan.update(dict.fromkeys(actor_names, node))
         return {"scheduling_strategy": NodeAffinitySchedulingStrategy(node, soft=True)}
 
     def _alive_nodes(self) -> list[str]:

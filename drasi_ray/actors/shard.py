@@ -69,8 +69,9 @@ logger = logging.getLogger("drasi_ray.shard")
 DELIVERIES_IN_FLIGHT = 4
 """Batches sent to one query host and not yet delivered, at most (then ``apply_batch`` waits)."""
 
-MovedRecords = list[tuple[str, str, bytes]]
-"""Records moving to another shard: (source id, element id, persisted record)."""
+MovedRecords = list[tuple[str, str, bytes, bool]]
+"""Records moving to another shard: (source id, element id, persisted record, whether the
+record changed since it was last written to Redis: the new owner writes it then)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,6 +163,9 @@ class ShardService:
         self._table_version = -1
         self._persist_lock = asyncio.Lock()
         self.resharding = False
+        self._applying = 0  # batches accepted and not yet returned (applied and persisted)
+        self._quiet = asyncio.Event()
+        self._quiet.set()
         self.restarted = was_restarted()
         self.line_server: LineServer | None = None
 
@@ -266,11 +270,18 @@ class ShardService:
                 + (" and being rescaled" if self.resharding else "")
                 + f"; the batch was split for {shards}"
             )
-        links, piping, report = self._apply(source_id, entries, tag)
-        persisted = await self._try_persist(source_id, report)
-        for link in links:
-            await link.room(DELIVERIES_IN_FLIGHT)
-        await self._collect_rejections(piping, report)
+        self._applying += 1
+        self._quiet.clear()
+        try:
+            links, piping, report = self._apply(source_id, entries, tag)
+            persisted = await self._try_persist(source_id, report)
+            for link in links:
+                await link.room(DELIVERIES_IN_FLIGHT)
+            await self._collect_rejections(piping, report)
+        finally:
+            self._applying -= 1
+            if self._applying == 0:
+                self._quiet.set()
         if persisted is not None:
             raise persisted
         return report
@@ -428,33 +439,41 @@ class ShardService:
 
     # -- rescaling ----------------------------------------------------------------------
 
+    async def fence(self) -> None:
+        """First step of a rescale: refuse batches from now on, and return once every batch
+        accepted before is applied and persisted (none is half done when records move)."""
+        self.resharding = True
+        await self._quiet.wait()
+
     def export_moving(self, shards: int) -> list[MovedRecords]:
-        """Start a rescale to ``shards`` shards: refuse batches from now on, and hand over the
-        records this shard will no longer own, per new owner (they leave its memory; their
-        durable records stay, now the new owner's)."""
+        """Hand over the records this shard will no longer own with ``shards`` shards, per
+        new owner (after :meth:`fence`). They leave its memory; their durable records stay,
+        now the new owner's (one still dirty here is written by the new owner)."""
         self.resharding = True
         moving: list[MovedRecords] = [[] for _ in range(shards)]
         for source_id, store in self.core.stores.items():
+            dirty = store.dirty_ids()
             leaving = []
             for element_id in store.record_ids():
                 owner = shard_of(element_id, shards)
                 if owner != self.index:
-                    moving[owner].append(
-                        (source_id, element_id, store.snapshot_element(element_id))
-                    )
+                    record = store.snapshot_element(element_id)
+                    moving[owner].append((source_id, element_id, record, element_id in dirty))
                     leaving.append(element_id)
             store.drop(leaving)
         return moving
 
     def import_records(self, records: Sequence[MovedRecords]) -> int:
-        """Load the records other shards handed over (during a rescale)."""
+        """Load the records other shards handed over (during a rescale). Their durable
+        records are these already, unless the old owner had not written them yet."""
         loaded = 0
         for batch in records:
-            for source_id, element_id, record in batch:
-                self.core.store(source_id).load_element(element_id, record)
+            for source_id, element_id, record, dirty in batch:
+                store = self.core.store(source_id)
+                store.load_element(element_id, record)
+                if not dirty:
+                    store.mark_clean((element_id,))
                 loaded += 1
-        for store in self.core.stores.values():
-            store.take_dirty()  # the durable records are these already
         return loaded
 
     def finish_rescale(self, shards: int) -> None:
@@ -604,6 +623,10 @@ class ShardActor:
     async def import_records(self, *records: MovedRecords) -> int:
         await self._loaded
         return self._service.import_records(records)
+
+    async def fence(self) -> None:
+        await self._loaded
+        await self._service.fence()
 
     async def finish_rescale(self, shards: int) -> None:
         self._service.finish_rescale(shards)

@@ -334,6 +334,15 @@ class ElementStore:
         self._dirty = set()
         return dirty
 
+    def dirty_ids(self) -> frozenset[str]:
+        """The ids whose record changed since the last :meth:`take_dirty` (not clearing it)."""
+        return frozenset(self._dirty)
+
+    def mark_clean(self, element_ids: Iterable[str]) -> None:
+        """Unmark records whose durable copy is known to be current (e.g. a record a shard
+        handed over during a rescale, loaded by its new owner)."""
+        self._dirty.difference_update(element_ids)
+
     def mark_dirty(self, element_ids: Iterable[str]) -> None:
         """Mark records dirty again, e.g. after persisting what :meth:`take_dirty` gave failed.
 

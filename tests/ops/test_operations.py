@@ -236,17 +236,19 @@ def test_rescaling_the_store_shards_while_changes_flow_moves_every_element(
             wait_until(lambda: _applied(app) >= applied + 200, what="changes through 2 shards")
         app.wait_until_idle(60)
         rows = {row["id"]: row["temperature"] for row in app.results("all-sensors")}
-        owners = {
-            index: {e.id for e in ray.get(shard.elements.remote("sensors"))}
-            for index, shard in enumerate(_shards(app))
-        }
+        held = ray.get(app.coordinator_actor().elements_by_shard.remote("sensors"))
+        shard_actors = len(_shards(app))
     finally:
         app.stop()
     assert rows == published
-    assert sorted(owners) == [0, 1]
-    assert set().union(*owners.values()) == set(published)
+    assert shard_actors == 2 and sorted(held) == [0, 1]
+    owners = {index: [element.id for element in elements] for index, elements in held.items()}
+    assert sorted(element_id for ids in owners.values() for element_id in ids) == sorted(
+        published
+    ), "every element on exactly one shard"
     for index, ids in owners.items():
-        assert all(shard_of(element_id, 2) == index for element_id in ids), index
+        wrong = [element_id for element_id in ids if shard_of(element_id, 2) != index]
+        assert not wrong, f"shard {index} holds elements it does not own: {wrong}"
     group = redis.Redis.from_url(redis_url).xinfo_groups("sensor-changes")[0]
     assert group["pending"] == 0
 

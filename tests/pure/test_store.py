@@ -367,6 +367,24 @@ def test_take_dirty() -> None:
     assert store.take_dirty() == {"r1"}
 
 
+def test_a_record_handed_over_stays_dirty_only_if_it_was() -> None:
+    """A rescale moves records with their dirty mark: the new owner writes only those the old
+    owner had not written yet, and loading them leaves its own dirty records as they are."""
+    old, new = ElementStore(), ElementStore()
+    old.apply(change("i", room({}), 1))
+    old.take_dirty()  # r1 written
+    old.apply(change("d", node("n2", ["X"]), 1))  # n2 not written yet
+    new.apply(change("i", node("n3", ["X"]), 1))
+    moving = [(i, old.snapshot_element(i), i in old.dirty_ids()) for i in old.record_ids()]
+    old.drop(old.record_ids())
+    for element_id, record, dirty in moving:
+        new.load_element(element_id, record)
+        if not dirty:
+            new.mark_clean([element_id])
+    assert new.take_dirty() == {"n2", "n3"}
+    assert old.take_dirty() == set() and old.record_ids() == []
+
+
 # ---------------------------------------------------------------------------------------------
 # the invariant: any interleaving converges to in-order application
 # ---------------------------------------------------------------------------------------------
