@@ -28,6 +28,7 @@ report; ``tests/pipeline/test_multinode.py`` runs it. The steps:
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import sys
 import time
@@ -79,6 +80,8 @@ class MultiNodeReport:
     store_mismatches: int = 0
     pending: int = 0
     sequences_increasing: bool = False
+    sequence_breaks: list[tuple[int, int]] = field(default_factory=list)
+    """The first places (at most 5) where a result sequence did not rise: (before, after)."""
     one_node_s: float = 0.0
     three_nodes_s: float = 0.0
 
@@ -271,6 +274,7 @@ class MultiNode:
         report.store_mismatches = oracle.store_mismatches(app.elements(SOURCE))
         sequences = [result.sequence for result in subscription.drain()]
         report.sequences_increasing = bool(sequences) and sequences == sorted(set(sequences))
+        report.sequence_breaks = [(a, b) for a, b in itertools.pairwise(sequences) if b <= a][:5]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
