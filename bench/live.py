@@ -20,7 +20,8 @@ import argparse
 import multiprocessing
 import statistics
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 
@@ -152,48 +153,53 @@ def timed_live(
     )  # fmt: skip
 
 
+@contextmanager
+def _group_stream(url: str, prefix: str) -> Iterator[str]:
+    """A fresh stream with the consumer group, deleted afterwards."""
+    stream = fresh_stream(prefix)
+    with redis.Redis.from_url(url) as client:
+        client.xgroup_create(stream, GROUP, id="$", mkstream=True)
+    try:
+        yield stream
+    finally:
+        with redis.Redis.from_url(url) as client:
+            client.delete(stream)
+
+
 def run_drasi_ray(
     url: str, redis_pid: int | None, payloads: Sequence[bytes], options: Options
 ) -> LiveRun:
-    stream = fresh_stream("live")
-    with redis.Redis.from_url(url) as client:
-        client.xgroup_create(stream, GROUP, id="$", mkstream=True)
-    app = hot_app(url, stream, 1, options.batch_size, 1000, "live").start()
-    try:
-        subscription = app.subscribe(QUERY_ID, capacity=1_000_000)
-        collector = Collector(subscription_poll(subscription)).start()
+    with _group_stream(url, "live") as stream:
+        app = hot_app(url, stream, 1, options.batch_size, 1000, "live").start()
         try:
-            return timed_live(
-                "drasi_ray", url, stream, payloads, options, collector,
-                lambda pid: CpuMeter.for_app(app, redis_pid).with_role("publisher", [pid]),
-            )  # fmt: skip
+            subscription = app.subscribe(QUERY_ID, capacity=1_000_000)
+            collector = Collector(subscription_poll(subscription)).start()
+            try:
+                return timed_live(
+                    "drasi_ray", url, stream, payloads, options, collector,
+                    lambda pid: CpuMeter.for_app(app, redis_pid).with_role("publisher", [pid]),
+                )  # fmt: skip
+            finally:
+                collector.stop()
         finally:
-            collector.stop()
-    finally:
-        app.stop()
-        with redis.Redis.from_url(url) as client:
-            client.delete(stream)
+            app.stop()
 
 
 def run_peer(
     url: str, redis_pid: int | None, payloads: Sequence[bytes], options: Options
 ) -> LiveRun:
-    stream = fresh_stream("live-peer")
-    with redis.Redis.from_url(url) as client:
-        client.xgroup_create(stream, GROUP, id="$", mkstream=True)
-    loop = FilterLoop(url, stream, GROUP, options.batch_size, 1000).start()
-    collector = Collector(loop.poll).start()
-    try:
-        roles = {"consumers": [loop.pid]}
-        return timed_live(
-            "peer", url, stream, payloads, options, collector,
-            lambda pid: CpuMeter.for_roles({**roles, "publisher": [pid]}, redis_pid),
-        )  # fmt: skip
-    finally:
-        collector.stop()
-        loop.stop()
-        with redis.Redis.from_url(url) as client:
-            client.delete(stream)
+    with _group_stream(url, "live-peer") as stream:
+        loop = FilterLoop(url, stream, GROUP, options.batch_size, 1000).start()
+        collector = Collector(loop.poll).start()
+        try:
+            roles = {"consumers": [loop.pid]}
+            return timed_live(
+                "peer", url, stream, payloads, options, collector,
+                lambda pid: CpuMeter.for_roles({**roles, "publisher": [pid]}, redis_pid),
+            )  # fmt: skip
+        finally:
+            collector.stop()
+            loop.stop()
 
 
 # --------------------------------------------------------------------------------------------
