@@ -23,6 +23,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
+import uuid
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -38,7 +39,7 @@ from drasi_ray.actors.query_host import QueryHostActor
 from drasi_ray.actors.shard import ShardActor, ShardSettings
 from drasi_ray.actors.subscription import Subscription
 from drasi_ray.coordinator.core import ApplyProbe
-from drasi_ray.coordinator.registry import QueryRegistration
+from drasi_ray.coordinator.registry import QueryRegistration, SubscriberSpec
 from drasi_ray.model import keys
 from drasi_ray.model.clock import Clock, ClockSetting, ManualClock
 from drasi_ray.model.config import (
@@ -577,16 +578,19 @@ class DrasiRay:
         """Subscribe to a query's results from now on.
 
         The buffer's size and dispatch mode default to the ``dispatch_buffer_capacity`` and
-        ``dispatch_mode`` of the query's first source.
+        ``dispatch_mode`` of the query's first source. The subscription outlives a restart of
+        the query's host (:class:`~drasi_ray.actors.subscription.Subscription`).
         """
         host = self._query_host(query_id)
         source = self._sources[self._queries[query_id].sources[0]]
-        subscriber_id = ray.get(
-            host.subscribe.remote(
-                query_id, capacity or source.dispatch_buffer_capacity, mode or source.dispatch_mode
-            )
+        spec = SubscriberSpec(
+            query_id,
+            f"sub-{uuid.uuid4().hex[:12]}",
+            capacity or source.dispatch_buffer_capacity,
+            mode or source.dispatch_mode,
         )
-        return Subscription(query_id, host, subscriber_id, include_control)
+        ray.get(self._coordinator.subscribe.remote(spec))
+        return Subscription(spec, host, self._coordinator, include_control)
 
     def results(self, query_id: str) -> list[dict[str, Any]]:
         """The query's current result rows."""

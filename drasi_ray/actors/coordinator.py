@@ -14,14 +14,16 @@ with one shard (the default) runs exactly one store process, as before shards ex
 
 Resume contract: a restarted coordinator reloads its shard's records, the table, the
 registrations and the shard count from Redis (without durable state: the shard count from the
-shard actors alive, the registrations from the query hosts), then starts a new round for every
-query. While it is down, the other shards and the query hosts go on; consumers wait for it only
-when a batch has changes of its elements or control events.
+shard actors alive, the registrations from the query hosts), learns the live subscriptions from
+the query hosts (they are never persisted), then starts a new round for every query. While it
+is down, the other shards and the query hosts go on; consumers wait for it only when a batch
+has changes of its elements or control events.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 from collections.abc import Awaitable, Callable, Sequence
@@ -34,10 +36,11 @@ from drasi_ray.actors.line import LineAddress, LineServer
 from drasi_ray.actors.runtime import PIPELINE_NICENESS, tune_for_latency, tune_gc
 from drasi_ray.actors.shard import MovedRecords, ShardService, ShardSettings
 from drasi_ray.coordinator.core import BatchReport, CoordinatorReport, combine_reports
-from drasi_ray.coordinator.registry import QueryRegistration, Registry
+from drasi_ray.coordinator.registry import QueryRegistration, Registry, SubscriberSpec
 from drasi_ray.coordinator.state import REDIS_TRANSIENT, StateStore
 from drasi_ray.model.backoff import outlasting
 from drasi_ray.model.changes import ControlEvent, DecodedEntry, Element, SubscriptionControl
+from drasi_ray.model.errors import UnknownComponentError
 from drasi_ray.model.shards import BatchTag
 
 logger = logging.getLogger("drasi_ray.coordinator")
@@ -69,6 +72,7 @@ class CoordinatorActor:
         self._rounds_running = 0
         loop = asyncio.get_event_loop()
         self._control_loaded = loop.create_task(self._load_control())
+        self._subscribers_known = loop.create_task(self._learn_subscribers())
         self._loaded = loop.create_task(self._recover())
 
     # -- recovery -----------------------------------------------------------------------
@@ -113,10 +117,27 @@ class CoordinatorActor:
                 logger.warning("coordinator: query host %s did not answer: %s", name, exc)
         self._registry.load(registrations, None)
 
+    async def _learn_subscribers(self) -> None:
+        """After a restart: the subscriptions the query hosts hold. A host restarting at the
+        same time holds none yet: its subscriptions are lost (their handles stay quiet)."""
+        await self._control_loaded
+        if not self._service.restarted:
+            return
+        for host in self._registry.hosts:
+            try:
+                handle = ray.get_actor(host, namespace=self._namespace)
+                specs: list[SubscriberSpec] = await handle.subscriber_specs.remote()
+            except (ValueError, ray.exceptions.RayActorError) as exc:
+                logger.warning("coordinator: query host %s did not answer: %s", host, exc)
+                continue
+            for spec in specs:
+                self._registry.subscribers[spec.subscriber_id] = spec
+
     async def _recover(self) -> None:
         await self._control_loaded
         await self._service.load()
         if self._service.restarted:
+            await self._subscribers_known
             logger.warning(
                 "coordinator restarted: new bootstrap rounds for %s",
                 sorted(self._registry.registrations),
@@ -201,6 +222,35 @@ class CoordinatorActor:
         """The registrations of ``host``'s queries (a restarted host asks)."""
         await self._control_loaded
         return self._registry.queries_of(host)
+
+    async def subscribe(self, spec: SubscriberSpec) -> None:
+        """Open a subscriber's buffer on its query's host, and keep its spec so that the host
+        opens it again if it restarts (recorded first: a host restarting meanwhile has it)."""
+        await self._subscribers_known
+        registration = self._registry.registrations.get(spec.query_id)
+        if registration is None:
+            raise UnknownComponentError(f"query {spec.query_id!r} is not registered")
+        self._registry.subscribers[spec.subscriber_id] = spec
+        host = ray.get_actor(registration.host, namespace=self._namespace)
+        await outlasting(
+            lambda: host.subscribe.remote(spec), _UNAVAILABLE, "coordinator: host", logger
+        )
+
+    async def unsubscribe(self, query_id: str, subscriber_id: str) -> None:
+        """Close a subscriber's buffer and forget it (a host that is gone has lost it)."""
+        await self._subscribers_known
+        self._registry.subscribers.pop(subscriber_id, None)
+        registration = self._registry.registrations.get(query_id)
+        if registration is None:
+            return
+        host = ray.get_actor(registration.host, namespace=self._namespace)
+        with contextlib.suppress(ray.exceptions.RayActorError):
+            await host.unsubscribe.remote(query_id, subscriber_id)
+
+    async def subscribers_of(self, host: str) -> list[SubscriberSpec]:
+        """The subscriptions to ``host``'s queries (a restarted host opens them again)."""
+        await self._subscribers_known
+        return self._registry.subscribers_of(host)
 
     async def host_restarted(self, host: str) -> None:
         """A query host came back: bootstrap its queries again from every shard."""

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import itertools
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
@@ -102,7 +101,6 @@ class HostedQuery:
         self.runner.observers.append(self._reactions.offer)
         self.runner.batch_observers.append(self._metrics.observe)
         self.inbox = QueryInbox()
-        self._subscriber_ids = itertools.count(1)
         self._sequences = None if self._state is None else SequenceKeeper(self._state, config.id)
         self._turn = asyncio.Lock()  # the engine: one delivery or due re-evaluation at a time
         self._clock = ActorClock(setup.clock)
@@ -310,10 +308,10 @@ class HostedQuery:
 
     # -- subscribers, reactions, results ------------------------------------------------
 
-    def subscribe(self, capacity: int, mode: DispatchMode) -> str:
-        subscriber_id = f"sub-{next(self._subscriber_ids)}"
-        self.runner.subscribers[subscriber_id] = SubscriberBuffer(capacity, mode)
-        return subscriber_id
+    def subscribe(self, subscriber_id: str, capacity: int, mode: DispatchMode) -> None:
+        """Open a subscriber's buffer (already open: nothing happens)."""
+        if subscriber_id not in self.runner.subscribers:
+            self.runner.subscribers[subscriber_id] = SubscriberBuffer(capacity, mode)
 
     async def unsubscribe(self, subscriber_id: str) -> None:
         buffer = self.runner.subscribers.pop(subscriber_id, None)

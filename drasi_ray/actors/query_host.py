@@ -14,8 +14,11 @@ shards' backpressure and the app's barriers wait on. Deliveries are ordered by t
 batch that touched several shards together, in the batch's order), then handed to each query.
 
 Resume contract: a restarted host (Ray restarts it) has a new *incarnation*; it asks the
-coordinator for its queries' registrations, creates them again, and asks for a new bootstrap
-round for each. Deliveries that were made to its previous incarnation are refused
+coordinator for its queries' registrations and their subscriptions, creates them again (each
+subscriber's buffer open, empty, before the query's first result), and asks for a new bootstrap
+round for each. A subscriber so loses only what its buffer held when the host was lost: its
+next results are numbered above the lease (a visible gap), after the round's bootstrap signals.
+Deliveries that were made to its previous incarnation are refused
 (:class:`~drasi_ray.model.errors.StaleDeliveryError`): the new rounds' parts include them.
 """
 
@@ -39,11 +42,10 @@ from drasi_ray.actors.line import LineAddress, LineServer
 from drasi_ray.actors.query import HostedQuery, QuerySetup, Work
 from drasi_ray.actors.runtime import PIPELINE_NICENESS, tune_for_latency, tune_gc, was_restarted
 from drasi_ray.actors.wire import HostPacket, ResultBatch
-from drasi_ray.coordinator.registry import QueryRegistration
+from drasi_ray.coordinator.registry import QueryRegistration, SubscriberSpec
 from drasi_ray.coordinator.state import StateStore
 from drasi_ray.model.backoff import outlasting
 from drasi_ray.model.clock import ClockSetting
-from drasi_ray.model.config import DispatchMode
 from drasi_ray.model.errors import StaleDeliveryError, UnknownComponentError
 from drasi_ray.model.reaction_specs import AnyReaction
 from drasi_ray.model.shards import BootstrapPart
@@ -134,9 +136,11 @@ class QueryHostActor:
 
     # -- queries ------------------------------------------------------------------------
 
-    async def add_query(self, registration: QueryRegistration) -> None:
-        """Host ``registration``'s query (again: nothing happens); it receives its bootstrap
-        parts once the coordinator registers it."""
+    async def add_query(
+        self, registration: QueryRegistration, subscribers: Sequence[SubscriberSpec] = ()
+    ) -> None:
+        """Host ``registration``'s query (again: nothing happens), with ``subscribers``'
+        buffers open; it receives its bootstrap parts once the coordinator registers it."""
         config = registration.config
         if config.id in self._queries:
             return
@@ -145,6 +149,8 @@ class QueryHostActor:
         )
         hosted = self._queries[config.id] = HostedQuery(config, setup)
         self._registrations[config.id] = registration
+        for spec in subscribers:
+            hosted.subscribe(spec.subscriber_id, spec.capacity, spec.mode)
         for work in self._orphans.pop(config.id, []):
             hosted.submit(work)
         await hosted.loaded
@@ -155,8 +161,8 @@ class QueryHostActor:
         return list(self._registrations.values())
 
     async def _rejoin_app(self) -> None:
-        """After a restart: host the queries the coordinator says are ours, then ask for a
-        new bootstrap round of each."""
+        """After a restart: host the queries the coordinator says are ours, with their
+        subscribers, then ask for a new bootstrap round of each."""
         coordinator = ray.get_actor(names.COORDINATOR, namespace=self._namespace)
         registrations: list[QueryRegistration] = await outlasting(
             lambda: coordinator.queries_of.remote(self._name),
@@ -164,8 +170,15 @@ class QueryHostActor:
             f"query host {self._name}: its queries",
             logger,
         )
+        specs: list[SubscriberSpec] = await outlasting(
+            lambda: coordinator.subscribers_of.remote(self._name),
+            _UNAVAILABLE,
+            f"query host {self._name}: its subscribers",
+            logger,
+        )
         for registration in registrations:
-            await self.add_query(registration)
+            mine = [spec for spec in specs if spec.query_id == registration.query_id]
+            await self.add_query(registration, mine)
         logger.warning("query host %s restarted: asking for new bootstrap rounds", self._name)
         await outlasting(
             lambda: coordinator.host_restarted.remote(self._name),
@@ -285,8 +298,18 @@ class QueryHostActor:
 
     # -- subscribers and results --------------------------------------------------------
 
-    async def subscribe(self, query_id: str, capacity: int, mode: DispatchMode) -> str:
-        return self._hosted(query_id).subscribe(capacity, mode)
+    def subscribe(self, spec: SubscriberSpec) -> None:
+        """Open ``spec``'s buffer (already open: nothing happens). Called by the coordinator,
+        which keeps the spec (:meth:`CoordinatorActor.subscribe`)."""
+        self._hosted(spec.query_id).subscribe(spec.subscriber_id, spec.capacity, spec.mode)
+
+    def subscriber_specs(self) -> list[SubscriberSpec]:
+        """The subscriptions open here (a restarted coordinator asks)."""
+        return [
+            SubscriberSpec(query_id, subscriber_id, buffer.capacity, buffer.mode)
+            for query_id, hosted in self._queries.items()
+            for subscriber_id, buffer in hosted.runner.subscribers.items()
+        ]
 
     async def unsubscribe(self, query_id: str, subscriber_id: str) -> None:
         hosted = self._queries.get(query_id)

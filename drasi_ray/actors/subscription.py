@@ -5,6 +5,13 @@ The buffer lives with the query in its host
 :class:`Subscription`, a handle that pulls from it over a line (Ray calls when the line is
 down). Once ``wait_until_idle()`` returns, ``drain()`` sees every result of every change
 published before it.
+
+The coordinator keeps each subscription's spec, so a subscription outlives a restart of its
+query's host: the restarted host opens the buffer again before its first result. What the lost
+buffer held is gone (buffers are in memory; result streams are the durable output): the
+results after the restart are numbered above the query's sequence lease, so the gap shows as
+a jump in ``sequence``, and with ``include_control=True`` the bootstrap signals of the host's
+new round come first.
 """
 
 from __future__ import annotations
@@ -16,6 +23,7 @@ from typing import Any
 import ray
 
 from drasi_ray.actors.line import SyncLine
+from drasi_ray.coordinator.registry import SubscriberSpec
 from drasi_ray.model.results import Delivered, QueryResult
 
 
@@ -28,13 +36,15 @@ class Subscription:
     """
 
     def __init__(
-        self, query_id: str, host: Any, subscriber_id: str, include_control: bool = False
+        self, spec: SubscriberSpec, host: Any, coordinator: Any, include_control: bool = False
     ) -> None:
-        """``host``: the Ray handle of the query's host."""
-        self.query_id = query_id
+        """``host``, ``coordinator``: the Ray handles of the query's host and of the
+        coordinator, which opened the buffer and keeps ``spec``."""
+        self.query_id = spec.query_id
         self._host = host
+        self._coordinator = coordinator
         self._line = SyncLine(host)
-        self._subscriber_id = subscriber_id
+        self._subscriber_id = spec.subscriber_id
         self._include_control = include_control
         self._closed = False
 
@@ -67,7 +77,7 @@ class Subscription:
         self._closed = True
         self._line.close()
         with contextlib.suppress(ray.exceptions.RayActorError):
-            ray.get(self._host.unsubscribe.remote(self.query_id, self._subscriber_id))
+            ray.get(self._coordinator.unsubscribe.remote(self.query_id, self._subscriber_id))
 
     def __enter__(self) -> Subscription:
         return self

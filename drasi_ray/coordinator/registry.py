@@ -6,7 +6,9 @@ registrations plus ``SourceSubscription`` control events) and hands every store 
 copy of it, numbered by a version so that a shard never goes back to an older one, and it
 numbers each query's bootstrap *rounds*: every round asks every shard for its part of the
 query's graph (:class:`~drasi_ray.model.shards.BootstrapPart`), and a newer round replaces an
-older one on the query's host.
+older one on the query's host. It also knows every live subscription to a query's results
+(:class:`SubscriberSpec`), so that a query host that restarts opens its subscribers' buffers
+again before its first result.
 
 :class:`Registry` is that state. It persists as JSON (registrations, through
 :meth:`QueryRegistration.to_json`; the table, through
@@ -25,7 +27,7 @@ import orjson
 
 from drasi_ray.coordinator.routing import LabelFilter, SubscriptionTable
 from drasi_ray.model.changes import SubscriptionControl
-from drasi_ray.model.config import QueryConfig
+from drasi_ray.model.config import DispatchMode, QueryConfig
 from drasi_ray.model.history import HistoryLimits
 
 
@@ -83,12 +85,26 @@ class TableCopy:
     records: dict[str, Any]
 
 
+@dataclass(frozen=True, slots=True)
+class SubscriberSpec:
+    """A subscription to a query's results: its buffer inside the query's host, which a
+    restarted host opens again (empty) from this spec."""
+
+    query_id: str
+    subscriber_id: str
+    capacity: int
+    mode: DispatchMode
+
+
 class Registry:
     """Registrations, the master subscription table and bootstrap rounds (module docstring)."""
 
     def __init__(self) -> None:
         self.registrations: dict[str, QueryRegistration] = {}
         self.table = SubscriptionTable()
+        self.subscribers: dict[str, SubscriberSpec] = {}
+        """Subscriber id -> its spec. Kept in memory only: a restarted coordinator learns
+        them again from the query hosts."""
         self._version = 0
         self._rounds: dict[str, int] = {}
 
@@ -102,6 +118,8 @@ class Registry:
     def unregister(self, query_id: str) -> None:
         self.registrations.pop(query_id, None)
         self._rounds.pop(query_id, None)
+        for spec in [spec for spec in self.subscribers.values() if spec.query_id == query_id]:
+            del self.subscribers[spec.subscriber_id]
         self.table.unregister_query(query_id)
         self._changed()
 
@@ -147,6 +165,11 @@ class Registry:
 
     def queries_of(self, host: str) -> list[QueryRegistration]:
         return [r for r in self.registrations.values() if r.host == host]
+
+    def subscribers_of(self, host: str) -> list[SubscriberSpec]:
+        """The subscriptions to the queries ``host`` runs."""
+        hosted = {registration.query_id for registration in self.queries_of(host)}
+        return [spec for spec in self.subscribers.values() if spec.query_id in hosted]
 
     @property
     def hosts(self) -> list[str]:

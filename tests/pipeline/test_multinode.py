@@ -33,5 +33,6 @@ def test_three_nodes_place_by_rule_match_one_node_and_survive_a_lost_node(redis_
     assert report["mismatched_vs_in_order"] == 0, summary
     assert report["store_mismatches"] == 0, summary
     assert report["pending"] == 0, summary
+    assert report["results_before_loss"] and report["results_after_loss"], summary
     assert report["sequences_increasing"], summary
     assert report["passed"] and done.returncode == 0, summary

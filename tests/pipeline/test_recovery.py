@@ -79,9 +79,12 @@ def _sorted(rows: list[dict]) -> list[dict]:
     return sorted(rows, key=lambda row: row["id"])
 
 
-def _assert_sequences_increase(subscription: Subscription) -> None:
+def _assert_sequences_increase(subscription: Subscription, survives: bool = True) -> None:
+    """The drained sequences strictly increase; ``survives``: and the subscription outlived
+    the kill (results drained only now: a host restart lost every earlier one)."""
     sequences = [result.sequence for result in subscription.drain()]
     assert sequences == sorted(set(sequences)), "result sequences must strictly increase"
+    assert sequences or not survives, "the subscription received nothing after the restart"
 
 
 @pytest.fixture
@@ -144,7 +147,9 @@ def test_killed_coordinator_or_query_actor_recovers(
             publisher.publish(stream, payloads[len(payloads) // 3 :])
         app.wait_until_idle(timeout=120)
         _check_final(app, redis_url, stream)
-        _assert_sequences_increase(subscription)
+        # A host and the coordinator lost together lose the host's subscriptions (the
+        # coordinator learns them from the hosts: docs/operations.md, "Subscriptions").
+        _assert_sequences_increase(subscription, survives=victim != "both")
     finally:
         app.stop()
 
