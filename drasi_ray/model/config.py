@@ -65,7 +65,7 @@ class PlatformSourceConfig(_Model):
 
     redis_url: str = Field(
         description="redis://[user:password@]host:port[/db], rediss:// (TLS) or unix:// URL of "
-        "the server holding the stream"
+        "the server holding the source's streams"
     )
     stream_keys: tuple[str, ...] = Field(
         min_length=1,
