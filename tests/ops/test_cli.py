@@ -116,7 +116,9 @@ def test_status_computes_lag_pending_and_dead_letters_on_redis_62(
     source = report["sources"]["sensors"]
     assert (source["length"], source["lag"], source["pending"]) == (5, 3, 2)
     assert source["dead_letters"] == 1
-    assert [(c["name"], c["pending"]) for c in source["consumers"]] == [("sensors-0", 2)]
+    (stream,) = source["streams"]
+    assert (stream["stream"], stream["length"], stream["lag"]) == ("sensor-changes", 5, 3)
+    assert [(c["name"], c["pending"]) for c in stream["consumers"]] == [("sensors-0", 2)]
     assert report["queries"]["hot"]["rows"] == 0
     assert cli.main(["status", _app_file(tmp_path, redis_url)]) == 0
     table = capsys.readouterr().out
