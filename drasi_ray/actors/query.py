@@ -21,8 +21,13 @@ Resume contract: when its host restarts, the query is created again (its functio
 the manual clock's time reloaded) and its host asks the coordinator for a new bootstrap round;
 its result sequence continues above a lease kept in Redis (``drasi:<app>:seq-lease:<id>``),
 and a platform reaction numbers above the last sequence in its stream too, so sequences
-strictly increase. A re-bootstrap emits the difference from what the query had reported as one
-catch-up result, and re-publishes on its chain stream what a crash kept from being written.
+strictly increase. A re-bootstrap in the same process (a store shard or the coordinator
+restarted) emits the difference from what the query had reported as one catch-up result. A
+query whose host restarted does not know what it reported: it rebuilds its rows from the
+store, taking in without a diff the changes applied while it was down (and those whose results
+were lost with its previous incarnation); its ``bootstrapStarted``/``bootstrapCompleted``
+signals tell a reader to read its results again, as Drasi's do. Either way it re-publishes on
+its chain stream what a crash kept from being written.
 """
 
 from __future__ import annotations

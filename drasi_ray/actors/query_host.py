@@ -16,9 +16,9 @@ batch that touched several shards together, in the batch's order), then handed t
 Resume contract: a restarted host (Ray restarts it) has a new *incarnation*; it asks the
 coordinator for its queries' registrations and their subscriptions, creates them again (each
 subscriber's buffer open, empty, before the query's first result), and asks for a new bootstrap
-round for each. A subscriber so loses only what its buffer held when the host was lost: its
-next results are numbered above the lease (a visible gap), after the round's bootstrap signals.
-Deliveries that were made to its previous incarnation are refused
+round for each. A subscriber receives the round's bootstrap signals, then the next results
+(numbered above the lease); what its buffer held, and the diffs of changes applied while the
+host was down, are gone. Deliveries that were made to its previous incarnation are refused
 (:class:`~drasi_ray.model.errors.StaleDeliveryError`): the new rounds' parts include them.
 """
 

@@ -8,10 +8,11 @@ published before it.
 
 The coordinator keeps each subscription's spec, so a subscription outlives a restart of its
 query's host: the restarted host opens the buffer again before its first result. What the lost
-buffer held is gone (buffers are in memory; result streams are the durable output): the
-results after the restart are numbered above the query's sequence lease, so the gap shows as
-a jump in ``sequence``, and with ``include_control=True`` the bootstrap signals of the host's
-new round come first.
+buffer held is gone (buffers are in memory; result streams are the durable output), and the
+changes applied while the host was down give no diffs (the restarted query rebuilds its rows
+from the store): with ``include_control=True`` the bootstrap signals of the host's new round
+come first, the cue to read the query's results again; the next results are numbered above
+the query's sequence lease.
 """
 
 from __future__ import annotations

@@ -369,8 +369,8 @@ class RayConfig(_Model):
         description=(
             "where the pipeline's actors run: round_robin deals the coordinator, the store "
             "shards, the query hosts and the consumers over the cluster's alive nodes in turn "
-            "(soft node affinity, a preference: an actor whose node is lost, or not yet known "
-            "to the raylet scheduling it, runs on another); spread "
+            "(soft node affinity plus 1 byte of Ray's `memory` resource, which makes Ray keep "
+            "to it; an actor whose node is lost is restarted on another); spread "
             "leaves it to Ray's SPREAD strategy; pack to Ray's default (fill a node first)"
         ),
     )

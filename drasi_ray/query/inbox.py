@@ -12,8 +12,8 @@ the query must apply:
   whose part has not come yet is older than that part, which will include it: it is dropped
   (*superseded*);
 - once every part of the round is in, the query bootstraps from their union (a re-bootstrap
-  emits the difference from what it had reported as one catch-up result), then applies the
-  held deltas in the order they came;
+  in the same process emits the difference from what it had reported as one catch-up
+  result), then applies the held deltas in the order they came;
 - a part of a newer round (a shard restarted, the query's host restarted, the shards were
   rescaled) starts over: the parts and held deltas of the unfinished round are dropped (the
   new parts, sent after them on each link, include them); a part of an older round is ignored.

@@ -18,7 +18,9 @@ Contract of :func:`decode_entry`:
 - Element data is ``payload.after`` for ``i``/``u`` and ``payload.before`` for ``d``.
   ``properties`` must be an object, except that a delete may omit it (a delete only needs the
   element's identity, and producers commonly send just ``id`` and ``labels``): then it is empty.
-- Property values: integers beyond the signed 64-bit range become floats (as in Drasi); lists
+- Property values: integers beyond the signed 64-bit range become floats (as in Drasi), and so
+  does a number written ``-0`` (-0.0: serde_json, which Drasi reads with, gives a float for a
+  negative zero without a fraction; orjson and msgspec give the integer 0); lists
   and maps stay lists and maps (better than Drasi, which turns them into JSON text). Nested
   values are shared, not copied: treat them as read-only.
 - ``reactivatorStart_ns`` / ``reactivatorEnd_ns`` are optional profiling data: a value that is
@@ -45,7 +47,9 @@ The encoders at the end (:func:`encode_cloud_event`, :func:`change_event`,
 
 from __future__ import annotations
 
+import json
 import logging
+import re
 import uuid
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
@@ -80,6 +84,8 @@ __all__ = [
 _log = logging.getLogger("drasi_ray.decode")
 
 _ENTRY_FIELDS: Final = (b"data", b"event", b"payload", b"message")
+_MINUS_ZERO: Final = re.compile(rb"[:,\[]\s*-0\s*[,\]}]")
+"""An integer ``-0`` in a JSON text (a false match inside a string only costs a slower read)."""
 _TABLES: Final = {
     "node": ElementKind.NODE,
     "rel": ElementKind.RELATION,
@@ -236,6 +242,8 @@ def _typed_changes(
         raw = found[1]
     if type(raw) is not bytes or (not raw.isascii() and not _is_utf8(raw)):
         return None
+    if b"-0" in raw and _MINUS_ZERO.search(raw):  # msgspec reads it as 0: see _loads
+        return None
     try:
         events = _TYPED.decode(raw).data
     except msgspec.DecodeError:  # includes ValidationError
@@ -299,7 +307,7 @@ def _read_events(fields: Mapping[bytes, bytes]) -> list[Any]:
         raise DecodeError(_NO_DATA)
     key, raw = found
     try:
-        document = orjson.loads(raw)
+        document = _loads(raw)
     except orjson.JSONDecodeError as exc:
         raise DecodeError(f"invalid JSON in field '{key.decode()}': {exc}") from exc
     if type(document) is not dict:
@@ -308,6 +316,20 @@ def _read_events(fields: Mapping[bytes, bytes]) -> list[Any]:
     if type(events) is not list:
         raise DecodeError(_BAD_DATA)
     return events
+
+
+def _loads(raw: bytes) -> Any:
+    """``orjson.loads``, except that a number written ``-0`` is the float -0.0, as serde_json
+    reads it (module docstring). orjson checks the text first, so both accept the same texts;
+    only a text with such a number is read a second time, by the standard library."""
+    document = orjson.loads(raw)
+    if b"-0" in raw and _MINUS_ZERO.search(raw):
+        return json.loads(raw, parse_int=_int_or_minus_zero)
+    return document
+
+
+def _int_or_minus_zero(text: str) -> int | float:
+    return -0.0 if text == "-0" else int(text)
 
 
 def _entry_position(entry_id: str) -> tuple[int, int]:

@@ -22,6 +22,7 @@ from drasi_ray import DrasiRay, PlatformSource, Query
 from drasi_ray.actors.subscription import Subscription
 from drasi_ray.model import keys
 from drasi_ray.model.changes import Op, node
+from drasi_ray.model.results import ControlResult, ControlSignal, QueryResult
 from drasi_ray.source.decode import change_event, encode_cloud_event
 from drasi_ray.streams.publisher import Publisher
 from drasi_ray.testing.apps import one_source_app
@@ -79,12 +80,17 @@ def _sorted(rows: list[dict]) -> list[dict]:
     return sorted(rows, key=lambda row: row["id"])
 
 
-def _assert_sequences_increase(subscription: Subscription, survives: bool = True) -> None:
-    """The drained sequences strictly increase; ``survives``: and the subscription outlived
-    the kill (results drained only now: a host restart lost every earlier one)."""
-    sequences = [result.sequence for result in subscription.drain()]
+def _assert_sequences_increase(subscription: Subscription, survives: bool = False) -> None:
+    """The drained results' sequences strictly increase; ``survives`` (a subscription with
+    control signals, made before a kill): and it received the new bootstrap round's signals,
+    so it outlived the restart."""
+    drained = subscription.drain()
+    sequences = [item.sequence for item in drained if isinstance(item, QueryResult)]
     assert sequences == sorted(set(sequences)), "result sequences must strictly increase"
-    assert sequences or not survives, "the subscription received nothing after the restart"
+    signals = [item.signal for item in drained if isinstance(item, ControlResult)]
+    assert ControlSignal.BOOTSTRAP_COMPLETED in signals or not survives, (
+        f"the subscription received no new bootstrap after the restart: {signals}"
+    )
 
 
 @pytest.fixture
@@ -133,7 +139,7 @@ def test_killed_coordinator_or_query_actor_recovers(
     app = _app(redis_url, stream)
     app.start()
     try:
-        subscription = app.subscribe("items")
+        subscription = app.subscribe("items", include_control=True)
         payloads = _workload()
         with Publisher.from_url(redis_url) as publisher:
             publisher.publish(stream, payloads[: len(payloads) // 3])

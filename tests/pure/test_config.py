@@ -18,7 +18,7 @@ from drasi_ray import (
     QuerySyntaxError,
     StateConfig,
 )
-from drasi_ray.coordinator.registry import QueryRegistration
+from drasi_ray.coordinator.registry import QueryRegistration, Registry, SubscriberSpec
 
 YAML = """
 id: sensors-app
@@ -217,3 +217,21 @@ def test_a_callback_reaction_survives_the_durable_control_state() -> None:
     assert isinstance(closure, CallbackReaction) and isinstance(named, CallbackReaction)
     assert named.function == "json:dumps"
     assert closure.resolve()("row") == "got row"
+
+
+def test_the_registry_hands_a_restarted_host_its_subscriptions_and_forgets_removed_ones() -> None:
+    """A restarted host opens again the subscriber buffers of its own queries only; a query
+    that is unregistered takes its subscriptions with it."""
+    registry = Registry()
+    for query_id, host in (("hot", "drasi/query-host-0"), ("cold", "drasi/query-host-1")):
+        text = "MATCH (s:Sensor) RETURN s.id AS id"
+        query = Query.cypher(query_id).query(text).from_source("sensors").build()
+        registry.register(QueryRegistration(query, host, ("Sensor",), None))
+    hot = SubscriberSpec("hot", "sub-1", 10, DispatchMode.CHANNEL)
+    cold = SubscriberSpec("cold", "sub-2", 5, DispatchMode.BROADCAST)
+    registry.subscribers.update({hot.subscriber_id: hot, cold.subscriber_id: cold})
+    assert registry.subscribers_of("drasi/query-host-0") == [hot]
+    assert registry.subscribers_of("drasi/query-host-1") == [cold]
+    registry.unregister("hot")
+    assert registry.subscribers_of("drasi/query-host-0") == []
+    assert list(registry.subscribers) == ["sub-2"]

@@ -734,3 +734,22 @@ def test_typed_path_leaves_invalid_utf8_to_the_checked_path() -> None:
     assert decode._typed_changes("1-0", {b"data": raw}) is None
     with pytest.raises(DecodeError, match="invalid JSON"):
         decode_entry("1-0", {b"data": raw})
+
+
+def test_a_number_written_minus_zero_is_the_float_minus_zero_as_drasi_reads_it() -> None:
+    """serde_json (Drasi's platform source) reads ``-0`` as the float -0.0, where orjson and
+    msgspec give the integer 0: both decoding paths give -0.0, at any depth; ``-0`` inside a
+    string, ``-0.0`` and ``-05`` (not JSON) are as before."""
+    event = node_event(properties={"z": 1, "l": [1, 2], "f": -0.5, "s": "a:-0"})
+    raw = orjson.dumps({"data": [event]})
+    raw = raw.replace(b'"z":1', b'"z":-0').replace(b"[1,2]", b"[1, -0 ]")
+    assert decode._typed_changes("1-0", {b"data": raw}) is None  # left to the checked path
+    properties = only_change(decode_entry("1-0", {b"data": raw})).element.properties
+    assert type(properties["z"]) is float and str(properties["z"]) == "-0.0"
+    assert [str(item) for item in properties["l"]] == ["1", "-0.0"]
+    assert properties["f"] == -0.5 and properties["s"] == "a:-0"
+    plain = orjson.dumps({"data": [node_event(properties={"s": "a:-0", "n": 0})]})
+    assert decode._typed_changes("1-0", {b"data": plain}) is not None  # the fast path as before
+    assert type(only_change(decode_entry("1-0", {b"data": plain})).element.properties["n"]) is int
+    with pytest.raises(DecodeError, match="invalid JSON"):
+        decode_entry("1-0", {b"data": raw.replace(b"-0 ]", b"-05]")})
