@@ -48,7 +48,7 @@ def combine_stats(parts: list[ConsumerStats]) -> ConsumerStats:
     error the first lane's that has one."""
     total = ConsumerStats()
     for field in dataclasses.fields(ConsumerStats):
-        if field.type in ("int", int):
+        if isinstance(getattr(total, field.name), int):  # the counters (state, error: no)
             setattr(total, field.name, sum(getattr(part, field.name) for part in parts))
     total.state = min((part.state for part in parts), key=lambda s: _STATE_RANK.get(s, 0))
     total.last_error = next((p.last_error for p in parts if p.last_error is not None), None)
