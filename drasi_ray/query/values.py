@@ -575,17 +575,22 @@ def same_values(left: Any, right: Any) -> bool:
     version (labels, endpoints, properties, time)."""
     if left is right:
         return True
-    if isinstance(left, Mapping):
-        return (
-            isinstance(right, Mapping)
-            and left.keys() == right.keys()
-            and all(same_values(left[k], right[k]) for k in left)
-        )
+    kind = type(left)
+    if kind is str:  # the common kinds first, by identity tests (a row is compared per change)
+        return type(right) is str and left == right
+    if kind is float or kind is int:
+        return is_number(right) and (bool(left == right) or (left != left and right != right))
+    if kind is dict or isinstance(left, Mapping):
+        if not (type(right) is dict or isinstance(right, Mapping)) or left.keys() != right.keys():
+            return False
+        for key in left:  # noqa: SIM110 (a loop: 2/3 of the time of all() here)
+            if not same_values(left[key], right[key]):
+                return False
+        return True
     if is_list(left):
         return is_list(right) and len(left) == len(right) and all(map(same_values, left, right))
     if is_number(left) and is_number(right):
         return bool(left == right) or (left != left and right != right)  # NaN is itself
-    kind = type(left)
     if kind is not type(right):
         return False
     if kind is Element:
