@@ -14,9 +14,13 @@ them fills its core:
 - *query hosts*: the same with M (a host hears from every shard once per batch).
 - *consumers*: each reads its own entries, so C of them carry C times one's rate (no term
   shared by all); not a ceiling at cluster scale.
-- *Redis, the stream*: reads and acks of one stream are one server's thread. A source that
-  read P streams (one per partition of its element ids) on P servers would have P times this;
-  a source reads one stream today (not built), so the model says when it would matter.
+- *Redis, the streams*: reads and acks of a stream are one server's thread. A source reads
+  P streams (one per partition of its element ids, ``stream_keys``), all on the one server of
+  its ``redis_url``: they share that thread, so the line is the measured run of a source over
+  P streams on one server (:class:`Partitioned`), not P times one stream's. P streams on P
+  servers would carry P times a stream's rate; that needs several sources (one per server) or
+  a cluster-aware client, which drasi_ray does not have, so the verdict says how many servers
+  it would take.
 - *Redis, the element store*: every shard writes its records into the source's one hash, so
   one server's thread (``state.redis_url`` can put it on a server of its own, apart from the
   stream); several streams do not divide it.
@@ -72,6 +76,15 @@ class Scaled:
 
 
 @dataclass(frozen=True)
+class Partitioned:
+    """The Redis server's µs per change (no durable state) with the source over ``streams``
+    streams on that one server: a measured run."""
+
+    streams: int
+    redis_us: float
+
+
+@dataclass(frozen=True)
 class Costs:
     """Measured µs of CPU per change of the stream, by kind of process."""
 
@@ -86,6 +99,8 @@ class Costs:
     """the Redis server's µs with no durable state: the stream's reads and acks"""
     redis_store: float
     """what durable state adds on the Redis server: the element store's writes"""
+    partitioned: Partitioned | None = None
+    """the run over several streams on one server, if measured"""
 
 
 @dataclass(frozen=True)
@@ -115,11 +130,7 @@ def ceilings(costs: Costs, streams: int = 1) -> list[Ceiling]:
             f"1e6 / per-batch µs per host ({costs.hosts.per_batch:.2f}); "
             f"at M={costs.hosts.count}: {1e6 / costs.hosts.each(costs.hosts.count):,.0f}/s",
         ),
-        Ceiling(
-            f"Redis: the source's stream{'s' if streams > 1 else ''} ({streams})",
-            streams * 1e6 / costs.redis_stream,
-            f"{streams} x 1e6 / {costs.redis_stream:.2f} µs (one server thread per stream)",
-        ),
+        *_stream_ceilings(costs, streams),
         Ceiling(
             "Redis: the source's element store (one hash)",
             1e6 / costs.redis_store if costs.redis_store > 0 else math.inf,
@@ -128,15 +139,45 @@ def ceilings(costs: Costs, streams: int = 1) -> list[Ceiling]:
     ]
 
 
+def _stream_ceilings(costs: Costs, servers: int) -> list[Ceiling]:
+    """The streams' lines: one stream per server on ``servers`` servers, and the measured run
+    over several streams on one server, if there is one."""
+    lines = [
+        Ceiling(
+            f"Redis: the source's stream{'s' if servers > 1 else ''} ({servers})",
+            servers * 1e6 / costs.redis_stream,
+            f"{servers} x 1e6 / {costs.redis_stream:.2f} µs (one server thread per stream)",
+        )
+    ]
+    measured = costs.partitioned
+    if measured is not None:
+        lines.append(
+            Ceiling(
+                f"Redis: the source's streams ({measured.streams} on one server, measured)",
+                1e6 / measured.redis_us,
+                f"1e6 / {measured.redis_us:.2f} µs (the streams share the server's one "
+                f"thread; one stream: {costs.redis_stream:.2f} µs)",
+            )
+        )
+    return lines
+
+
 def by_cores(costs: Costs, nodes: int = CLUSTER_NODES, per_node: int = CORES_PER_NODE) -> float:
     """What ``nodes`` x ``per_node`` cores carry with every actor kind on them."""
     return nodes * per_node * 1e6 / (costs.summed_actors + costs.ray_system)
 
 
 def streams_needed(costs: Costs, target: float) -> int:
-    """The streams per source (each on its own server) for the stream not to bind below
+    """The streams per source, each on its own server, for the streams not to bind below
     ``target``."""
     return max(1, math.ceil(target * costs.redis_stream / 1e6))
+
+
+def _stream_rate(costs: Costs) -> float:
+    """What the source's streams carry on its one server (the measured run's, else one
+    stream's)."""
+    us = costs.partitioned.redis_us if costs.partitioned is not None else costs.redis_stream
+    return 1e6 / us
 
 
 def verdict(costs: Costs) -> tuple[float, str]:
@@ -155,13 +196,15 @@ def verdict(costs: Costs) -> tuple[float, str]:
     )
     if "stream" in first.part:
         text += (
-            f" One stream per source is the ceiling; {needed} streams per source on servers "
-            f"of their own would lift it to the next limit, {next_limit:,.0f}/s."
+            f" The source's server is the ceiling: its streams share one thread, so "
+            f"{needed} streams per source on servers of their own (several sources, or a "
+            f"cluster-aware client: not built) would lift it to the next limit, "
+            f"{next_limit:,.0f}/s."
         )
     else:
         text += (
-            f" One stream per source binds only above {1e6 / costs.redis_stream:,.0f}/s; "
-            "several streams per source do not raise this limit."
+            f" The source's streams on one server bind only above {_stream_rate(costs):,.0f}/s; "
+            "more streams per source do not raise this limit."
         )
     return first.rate, text
 

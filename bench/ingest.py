@@ -234,7 +234,8 @@ def time_consumer(
     try:
         with _client(url) as client, profiled, timed() as timer:
             last_id = release_backlog(client, stream, wake)
-            wait_until(lambda: admin.drained(client, config, last_id), TIMEOUT_S, poll_s=0.005)
+            upto = {stream: last_id}
+            wait_until(lambda: admin.drained(client, config, upto), TIMEOUT_S, poll_s=0.005)
         stats = running.stats()
     finally:
         running.stop()

@@ -16,10 +16,12 @@ and a two-hop query over the relations (``(s:Sensor)-[:IN]->(z:Zone)`` where ``s
 
 Layouts (``--layouts``, ``KxM``): shards 1, 2, 4 with one host, hosts 1, 2, 4 with one shard,
 each with ``--consumers`` consumers; one more run of 1x1 without durable state separates what
-Redis spends on the stream from what it spends on the element store.
+Redis spends on the stream from what it spends on the element store, and one more of 1x1
+without durable state over ``--streams`` streams (a partitioned source on the one server; the
+backlog put on each element's stream) measures what the streams of a source cost that server.
 
 The ceiling model (:mod:`bench.ceiling`) is built from these runs' µs per change: which part
-limits first, what a 10-node cluster reaches, and when one stream per source is the limit.
+limits first, what a 10-node cluster reaches, and when the source's server is the limit.
 """
 
 from __future__ import annotations
@@ -33,7 +35,15 @@ from dataclasses import dataclass
 import ray
 import redis
 
-from bench.ceiling import CLUSTER_NODES, CORES_PER_NODE, Costs, Scaled, ceilings, verdict
+from bench.ceiling import (
+    CLUSTER_NODES,
+    CORES_PER_NODE,
+    Costs,
+    Partitioned,
+    Scaled,
+    ceilings,
+    verdict,
+)
 from bench.ceiling import lines as ceiling_lines
 from bench.common import bench_env, command_line, format_table, load_average, print_lines, rate
 from bench.ingest import arm_backlog, release_backlog
@@ -42,7 +52,8 @@ from bench.results import Recorder
 from drasi_ray import DrasiRay
 from drasi_ray.model.changes import Op, node, relation
 from drasi_ray.model.config import ScalingConfig, StateConfig
-from drasi_ray.source.decode import change_event, encode_cloud_event
+from drasi_ray.model.partitions import stream_for
+from drasi_ray.source.decode import change_event, decode_entry, encode_cloud_event
 from drasi_ray.testing.apps import one_source_app
 
 SOURCE_ID = "sensors"
@@ -65,6 +76,7 @@ class Options:
     sensors: int
     batch_size: int
     record: bool
+    streams: int = 3
 
 
 @dataclass(frozen=True)
@@ -78,6 +90,7 @@ class LayoutRun:
     seconds: float
     cpu: CpuUsage
     loads: tuple[float, float]
+    streams: int = 1
 
     @property
     def rate(self) -> float:
@@ -93,7 +106,10 @@ class LayoutRun:
 
     @property
     def label(self) -> str:
-        return f"K={self.shards} M={self.hosts}" + ("" if self.durable else " (no durable state)")
+        over = "" if self.streams == 1 else f" over {self.streams} streams"
+        return f"K={self.shards} M={self.hosts}{over}" + (
+            "" if self.durable else " (no durable state)"
+        )
 
 
 # --------------------------------------------------------------------------------------------
@@ -114,7 +130,7 @@ def setup_payloads(sensors: int) -> list[bytes]:
 
 
 def layout_app(
-    url: str, stream: str, shards: int, hosts: int, options: Options, durable: bool
+    url: str, stream: str | Sequence[str], shards: int, hosts: int, options: Options, durable: bool
 ) -> DrasiRay:
     return one_source_app(
         url,
@@ -155,18 +171,22 @@ def run_layout(
     payloads: Sequence[bytes],
     options: Options,
     durable: bool = True,
+    streams: int = 1,
 ) -> LayoutRun:
-    """One backlog drain of ``payloads`` (setup first) through a K x M app."""
-    stream = fresh_stream(f"layout{shards}x{hosts}")
-    wake = arm_backlog(url, stream, payloads)
-    app = layout_app(url, stream, shards, hosts, options, durable).start()
+    """One backlog drain of ``payloads`` (setup first) through a K x M app whose source reads
+    ``streams`` streams (each element's changes on its stream)."""
+    base = fresh_stream(f"layout{shards}x{hosts}")
+    keys = [base] if streams == 1 else [f"{base}-{index}" for index in range(streams)]
+    wakes = {stream: arm_backlog(url, stream, part) for stream, part in _partition(payloads, keys)}
+    app = layout_app(url, keys, shards, hosts, options, durable).start()
     try:
         meter = CpuMeter.for_roles(actor_roles(app), redis_pid)
         before = load_average()
         with redis.Redis.from_url(url) as client:
             meter.start()
             started = time.perf_counter()
-            release_backlog(client, stream, wake)
+            for stream, wake in wakes.items():
+                release_backlog(client, stream, wake)
             app.wait_until_idle(TIMEOUT_S)
             seconds = time.perf_counter() - started
             cpu = meter.stop()
@@ -176,8 +196,20 @@ def run_layout(
     finally:
         app.stop()
         with redis.Redis.from_url(url) as client:
-            client.delete(stream)
-    return LayoutRun(shards, hosts, durable, len(payloads), seconds, cpu, (before, load_average()))
+            client.delete(*keys)
+    loads = (before, load_average())
+    return LayoutRun(shards, hosts, durable, len(payloads), seconds, cpu, loads, streams)
+
+
+def _partition(payloads: Sequence[bytes], streams: Sequence[str]) -> list[tuple[str, list[bytes]]]:
+    """Each stream's payloads, in order: every entry on its element's stream."""
+    if len(streams) == 1:
+        return [(streams[0], list(payloads))]
+    parts: dict[str, list[bytes]] = {stream: [] for stream in streams}
+    for payload in payloads:
+        element = decode_entry("1-0", {b"data": payload}).changes[0].element
+        parts[stream_for(element.id, streams)].append(payload)
+    return list(parts.items())
 
 
 # --------------------------------------------------------------------------------------------
@@ -215,7 +247,8 @@ def costs_of(runs: Sequence[LayoutRun]) -> Costs:
     base = next(run for run in durable if (run.shards, run.hosts) == (1, 1))
     most_shards = max((run for run in durable if run.hosts == 1), key=lambda run: run.shards)
     most_hosts = max((run for run in durable if run.shards == 1), key=lambda run: run.hosts)
-    volatile = next((run for run in runs if not run.durable), base)
+    volatile = next((run for run in runs if not run.durable and run.streams == 1), base)
+    several = next((run for run in runs if not run.durable and run.streams > 1), None)
     summed = (
         sum(most_shards.kind("consumer "))
         + sum(most_shards.kind("shard "))
@@ -229,6 +262,9 @@ def costs_of(runs: Sequence[LayoutRun]) -> Costs:
         ray_system=base.per_change("ray system"),
         redis_stream=volatile.per_change("redis"),
         redis_store=max(base.per_change("redis") - volatile.per_change("redis"), 0.0),
+        partitioned=None
+        if several is None
+        else Partitioned(several.streams, several.per_change("redis")),
     )  # fmt: skip
 
 
@@ -244,6 +280,14 @@ def record(recorder: Recorder, runs: Sequence[LayoutRun], costs: Costs) -> None:
     detail = f"{runs[0].events:,} events backlog, {len(QUERIES)} queries"
     for run in runs:
         if not run.durable:
+            if run.streams > 1:
+                recorder.add(
+                    f"CPU per change, Redis, K=1, M=1 over {run.streams} streams on one server, "
+                    "no durable state",
+                    run.per_change("redis"),
+                    "µs",
+                    detail=f"{detail}; end to end {run.rate:,.0f} events/s",
+                )
             continue
         label = f"K={run.shards} shards, M={run.hosts} hosts"
         recorder.add(f"end to end, {label}", run.rate, "events/s", detail=detail)
@@ -292,10 +336,16 @@ def parse_args(argv: Sequence[str] | None) -> Options:
     parser.add_argument("--sensors", type=int, default=1000)
     parser.add_argument("--batch-size", type=int, default=500)
     parser.add_argument("--no-record", action="store_true", help="do not append to results.jsonl")
+    parser.add_argument(
+        "--streams",
+        type=int,
+        default=3,
+        help="streams of the partitioned run (1x1, no durable state); 1: no such run",
+    )
     args = parser.parse_args(argv)
     return Options(
         _layouts(args.layouts), args.consumers, args.events, args.sensors, args.batch_size,
-        not args.no_record,
+        not args.no_record, args.streams,
     )  # fmt: skip
 
 
@@ -315,6 +365,12 @@ def main(argv: list[str] | None = None) -> int:
         volatile = run_layout(server.url, server.pid, 1, 1, payloads, options, durable=False)
         runs.append(volatile)
         print(f"  {volatile.label}: {volatile.rate:,.0f} events/s", flush=True)
+        if options.streams > 1:
+            several = run_layout(
+                server.url, server.pid, 1, 1, payloads, options, False, options.streams
+            )
+            runs.append(several)
+            print(f"  {several.label}: {several.rate:,.0f} events/s", flush=True)
     costs = costs_of(runs)
     lines = [
         f"Method (bench/layout.py docstring): {len(payloads):,} entries ({options.sensors:,} "

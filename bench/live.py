@@ -12,6 +12,12 @@ peer's (:mod:`bench.filter_loop`, the query hand-written as one redis-py loop in
 process) through its pipe, each collected by :class:`bench.latency.Collector`. The two run in
 alternate rounds (``--rounds``) on fresh streams; the figure is the median of the rounds, with
 the median ratio of the rounds' pairs.
+
+``--streams 1,3`` measures a partitioned source instead of the peer: drasi_ray alone, its
+source reading 1, then 3 streams (one Redis server; each a lane of the one consumer), in
+alternate rounds. The publisher puts each event on the stream of its element
+(:func:`drasi_ray.model.partitions.stream_for`) and sends each pipeline of ``--chunk`` events as
+one pipeline per stream, in the events' order.
 """
 
 from __future__ import annotations
@@ -32,6 +38,8 @@ from bench.filter_loop import FilterLoop
 from bench.latency import Collector, subscription_poll
 from bench.pipeline import GROUP, QUERY_ID, CpuMeter, CpuUsage, fresh_stream, hot_app, hot_payloads
 from bench.results import Recorder
+from drasi_ray.model.partitions import stream_for
+from drasi_ray.source.decode import decode_entry
 from drasi_ray.streams.publisher import Publisher
 
 TARGET_RATE = 50_000
@@ -47,6 +55,8 @@ class Options:
     sensors: int
     batch_size: int
     record: bool
+    streams: tuple[int, ...] = ()
+    """stream counts of a partitioned source to compare (empty: drasi_ray against the peer)"""
 
 
 @dataclass(frozen=True)
@@ -73,28 +83,56 @@ class LiveRun:
 
 
 def publish_when_told(
-    url: str, stream: str, payloads: Sequence[bytes], chunk: int, pipe: Connection
+    url: str, streams: Sequence[str], payloads: Sequence[bytes], chunk: int, pipe: Connection
 ) -> None:
-    """The publisher process: connect, say ready, wait for go, XADD everything, report the
-    wall-clock nanoseconds of its first and last XADD."""
+    """The publisher process: connect, say ready, wait for go, XADD everything (each event on
+    its element's stream), report the wall-clock nanoseconds of its first and last XADD."""
     publisher = Publisher.from_url(url)
+    routed = partitioned(payloads, streams) if len(streams) > 1 else None
     pipe.send("ready")
     pipe.recv()
     first = time.time_ns()
-    publisher.publish(stream, payloads, chunk=chunk)
+    if routed is None:
+        publisher.publish(streams[0], payloads, chunk=chunk)
+    else:
+        for start in range(0, len(payloads), chunk):
+            for stream, part in routed(start, start + chunk).items():
+                publisher.publish(stream, part, chunk=chunk)
     pipe.send((first, time.time_ns()))
     publisher.close()
 
 
-class PublisherProcess:
-    """A spawned process that publishes ``payloads`` on ``stream`` when :meth:`go` is called."""
+def partitioned(
+    payloads: Sequence[bytes], streams: Sequence[str]
+) -> Callable[[int, int], dict[str, list[bytes]]]:
+    """``slice(start, end)`` -> the payloads of that slice grouped by their element's stream,
+    each group in order (the streams are worked out once, before the clock)."""
+    targets = [
+        stream_for(decode_entry("1-0", {b"data": payload}).changes[0].element.id, streams)
+        for payload in payloads
+    ]
 
-    def __init__(self, url: str, stream: str, payloads: Sequence[bytes], chunk: int) -> None:
+    def grouped(start: int, end: int) -> dict[str, list[bytes]]:
+        groups: dict[str, list[bytes]] = {}
+        for index in range(start, min(end, len(payloads))):
+            groups.setdefault(targets[index], []).append(payloads[index])
+        return groups
+
+    return grouped
+
+
+class PublisherProcess:
+    """A spawned process that publishes ``payloads`` on ``streams`` when :meth:`go` is
+    called."""
+
+    def __init__(
+        self, url: str, streams: Sequence[str], payloads: Sequence[bytes], chunk: int
+    ) -> None:
         context = multiprocessing.get_context("spawn")
         self._pipe, child = context.Pipe()
         self._process = context.Process(
             target=publish_when_told,
-            args=(url, stream, list(payloads), chunk, child),
+            args=(url, list(streams), list(payloads), chunk, child),
             name="live-publisher",
             daemon=True,
         )
@@ -129,7 +167,7 @@ class PublisherProcess:
 def timed_live(
     system: str,
     url: str,
-    stream: str,
+    streams: Sequence[str],
     payloads: Sequence[bytes],
     options: Options,
     collector: Collector,
@@ -137,7 +175,7 @@ def timed_live(
 ) -> LiveRun:
     """Publish live from a separate process; seconds from its first XADD until the last
     result arrived here."""
-    publisher = PublisherProcess(url, stream, payloads, options.chunk)
+    publisher = PublisherProcess(url, streams, payloads, options.chunk)
     cpu_meter = meter(publisher.pid)
     before = load_average()
     cpu_meter.start()
@@ -154,29 +192,37 @@ def timed_live(
 
 
 @contextmanager
-def _group_stream(url: str, prefix: str) -> Iterator[str]:
-    """A fresh stream with the consumer group, deleted afterwards."""
-    stream = fresh_stream(prefix)
+def _group_streams(url: str, prefix: str, count: int = 1) -> Iterator[list[str]]:
+    """``count`` fresh streams with the consumer group, deleted afterwards."""
+    base = fresh_stream(prefix)
+    streams = [base] if count == 1 else [f"{base}-{index}" for index in range(count)]
     with redis.Redis.from_url(url) as client:
-        client.xgroup_create(stream, GROUP, id="$", mkstream=True)
+        for stream in streams:
+            client.xgroup_create(stream, GROUP, id="$", mkstream=True)
     try:
-        yield stream
+        yield streams
     finally:
         with redis.Redis.from_url(url) as client:
-            client.delete(stream)
+            client.delete(*streams)
 
 
 def run_drasi_ray(
-    url: str, redis_pid: int | None, payloads: Sequence[bytes], options: Options
+    url: str,
+    redis_pid: int | None,
+    payloads: Sequence[bytes],
+    options: Options,
+    streams: int = 1,
 ) -> LiveRun:
-    with _group_stream(url, "live") as stream:
-        app = hot_app(url, stream, 1, options.batch_size, 1000, "live").start()
+    """drasi_ray's run; its source reads ``streams`` streams (1 consumer, a lane each)."""
+    with _group_streams(url, "live", streams) as keys:
+        app = hot_app(url, keys, 1, options.batch_size, 1000, "live").start()
         try:
             subscription = app.subscribe(QUERY_ID, capacity=1_000_000)
             collector = Collector(subscription_poll(subscription)).start()
             try:
+                system = "drasi_ray" if streams == 1 else f"drasi_ray, {streams} streams"
                 return timed_live(
-                    "drasi_ray", url, stream, payloads, options, collector,
+                    system, url, keys, payloads, options, collector,
                     lambda pid: CpuMeter.for_app(app, redis_pid).with_role("publisher", [pid]),
                 )  # fmt: skip
             finally:
@@ -188,13 +234,13 @@ def run_drasi_ray(
 def run_peer(
     url: str, redis_pid: int | None, payloads: Sequence[bytes], options: Options
 ) -> LiveRun:
-    with _group_stream(url, "live-peer") as stream:
+    with _group_streams(url, "live-peer") as (stream,):
         loop = FilterLoop(url, stream, GROUP, options.batch_size, 1000).start()
         collector = Collector(loop.poll).start()
         try:
             roles = {"consumers": [loop.pid]}
             return timed_live(
-                "peer", url, stream, payloads, options, collector,
+                "peer", url, [stream], payloads, options, collector,
                 lambda pid: CpuMeter.for_roles({**roles, "publisher": [pid]}, redis_pid),
             )  # fmt: skip
         finally:
@@ -242,14 +288,25 @@ def parse_args(argv: Sequence[str] | None) -> Options:
     parser.add_argument("--sensors", type=int, default=1000)
     parser.add_argument("--batch-size", type=int, default=500)
     parser.add_argument("--no-record", action="store_true", help="do not append to results.jsonl")
-    args = parser.parse_args(argv)
-    return Options(
-        args.events, args.rounds, args.chunk, args.sensors, args.batch_size, not args.no_record
+    parser.add_argument(
+        "--streams",
+        default="",
+        help="compare a source over these stream counts (e.g. 1,3) instead of the peer",
     )
+    args = parser.parse_args(argv)
+    counts = tuple(int(part) for part in args.streams.split(",") if part.strip())
+    if any(count < 1 for count in counts):
+        parser.error("--streams: counts must be >= 1")
+    return Options(
+        args.events, args.rounds, args.chunk, args.sensors, args.batch_size, not args.no_record,
+        counts,
+    )  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
     options = parse_args(argv)
+    if options.streams:
+        return compare_streams(options, argv)
     recorder = Recorder("live", command_line("bench.live", argv))
     payloads = hot_payloads(0, options.events, options.sensors, live=False)
     ours: list[LiveRun] = []
@@ -287,6 +344,55 @@ def main(argv: list[str] | None = None) -> int:
             detail=f"{options.events:,} events, median of {options.rounds} rounds; ratio = "
             "median of the rounds' ratios",
         )
+        recorder.write()
+    return 0
+
+
+def compare_streams(options: Options, argv: list[str] | None) -> int:
+    """drasi_ray alone, its source over each of ``options.streams`` stream counts in alternate
+    rounds; the median rate of each count."""
+    recorder = Recorder("live", command_line("bench.live", argv))
+    payloads = hot_payloads(0, options.events, options.sensors, live=False)
+    runs: dict[int, list[LiveRun]] = {count: [] for count in options.streams}
+    with bench_env() as server:
+        for number in range(options.rounds):
+            for count in options.streams:
+                runs[count].append(
+                    run_drasi_ray(server.url, server.pid, payloads, options, streams=count)
+                )
+            print(
+                f"  round {number + 1}: "
+                + ", ".join(f"{c} stream(s) {runs[c][-1].rate:,.0f} events/s" for c in runs),
+                flush=True,
+            )
+    medians = {count: statistics.median(run.rate for run in done) for count, done in runs.items()}
+    base = medians[options.streams[0]]
+    lines = [
+        f"Method (bench/live.py docstring): {options.events:,} events per run published by a "
+        f"separate process (pipelines of {options.chunk} XADDs, one per stream), 1 consumer "
+        f"(a lane per stream), batch {options.batch_size}, 1 store shard, 1 query host, one "
+        f"Redis server, {options.rounds} alternate rounds of each stream count.",
+        "",
+        *table([run for group in zip(*runs.values(), strict=True) for run in group]),
+        "",
+        *[
+            f"{count} stream(s): median {rate:,.0f} events/s ({rate / base:.2f}x "
+            f"{options.streams[0]} stream(s))"
+            for count, rate in medians.items()
+        ],
+    ]
+    print_lines(["", *lines])
+    if options.record:
+        for count, rate in medians.items():
+            recorder.add(
+                f"end to end, 1 consumer, filter query, live, a source over {count} stream(s) "
+                "on one Redis",
+                rate,
+                "events/s",
+                detail=f"{options.events:,} events, median of {options.rounds} rounds "
+                f"alternating {', '.join(map(str, options.streams))} streams; "
+                f"{rate / base:.2f}x {options.streams[0]} stream(s)",
+            )
         recorder.write()
     return 0
 

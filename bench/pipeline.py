@@ -108,7 +108,7 @@ def fresh_stream(prefix: str) -> str:
 
 def hot_app(
     url: str,
-    stream: str,
+    stream: str | Sequence[str],
     consumers: int,
     batch_size: int,
     block_ms: int,
@@ -116,7 +116,8 @@ def hot_app(
     durable: bool = True,
     max_batch_size: int | None = None,
 ) -> DrasiRay:
-    """DrasiRay, one PlatformSource (group ``bench`` from ``0``), the README's filter query.
+    """DrasiRay, one PlatformSource (group ``bench`` from ``0``; one stream, or several: one
+    per partition), the README's filter query.
 
     ``durable`` False keeps the coordinator's state in memory only (no Redis write per batch);
     ``max_batch_size`` caps the adaptive reads (None: the source's default).

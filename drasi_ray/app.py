@@ -620,7 +620,8 @@ class DrasiRay:
             raise TimeoutError(f"reactions of {behind} not flushed within {timeout:.1f}s")
 
     def wait_until_idle(self, timeout: float = 30.0) -> None:
-        """Return once every entry appended to the source streams before this call is acked
+        """Return once every entry appended to the source streams (every stream of each
+        source) before this call is acked
         and its results are delivered to the subscriptions: consumers ack once the coordinator
         applied a batch durably, and the coordinator's delivery barrier then waits for the
         query actors. With chained queries this repeats once per level of the chain, after the
@@ -659,18 +660,16 @@ class DrasiRay:
             (
                 self._client(src.config.redis_url),
                 src.config,
-                admin.last_generated_id(self._client(src.config.redis_url), src.config.stream_key),
+                admin.last_generated_ids(self._client(src.config.redis_url), src.config),
             )
             for src in self._sources.values()
             if src.id in self._consumers
         ]
-        for client, config, last_id in targets:
-            while not admin.drained(client, config, last_id):
+        for client, config, last_ids in targets:
+            while behind := admin.undrained(client, config, last_ids):
                 if time.monotonic() > deadline:
-                    raise TimeoutError(
-                        f"stream {config.stream_key!r} not drained up to {last_id} "
-                        f"within {timeout:.1f}s"
-                    )
+                    where = ", ".join(f"{stream!r} up to {last_ids[stream]}" for stream in behind)
+                    raise TimeoutError(f"stream {where} not drained within {timeout:.1f}s")
                 time.sleep(IDLE_POLL_S)
         self._flush_deliveries(deadline, timeout)
         self._settle(max(deadline - time.monotonic(), 0.001))

@@ -1,12 +1,14 @@
 """Consumer actors: ``drasi/<source>/consumer-<i>``, one named Redis consumer each.
 
-An async Ray actor (``max_restarts=-1``) whose ``__init__`` starts the consume loop and the
-reclaim timer as asyncio tasks of the actor's event loop, with a ``redis.asyncio`` client created
-inside the actor (clients do not pickle; the actor gets settings). Its Redis consumer name is
-stable, so a restarted actor re-reads its own pending entries first.
+An async Ray actor (``max_restarts=-1``) whose ``__init__`` starts, for every stream of the
+source, the consume loop and the reclaim timer as asyncio tasks of the actor's event loop
+(:class:`~drasi_ray.source.lanes.ConsumerLanes`), with ``redis.asyncio`` clients created inside
+the actor (clients do not pickle; the actor gets settings). Its Redis consumer name is stable
+and the same on every stream, so a restarted actor re-reads its own pending entries first.
 
-Both loops stay in the default concurrency group: each Ray concurrency group has its own thread
-and event loop, and the loops share the Redis client and the batch lock.
+The loops stay in the default concurrency group: each Ray concurrency group has its own thread
+and event loop, and the loops share the actor's state. Each stream's lane has its own
+:class:`~drasi_ray.actors.dispatch.ShardDispatcher` (its batches numbered apart).
 """
 
 from __future__ import annotations
@@ -25,14 +27,15 @@ from drasi_ray.actors.names import COORDINATOR
 from drasi_ray.actors.runtime import PIPELINE_NICENESS, tune_for_latency, tune_gc, was_restarted
 from drasi_ray.model.changes import DecodedEntry
 from drasi_ray.model.config import PlatformSourceConfig
-from drasi_ray.source.consumer import ConsumerReport, StreamConsumer, backend_for
+from drasi_ray.source.consumer import ConsumerReport, Dispatch
+from drasi_ray.source.lanes import ConsumerLanes
 
 METRICS_INTERVAL_S = 5.0
 
 
 @ray.remote
 class ConsumerActor:
-    """Ray wrapper of :class:`StreamConsumer` dispatching each batch to the store shards
+    """Ray wrapper of :class:`ConsumerLanes` dispatching each batch to the store shards
     (:class:`~drasi_ray.actors.dispatch.ShardDispatcher`)."""
 
     def __init__(
@@ -46,28 +49,34 @@ class ConsumerActor:
         tune_for_latency(niceness)
         tune_gc()
         self._coordinator = ray.get_actor(COORDINATOR, namespace=namespace)
-        self._shards = ShardDispatcher(namespace, consumer_name)
+        several = len(settings.stream_keys) > 1
+        self._shards = {
+            stream: ShardDispatcher(
+                namespace, f"{consumer_name}@{stream}" if several else consumer_name
+            )
+            for stream in settings.stream_keys
+        }
         self._source_id = source_id
-        self._backend = backend_for(settings)
-        self._consumer = StreamConsumer(
-            source_id,
-            settings,
-            consumer_name,
-            self._backend,
-            self._dispatch,
-            self._forget_tombstones,
+        self._consumer = ConsumerLanes(
+            source_id, settings, consumer_name, self._dispatch_for, self._forget_tombstones
         )
         self._restarted = was_restarted()
         self._metrics = ConsumerMetrics(source_id, consumer_name)
         self._consumer.start()
         self._metrics_task = asyncio.get_event_loop().create_task(self._record_metrics())
 
-    async def _dispatch(self, entries: Sequence[DecodedEntry]) -> object:
-        """One call per shard per batch, never per event, on the lines to the shards (Ray
-        calls when a line is down: :mod:`drasi_ray.actors.line`)."""
-        report = await self._shards.dispatch(self._source_id, entries)
-        self._metrics.batch(len(entries), report.applied)
-        return report
+    def _dispatch_for(self, stream: str) -> Dispatch:
+        """The dispatch of ``stream``'s lane: one call per shard per batch, never per event,
+        on the lines to the shards (Ray calls when a line is down: :mod:`drasi_ray.actors.
+        line`)."""
+        shards = self._shards[stream]
+
+        async def dispatch(entries: Sequence[DecodedEntry]) -> object:
+            report = await shards.dispatch(self._source_id, entries)
+            self._metrics.batch(len(entries), report.applied)
+            return report
+
+        return dispatch
 
     async def _forget_tombstones(self, bound: tuple[int, int]) -> int:
         forgotten: int = await self._coordinator.forget_tombstones.remote(self._source_id, bound)
@@ -81,12 +90,16 @@ class ConsumerActor:
             stats = dataclasses.asdict(self._consumer.stats)
             self._metrics.sync_counters(stats)
             try:
-                gauges = await group_gauges(
-                    self._backend, settings.stream_key, settings.consumer_group, self._consumer.name
-                )
+                per_stream = [
+                    await group_gauges(
+                        self._consumer.backend, stream, settings.consumer_group, self._consumer.name
+                    )
+                    for stream in settings.stream_keys
+                ]
             except Exception:  # the consume loop reports Redis trouble; metrics just skip
                 continue
-            self._metrics.group(*gauges)
+            lag, pending, own = (sum(column) for column in zip(*per_stream, strict=True))
+            self._metrics.group(lag, pending, own)
 
     async def ready(self, timeout_s: float = 60.0) -> str:
         """Return the consumer name once the group exists and own pending entries are done."""
@@ -96,15 +109,17 @@ class ConsumerActor:
     async def stop(self) -> None:
         self._metrics_task.cancel()
         await self._consumer.stop()
-        self._shards.close()
+        for shards in self._shards.values():
+            shards.close()
 
     async def pause(self) -> None:
-        """Stop handing batches to the shards (the batch in hand finishes); for a rescale."""
-        await self._shards.pause()
+        """Stop handing batches to the shards (the batches in hand finish); for a rescale."""
+        await asyncio.gather(*(shards.pause() for shards in self._shards.values()))
 
     async def resume(self) -> None:
         """Hand batches to the shards again, split for the shard count of now."""
-        self._shards.resume()
+        for shards in self._shards.values():
+            shards.resume()
 
     def pid(self) -> int:
         """The actor's process id (chaos tests SIGKILL it)."""
@@ -112,9 +127,10 @@ class ConsumerActor:
 
     def stats(self) -> ConsumerReport:
         return ConsumerReport(
-            stats=dataclasses.replace(self._consumer.stats, extra=dict(self._consumer.stats.extra)),
+            stats=self._consumer.stats,
             name=self._consumer.name,
             restarted=self._restarted,
             in_flight=self._consumer.in_flight,
             rss_bytes=psutil.Process().memory_info().rss,
+            streams=self._consumer.stream_stats(),
         )

@@ -113,8 +113,15 @@ def retire_consumers(
 
 
 def hand_over(client: redis.Redis, config: PlatformSourceConfig, name: str, heir: str) -> int:
-    """Move ``name``'s pending entries to ``heir``, then delete ``name`` from the group."""
-    stream, group = config.stream_key, config.consumer_group
+    """On every stream of the source, move ``name``'s pending entries to ``heir``, then delete
+    ``name`` from the group. Returns how many entries moved, on all streams."""
+    return sum(_hand_over(client, config, stream, name, heir) for stream in config.stream_keys)
+
+
+def _hand_over(
+    client: redis.Redis, config: PlatformSourceConfig, stream: str, name: str, heir: str
+) -> int:
+    group = config.consumer_group
     moved = 0
     while True:
         page: Any = client.xpending_range(
@@ -132,5 +139,11 @@ def hand_over(client: redis.Redis, config: PlatformSourceConfig, name: str, heir
         moved += len(ids)
     client.xgroup_delconsumer(stream, group, name)
     if moved:
-        logger.info("consumer %s removed; %d pending entries handed to %s", name, moved, heir)
+        logger.info(
+            "consumer %s removed from %s; %d pending entries handed to %s",
+            name,
+            stream,
+            moved,
+            heir,
+        )
     return moved

@@ -5,7 +5,7 @@ variables are read only at the entry points (``cli``), never here.
 
 The platform source's options mirror Drasi's ``PlatformSourceConfig`` (seeds/000) and add what
 scaling out with Ray needs: ``consumers``, ``claim_idle_ms``, ``reclaim_interval_ms``,
-``start_id``.
+``start_id``, and several streams per source (``stream_keys``, one per partition).
 """
 
 from __future__ import annotations
@@ -55,13 +55,24 @@ class _Model(BaseModel):
 
 
 class PlatformSourceConfig(_Model):
-    """Settings of a platform source: a Redis stream read by a consumer group."""
+    """Settings of a platform source: Redis streams read by a consumer group.
+
+    A source reads one stream (``stream_key``, as Drasi) or several (``stream_keys``: one per
+    partition, all on the server of ``redis_url``), so one stream is not the ceiling of a
+    source. Both spellings are accepted on input and give ``stream_keys``; each consumer of the
+    source is a named consumer of the group on every stream (docs/architecture.md).
+    """
 
     redis_url: str = Field(
         description="redis://[user:password@]host:port[/db], rediss:// (TLS) or unix:// URL of "
-        "the server holding the stream"
+        "the server holding the source's streams"
     )
-    stream_key: str = Field(min_length=1, description="stream to consume")
+    stream_keys: tuple[str, ...] = Field(
+        min_length=1,
+        description="the streams to consume, one per partition, all on the server of "
+        "redis_url; 'stream_key: <name>' is the one-stream form. A producer sends every change "
+        "of one element to the same stream (drasi_ray.model.partitions)",
+    )
     consumer_group: str = Field(
         "drasi-core", min_length=1, description="the consumer group the consumers share"
     )
@@ -87,7 +98,9 @@ class PlatformSourceConfig(_Model):
         "'$' skips to new entries, or an entry id",
     )
     dead_letter_stream: str | None = Field(
-        None, description="stream for malformed entries; default '<stream_key>:dlq'"
+        None,
+        description="stream for malformed entries of every stream of the source; default "
+        "'<first stream key>:dlq'",
     )
     dead_letter_maxlen: int | None = Field(
         100_000, ge=1, description="approximate MAXLEN of the dead-letter stream; None: unbounded"
@@ -132,6 +145,37 @@ class PlatformSourceConfig(_Model):
         limit = self.max_batch_size or self.max_in_flight // 2
         return max(self.batch_size, limit)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _one_or_several_streams(cls, raw: Any) -> Any:
+        """``stream_key: s`` is ``stream_keys: [s]``; naming both is an error."""
+        if not isinstance(raw, dict) or "stream_key" not in raw:
+            return raw
+        if "stream_keys" in raw:
+            raise ValueError("give stream_key (one stream) or stream_keys (several), not both")
+        one = dict(raw)
+        stream = one.pop("stream_key")
+        one["stream_keys"] = (stream,) if isinstance(stream, str) else stream
+        return one
+
+    @field_validator("stream_keys")
+    @classmethod
+    def _check_streams(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        if any(not stream for stream in value):
+            raise ValueError("a stream key must not be empty")
+        repeated = sorted({stream for stream in value if value.count(stream) > 1})
+        if repeated:
+            raise ValueError(f"stream keys must be distinct; repeated: {', '.join(repeated)}")
+        return value
+
+    @model_validator(mode="after")
+    def _check_dead_letter_stream(self) -> PlatformSourceConfig:
+        if self.dead_letter_key in self.stream_keys:
+            raise ValueError(
+                f"dead_letter_stream {self.dead_letter_key!r} is one of the source's streams"
+            )
+        return self
+
     @field_validator("redis_url")
     @classmethod
     def _check_url(cls, value: str) -> str:
@@ -153,7 +197,13 @@ class PlatformSourceConfig(_Model):
 
     @property
     def dead_letter_key(self) -> str:
-        return self.dead_letter_stream or keys.dead_letter_stream(self.stream_key)
+        """The one dead-letter stream of the source (every dead letter names its stream)."""
+        return self.dead_letter_stream or keys.dead_letter_stream(self.stream_keys[0])
+
+    @property
+    def streams_label(self) -> str:
+        """The source's streams for messages: ``a`` or ``a, b, c``."""
+        return ", ".join(self.stream_keys)
 
     def consumer_names(self, source_id: str) -> list[str]:
         """Stable Redis consumer names, the same after any restart."""

@@ -6,13 +6,16 @@ nothing else formats key strings. The schema:
 ================================  ===============================================================
 key                               what it holds
 ================================  ===============================================================
-``<stream_key>``                  a source's change feed (a stream). Named by the user, used as
-                                  given, never prefixed: producers already write to it.
-``<stream_key>:dlq``              that source's dead-letter stream: entries that could not be
-                                  decoded, or were delivered too often (see
-                                  :class:`drasi_ray.streams.records.DeadLetter`).
-``<stream_key>:dlq:ids``          a hash: the original entry ids already dead-lettered, so a
-                                  redelivered bad entry is not dead-lettered twice.
+``<stream_key>``                  a source's change feed (a stream; a source may have several,
+                                  one per partition: ``stream_keys``). Named by the user, used
+                                  as given, never prefixed: producers already write to it.
+``<stream_key>:dlq``              the source's one dead-letter stream (``<stream_key>`` its
+                                  first stream): entries of any of its streams that could not
+                                  be decoded, or were delivered too often, each naming its
+                                  stream (:class:`drasi_ray.streams.records.DeadLetter`).
+``<stream_key>:dlq:ids``          a hash: the original entries already dead-lettered (field
+                                  :func:`dead_letter_index_field`), so a redelivered bad entry
+                                  is not dead-lettered twice.
 ``<query_id>-results``            a query's result stream, the Drasi platform reaction convention
                                   (so existing Drasi reactions can read it unchanged).
 ``drasi:<app>:store:<source_id>``  a hash: the versioned element store of one source.
@@ -87,6 +90,15 @@ def dead_letter_stream(stream_key: str) -> str:
 def dead_letter_index(dead_letter_key: str) -> str:
     """The hash of original entry ids already dead-lettered: ``<dead_letter_stream>:ids``."""
     return _require("dead_letter_key", dead_letter_key) + ":ids"
+
+
+def dead_letter_index_field(stream_key: str, entry_id: str) -> str:
+    """An entry's field in the dead-letter index: ``<stream_key>/<entry_id>``.
+
+    Entry ids are unique per stream only (two streams of a source may both hold ``1-0``), so
+    the field names the stream too; an entry id never contains ``/``.
+    """
+    return f"{_require('stream_key', stream_key)}/{_require('entry_id', entry_id)}"
 
 
 def result_stream(query_id: str) -> str:

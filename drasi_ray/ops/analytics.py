@@ -103,7 +103,8 @@ def _running(config: AppConfig) -> Iterator[DrasiRay]:
         app.stop()
         for spec in config.sources:
             with redis.Redis.from_url(spec.properties.redis_url) as client:
-                client.xgroup_destroy(spec.properties.stream_key, spec.properties.consumer_group)
+                for stream in spec.properties.stream_keys:
+                    client.xgroup_destroy(stream, spec.properties.consumer_group)
 
 
 def _run_job(analytics: Analytics, args: argparse.Namespace) -> None:

@@ -1,7 +1,8 @@
 """``drasi-ray dlq list|replay|purge``: inspect and act on a source's dead-letter stream.
 
 ``replay`` re-appends each dead letter's original fields (``orig:<name>``, copied byte for
-byte, see :class:`~drasi_ray.streams.records.DeadLetter`) to the source stream as a new entry,
+byte, see :class:`~drasi_ray.streams.records.DeadLetter`) to the stream it came from (one of
+the source's streams: a partitioned source has one dead-letter stream for all) as a new entry,
 then deletes the dead letter: one ``MULTI``/``EXEC`` per batch, so a dead letter is never both
 replayed and kept, nor deleted without being replayed.
 """
@@ -14,6 +15,7 @@ from typing import Any
 import redis
 
 from drasi_ray.model.config import PlatformSourceConfig
+from drasi_ray.model.errors import ConfigError
 from drasi_ray.ops import common
 from drasi_ray.streams.records import DeadLetter
 
@@ -21,10 +23,11 @@ PAGE = 500
 
 HELP = """\
 Dead letters are entries the consumers gave up on (malformed, too large, or delivered more
-than max_deliveries times), kept with the reason in <stream_key>:dlq.
+than max_deliveries times), kept with the reason and the stream they came from in the
+source's dead-letter stream (<first stream key>:dlq unless dead_letter_stream is set).
 
-  list    show them: dead-letter id, original entry id, deliveries, reason
-  replay  re-append their original fields to the source stream (after you fixed the cause:
+  list    show them: dead-letter id, original stream and entry id, deliveries, reason
+  replay  re-append their original fields to their stream (after you fixed the cause:
           a consumer reads them again like new entries) and delete them from the DLQ
   purge   delete them
 
@@ -64,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
                 print(line)
         elif args.action == "replay":
             replayed = replay(client, props, args.ids)
-            print(f"replayed {len(replayed)} dead letter(s) to {props.stream_key}")
+            print(f"replayed {len(replayed)} dead letter(s) to {props.streams_label}")
         else:
             purged = purge(client, props, args.ids)
             print(f"purged {purged} dead letter(s) from {props.dead_letter_key}")
@@ -97,7 +100,8 @@ def list_lines(
     lines = [f"{len(letters)} dead letter(s) in {props.dead_letter_key}"]
     for dlq_id, letter in letters[:limit]:
         lines.append(
-            f"{dlq_id}  entry {letter.entry_id}  deliveries {letter.delivery_count}  "
+            f"{dlq_id}  entry {letter.source_stream} {letter.entry_id}  "
+            f"deliveries {letter.delivery_count}  "
             f"consumer {letter.consumer}  reason: {letter.reason}"
         )
     return lines
@@ -108,10 +112,17 @@ def replay(
 ) -> list[str]:
     """Re-append the original fields to the source stream, delete the dead letters.
 
-    Dead letters without original fields (the entry's data was already deleted) are only
-    deleted. Returns the new entry ids in the source stream.
+    Each goes back to the stream it came from. Dead letters without original fields (the
+    entry's data was already deleted) are only deleted. Returns the new entry ids. ConfigError,
+    before anything is written, if a dead letter came from a stream the source no longer reads.
     """
     letters = dead_letters(client, props, ids)
+    strays = sorted({letter.source_stream for _, letter in letters} - set(props.stream_keys))
+    if strays:
+        raise ConfigError(
+            f"dead letters came from stream(s) {', '.join(strays)}, not among the source's "
+            f"({props.streams_label}); replay them with --id after fixing stream_keys"
+        )
     new_ids: list[str] = []
     for start in range(0, len(letters), PAGE):
         chunk = letters[start : start + PAGE]
@@ -119,7 +130,7 @@ def replay(
         for dlq_id, letter in chunk:
             if letter.fields is not None:
                 fields: Any = dict(letter.fields)
-                pipe.xadd(props.stream_key, fields)
+                pipe.xadd(letter.source_stream, fields)
             pipe.xdel(props.dead_letter_key, dlq_id)
         replies = pipe.execute()
         new_ids += [common.text(r) for r in replies if isinstance(r, (bytes, str))]

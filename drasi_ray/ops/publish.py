@@ -1,9 +1,15 @@
-"""``drasi-ray publish``: append change events from a JSON-lines file (or stdin) to a stream.
+"""``drasi-ray publish``: append change events from a JSON-lines file (or stdin) to a stream,
+or partitioned over several streams (a partitioned source's ``stream_keys``).
 
 Each non-blank line is either one platform change event (``{"op": ..., "payload": ...}``),
 wrapped into a CloudEvent here, or a whole CloudEvent (``{"data": [event, ...], ...}``) sent
 as is. Entries go out in pipelined batches (one round trip per ``--batch`` entries) into the
 field ``data``; a progress bar is drawn on stderr when it is a terminal.
+
+Over several streams each change event goes to :func:`~drasi_ray.model.partitions.stream_for`
+its element id, so every change of an element is on one stream, in the file's order; events are
+packed into one entry only with events of the same stream. A whole CloudEvent goes to the stream
+of its first event's element (its producer keeps its elements together).
 """
 
 from __future__ import annotations
@@ -11,13 +17,14 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
 import orjson
 
 from drasi_ray.model.errors import ConfigError
+from drasi_ray.model.partitions import event_element_id, stream_for
 from drasi_ray.ops import common
 from drasi_ray.source.decode import encode_cloud_event
 from drasi_ray.streams.publisher import Publisher
@@ -32,10 +39,14 @@ platform change event, wrapped into a CloudEvent for you:
 
 or a complete CloudEvent ({"id": ..., "data": [event, ...], ...}), sent unchanged.
 
+STREAM may name several streams, comma-separated (a source's stream_keys, in its order): each
+element's changes then all go to one of them (crc32 of the element id modulo their number).
+
 examples:
   drasi-ray publish sensor-changes events.jsonl --redis-url redis://localhost:6379
   cat events.jsonl | drasi-ray publish sensor-changes - --batch 5000
   drasi-ray publish sensor-changes events.jsonl --events-per-entry 10 --maxlen 1000000
+  drasi-ray publish sensors-0,sensors-1,sensors-2 events.jsonl
 """
 
 
@@ -46,7 +57,9 @@ def add_parser(commands: Any) -> None:
         "XADD JSON-lines change events (or CloudEvents) to a stream, pipelined",
         HELP,
     )
-    parser.add_argument("stream", metavar="STREAM", help="the stream key to append to")
+    parser.add_argument(
+        "stream", metavar="STREAM", help="the stream key to append to; several: comma-separated"
+    )
     parser.add_argument("file", metavar="FILE", nargs="?", default="-", help="'-' for stdin")
     parser.add_argument("--redis-url", default="redis://localhost:6379", metavar="URL")
     parser.add_argument("--batch", type=int, default=1000, help="entries per pipeline (1000)")
@@ -73,10 +86,13 @@ def run(args: argparse.Namespace) -> int:
     total = None if args.file == "-" else _count_lines(Path(args.file))
     show = args.progress == "always" or (args.progress == "auto" and sys.stderr.isatty())
     progress = Progress(total, sys.stderr if show else None)
+    streams = args.stream.split(",")
+    if not all(streams):
+        raise ConfigError(f"STREAM {args.stream!r}: a stream key must not be empty")
     try:
         with Publisher.from_url(args.redis_url) as publisher:
             ids = publish_lines(
-                publisher, args.stream, source, args.batch, args.events_per_entry,
+                publisher, streams, source, args.batch, args.events_per_entry,
                 args.maxlen, progress,
             )  # fmt: skip
     finally:
@@ -84,61 +100,96 @@ def run(args: argparse.Namespace) -> int:
             source.close()
     progress.finish()
     span = f" ({ids[0]} .. {ids[-1]})" if ids else ""
-    print(f"published {len(ids)} entries to {args.stream}{span}", file=sys.stderr)
+    print(f"published {len(ids)} entries to {', '.join(streams)}{span}", file=sys.stderr)
     return 0
 
 
 def publish_lines(
     publisher: Publisher,
-    stream: str,
+    stream: str | Sequence[str],
     lines: Iterable[bytes],
     batch: int = 1000,
     events_per_entry: int = 1,
     maxlen: int | None = None,
     progress: Progress | None = None,
 ) -> list[str]:
-    """Publish every line (see the module doc); returns the new entry ids in order.
+    """Publish every line (see the module doc) to ``stream``, or partitioned over several
+    streams; returns the new entry ids in the order they were written (per stream, in order).
 
     A line that is not valid JSON, or neither a change event nor a CloudEvent, raises
     ConfigError naming its line number; the batches before it are already published.
     """
+    streams = [stream] if isinstance(stream, str) else list(stream)
+    if not streams:
+        raise ConfigError("publish needs at least one stream")
     ids: list[str] = []
-    pending: list[bytes] = []
+    pending: dict[str, list[bytes]] = {name: [] for name in streams}
+    waiting = 0
     lines_done = 0
-    for payload, lines_done in _payloads(lines, events_per_entry):
-        pending.append(payload)
-        if len(pending) >= batch:
-            ids += publisher.publish(stream, pending, maxlen=maxlen, chunk=batch)
-            pending.clear()
+    for target, payload, lines_done in _payloads(lines, events_per_entry, streams):
+        pending[target].append(payload)
+        waiting += 1
+        if waiting >= batch:
+            ids += _flush(publisher, pending, maxlen, batch)
+            waiting = 0
             if progress is not None:
                 progress.update(lines_done)
-    if pending:
-        ids += publisher.publish(stream, pending, maxlen=maxlen, chunk=batch)
+    ids += _flush(publisher, pending, maxlen, batch)
     if progress is not None:
         progress.update(lines_done)
     return ids
 
 
-def _payloads(lines: Iterable[bytes], per_entry: int) -> Iterator[tuple[bytes, int]]:
-    """(entry payload, input lines consumed so far), packing change events ``per_entry``."""
-    events: list[dict[str, Any]] = []
+def _flush(
+    publisher: Publisher, pending: dict[str, list[bytes]], maxlen: int | None, chunk: int
+) -> list[str]:
+    """Publish every stream's waiting payloads; empty the lists."""
+    ids: list[str] = []
+    for stream, payloads in pending.items():
+        if payloads:
+            ids += publisher.publish(stream, payloads, maxlen=maxlen, chunk=chunk)
+            payloads.clear()
+    return ids
+
+
+def _payloads(
+    lines: Iterable[bytes], per_entry: int, streams: Sequence[str]
+) -> Iterator[tuple[str, bytes, int]]:
+    """(stream, entry payload, input lines consumed so far), packing the change events of one
+    stream ``per_entry`` (each element's events stay in the file's order on its stream)."""
+    events: dict[str, list[dict[str, Any]]] = {name: [] for name in streams}
     number = 0
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         document = _parse(line, number)
         if "op" in document:
-            events.append(document)
-            if len(events) >= per_entry:
-                yield encode_cloud_event(events), number
-                events = []
+            target = _stream_of(document, streams)
+            held = events[target]
+            held.append(document)
+            if len(held) >= per_entry:
+                yield target, encode_cloud_event(held), number
+                events[target] = []
             continue
-        if events:
-            yield encode_cloud_event(events), number - 1
-            events = []
-        yield orjson.dumps(document), number
-    if events:
-        yield encode_cloud_event(events), number
+        # A whole CloudEvent: what came before it on its stream goes out first, in order.
+        first = document["data"][0] if document["data"] else {}
+        target = _stream_of(first if isinstance(first, dict) else {}, streams)
+        if events[target]:
+            yield target, encode_cloud_event(events[target]), number - 1
+            events[target] = []
+        yield target, orjson.dumps(document), number
+    for target, held in events.items():
+        if held:
+            yield target, encode_cloud_event(held), number
+
+
+def _stream_of(event: dict[str, Any], streams: Sequence[str]) -> str:
+    """The stream of ``event``'s element; an event naming no element goes to the first (the
+    consumers dead-letter it there)."""
+    if len(streams) == 1:
+        return streams[0]
+    element_id = event_element_id(event)
+    return streams[0] if element_id is None else stream_for(element_id, streams)
 
 
 def _parse(line: bytes, number: int) -> dict[str, Any]:

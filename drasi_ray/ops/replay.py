@@ -1,4 +1,5 @@
-"""``drasi-ray replay``: move a source's consumer group back (``XGROUP SETID``).
+"""``drasi-ray replay``: move a source's consumer group back (``XGROUP SETID``), on every
+stream of the source or on one (``--stream``).
 
 Destructive for the group's position: every entry after ``--from`` is delivered again, to
 running consumers at once. Re-delivered changes that the element store already holds are
@@ -13,6 +14,7 @@ import argparse
 from typing import Any
 
 from drasi_ray.model.config import PlatformSourceConfig
+from drasi_ray.model.errors import ConfigError
 from drasi_ray.ops import common
 from drasi_ray.streams import admin
 
@@ -20,7 +22,8 @@ HELP = """\
 Sets the consumer group's last-delivered id to ID, so every entry after it is delivered again.
 This REWRITES THE GROUP'S POSITION for every consumer of the group (it is what Drasi's
 "delete and recreate the group at 0" does, without deleting anything). Use 0 to replay the
-whole stream, $ to skip to the end.
+whole stream, $ to skip to the end. A source of several streams is moved on every stream (an
+entry id is a time, so ID means the same moment on each), or on one with --stream.
 
 examples:
   drasi-ray replay sensors --from 0 app.yaml
@@ -37,24 +40,34 @@ def add_parser(commands: Any) -> None:
     )
     parser.add_argument("source", metavar="SOURCE", help="source id in APP_YAML")
     parser.add_argument("--from", dest="start", required=True, metavar="ID", help="0, $ or an id")
+    parser.add_argument(
+        "--stream", metavar="STREAM", help="only this stream of the source (default: all)"
+    )
     common.add_app_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
     config = common.load_app(args.config, args.redis_url)
     props = common.source_spec(config, args.source).properties
-    previous = set_position(props, args.start)
-    print(
-        f"group {props.consumer_group} of {props.stream_key}: last-delivered id "
-        f"{previous} -> {args.start}"
-    )
+    streams = props.stream_keys if args.stream is None else (args.stream,)
+    if args.stream is not None and args.stream not in props.stream_keys:
+        raise ConfigError(
+            f"source {args.source!r} reads {props.streams_label}, not {args.stream!r}"
+        )
+    for stream in streams:
+        previous = set_position(props, args.start, stream)
+        print(
+            f"group {props.consumer_group} of {stream}: last-delivered id "
+            f"{previous} -> {args.start}"
+        )
     return 0
 
 
-def set_position(props: PlatformSourceConfig, start: str) -> str:
-    """``XGROUP SETID`` (creating the group there if missing); returns the previous position."""
+def set_position(props: PlatformSourceConfig, start: str, stream: str) -> str:
+    """``XGROUP SETID`` on ``stream`` (creating the group there if missing); returns the
+    previous position."""
     with common.client(props.redis_url) as client:
-        stream, group = props.stream_key, props.consumer_group
+        group = props.consumer_group
         current = admin.group_progress(client, stream, group, consumers=False)
         if current is None:  # no group (or no stream yet: MKSTREAM creates it)
             client.xgroup_create(stream, group, id=start, mkstream=True)

@@ -118,7 +118,8 @@ class StatusLine:
         parts = []
         for spec in self._config.sources:
             s = source_status(spec)
-            parts.append(f"{spec.id} lag {s.lag} pending {s.pending} consumers {len(s.consumers)}")
+            consumers = max(len(stream.consumers) for stream in s.streams)
+            parts.append(f"{spec.id} lag {s.lag} pending {s.pending} consumers {consumers}")
         for query_id, info in app.status().get("queries", {}).items():
             reactions = info.get("reactions", [])
             bad = [r["kind"] for r in reactions if r.get("state") != "running" or r["dropped"]]

@@ -30,8 +30,9 @@ PAGE = 1000
 HELP = """\
 Shows, from Redis alone (the app need not run):
 
-  per source: stream length, consumer-group lag and pending entries, each consumer's
-              pending count and idle time, dead-letter count
+  per source: per stream (a row each) its length, consumer-group lag and pending entries,
+              each consumer's pending count and idle time; the dead-letter count
+              (JSON: the sums per source, and "streams" with each stream's figures)
   per query:  last result sequence and current row count (replayed from <queryId>-results)
 
 examples:
@@ -61,17 +62,14 @@ class ConsumerStatus:
 
 
 @dataclass(frozen=True, slots=True)
-class SourceStatus:
-    """A source's stream, group and dead letters. Without a group, everything in the stream
-    is lag and ``last_delivered_id`` is None."""
+class StreamStatus:
+    """One stream of a source and the source's group on it. Without a group, everything in
+    the stream is lag and ``last_delivered_id`` is None."""
 
     stream: str
     length: int
     last_id: str
-    group: str
     group_exists: bool
-    dead_letters: int
-    dead_letter_stream: str
     last_delivered_id: str | None
     lag: int
     lag_capped: bool
@@ -85,6 +83,52 @@ class SourceStatus:
         if self.last_delivered_id is None:
             del report["last_delivered_id"]
         return report
+
+
+@dataclass(frozen=True, slots=True)
+class SourceStatus:
+    """A source's streams, group and dead letters: per stream its :class:`StreamStatus`, and
+    the sums over them (``length``, ``lag``, ``pending``; ``lag_capped`` if any stream's
+    count was capped, ``group_exists`` if the group is on every stream)."""
+
+    group: str
+    dead_letters: int
+    dead_letter_stream: str
+    streams: tuple[StreamStatus, ...]
+
+    @property
+    def length(self) -> int:
+        return sum(stream.length for stream in self.streams)
+
+    @property
+    def lag(self) -> int:
+        return sum(stream.lag for stream in self.streams)
+
+    @property
+    def lag_capped(self) -> bool:
+        return any(stream.lag_capped for stream in self.streams)
+
+    @property
+    def pending(self) -> int:
+        return sum(stream.pending for stream in self.streams)
+
+    @property
+    def group_exists(self) -> bool:
+        return all(stream.group_exists for stream in self.streams)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The ``--json`` form: the sums, then ``streams``, one object per stream."""
+        return {
+            "group": self.group,
+            "group_exists": self.group_exists,
+            "length": self.length,
+            "lag": self.lag,
+            "lag_capped": self.lag_capped,
+            "pending": self.pending,
+            "dead_letters": self.dead_letters,
+            "dead_letter_stream": self.dead_letter_stream,
+            "streams": [stream.as_dict() for stream in self.streams],
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,27 +190,36 @@ def app_status(config: AppConfig) -> AppStatus:
 def source_status(spec: SourceSpec) -> SourceStatus:
     props = spec.properties
     with common.client(props.redis_url) as client:
-        length = int(client.xlen(props.stream_key))
-        progress = admin.group_progress(client, props.stream_key, props.consumer_group)
-        lag, capped = (length, False)
-        if progress is not None:
-            lag, capped = admin.lag(client, props.stream_key, progress, LAG_COUNT_CAP)
         return SourceStatus(
-            stream=props.stream_key,
-            length=length,
-            last_id=admin.last_generated_id(client, props.stream_key),
             group=props.consumer_group,
-            group_exists=progress is not None,
             dead_letters=int(client.xlen(props.dead_letter_key)),
             dead_letter_stream=props.dead_letter_key,
-            last_delivered_id=None if progress is None else progress.last_delivered_id,
-            lag=lag,
-            lag_capped=capped,
-            pending=0 if progress is None else progress.pending,
-            consumers=()
-            if progress is None
-            else tuple(ConsumerStatus(c.name, c.pending, c.idle_ms) for c in progress.consumers),
+            streams=tuple(
+                stream_status(client, stream, props.consumer_group) for stream in props.stream_keys
+            ),
         )
+
+
+def stream_status(client: redis.Redis, stream: str, group: str) -> StreamStatus:
+    """One stream's length, lag, pending entries and consumers in ``group``."""
+    length = int(client.xlen(stream))
+    progress = admin.group_progress(client, stream, group)
+    lag, capped = (length, False)
+    if progress is not None:
+        lag, capped = admin.lag(client, stream, progress, LAG_COUNT_CAP)
+    return StreamStatus(
+        stream=stream,
+        length=length,
+        last_id=admin.last_generated_id(client, stream),
+        group_exists=progress is not None,
+        last_delivered_id=None if progress is None else progress.last_delivered_id,
+        lag=lag,
+        lag_capped=capped,
+        pending=0 if progress is None else progress.pending,
+        consumers=()
+        if progress is None
+        else tuple(ConsumerStatus(c.name, c.pending, c.idle_ms) for c in progress.consumers),
+    )
 
 
 def query_status(config: AppConfig, query: QueryConfig) -> QueryStatus:
@@ -233,12 +286,14 @@ def render(report: AppStatus) -> str:
     lines = [f"app {report.app}", ""]
     header = ("SOURCE", "STREAM", "LENGTH", "LAG", "PENDING", "DLQ", "CONSUMERS (pending/idle)")
     table: list[tuple[Any, ...]] = [header]
-    for source_id, s in report.sources.items():
-        lag = f"{s.lag}{'+' if s.lag_capped else ''}"
-        group = ", ".join(f"{c.name} {c.pending}/{c.idle_ms}ms" for c in s.consumers)
-        if not s.group_exists:
-            group = f"(no group {s.group!r})"
-        table.append((source_id, s.stream, s.length, lag, s.pending, s.dead_letters, group))
+    for source_id, source in report.sources.items():
+        for s in source.streams:  # a row per stream; the dead letters are the source's
+            lag = f"{s.lag}{'+' if s.lag_capped else ''}"
+            group = ", ".join(f"{c.name} {c.pending}/{c.idle_ms}ms" for c in s.consumers)
+            if not s.group_exists:
+                group = f"(no group {source.group!r})"
+            dead = source.dead_letters if s is source.streams[0] else ""
+            table.append((source_id, s.stream, s.length, lag, s.pending, dead, group))
     lines += [*_columns(table), ""]
     table = [("QUERY", "LAST SEQUENCE", "STREAM SEQUENCE", "ROWS", "RESULT STREAM")]
     for query_id, q in report.queries.items():

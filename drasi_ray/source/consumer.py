@@ -1,4 +1,6 @@
-"""One named consumer of a consumer group: read, decode, dispatch, ack; reclaim on a timer.
+"""One named consumer of a consumer group on one stream: read, decode, dispatch, ack; reclaim
+on a timer. A source of several streams runs one per stream in each consumer actor
+(:mod:`drasi_ray.source.lanes`).
 
 Resume contract: on start (and after any failure) the consumer first re-reads its *own* pending
 entries from id ``0`` until none are left, then reads new ones with ``>``. A peer that died for
@@ -45,7 +47,7 @@ from typing import Any
 from drasi_ray.model.backoff import Backoff
 from drasi_ray.model.changes import DecodedEntry
 from drasi_ray.model.config import PlatformSourceConfig
-from drasi_ray.model.errors import DecodeError, GroupMissingError, StreamError
+from drasi_ray.model.errors import ConfigError, DecodeError, GroupMissingError, StreamError
 from drasi_ray.source.decode import decode_entry
 from drasi_ray.streams.backend import RedisStreamBackend
 from drasi_ray.streams.records import DeadLetter, Rejection, StreamEntry
@@ -92,15 +94,19 @@ class ConsumerReport:
     restarted: bool
     in_flight: int
     rss_bytes: int
+    streams: dict[str, ConsumerStats] = field(default_factory=dict)
+    """Per stream of the source, the counters of that stream alone (``stats`` adds them up)."""
 
     def as_dict(self) -> dict[str, Any]:
-        """The plain-data form: the counters, then the actor's fields, side by side."""
+        """The plain-data form: the counters, then the actor's fields, side by side, and
+        ``streams``: per stream its own counters."""
         report = dataclasses.asdict(self.stats)
         report.update(
             name=self.name,
             restarted=self.restarted,
             in_flight=self.in_flight,
             rss_bytes=self.rss_bytes,
+            streams={name: dataclasses.asdict(part) for name, part in self.streams.items()},
         )
         return report
 
@@ -139,6 +145,20 @@ class _InHand:
     task: asyncio.Task[None]
 
 
+def _own_stream(settings: PlatformSourceConfig, stream: str | None) -> str:
+    if stream is None:
+        if len(settings.stream_keys) > 1:
+            raise ConfigError(
+                f"the source reads {len(settings.stream_keys)} streams; name the consumer's one"
+            )
+        return settings.stream_keys[0]
+    if stream not in settings.stream_keys:
+        raise ConfigError(
+            f"stream {stream!r} is not one of the source's ({settings.streams_label})"
+        )
+    return stream
+
+
 class InFlight:
     """Bounds the entries a consumer holds unacked; readers reserve room before reading."""
 
@@ -174,10 +194,18 @@ class StreamConsumer:
         backend: RedisStreamBackend,
         dispatch: Dispatch,
         forget_tombstones: ForgetTombstones | None = None,
+        *,
+        stream: str | None = None,
     ) -> None:
         """``forget_tombstones(bound)`` (optional) is called every ``tombstone_sweep_ms`` with
         the stream position below which no change can come again (see
-        :meth:`RedisStreamBackend.tombstone_bound`); it returns how many it forgot."""
+        :meth:`RedisStreamBackend.tombstone_bound`); it returns how many it forgot. Only a
+        consumer of a one-stream source may sweep on its own: with several streams the bound is
+        the lowest of them all (:class:`~drasi_ray.source.lanes.ConsumerLanes` sweeps).
+
+        ``stream``: the stream of ``settings.stream_keys`` this consumer reads; None for a
+        source of one stream. ConfigError if it is not one of them.
+        """
         self.source_id = source_id
         self.settings = settings
         self.name = consumer_name
@@ -185,7 +213,9 @@ class StreamConsumer:
         self._backend = backend
         self._dispatch = dispatch
         self._forget_tombstones = forget_tombstones
-        self._stream = settings.stream_key
+        self._stream = _own_stream(settings, stream)
+        if forget_tombstones is not None and len(settings.stream_keys) > 1:
+            raise ConfigError("a consumer of one stream of several cannot sweep tombstones alone")
         self._group = settings.consumer_group
         self._ready = asyncio.Event()
         # Own pending entries are all accounted for (dispatching, or prefetched and renewed)
@@ -202,6 +232,16 @@ class StreamConsumer:
         self._idle.set()
         self._in_flight = InFlight(max(settings.max_in_flight, 1))
         self._read_size = settings.batch_size  # adapts to load: _adapt_read_size
+
+    @property
+    def stream(self) -> str:
+        """The stream this consumer reads."""
+        return self._stream
+
+    @property
+    def ready(self) -> bool:
+        """True once the group exists and own pending entries were drained (it stays true)."""
+        return self._ready.is_set()
 
     @property
     def in_flight(self) -> int:

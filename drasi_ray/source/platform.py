@@ -10,10 +10,15 @@ Configured like Drasi's platform source (seeds/000), with a builder or a config 
         .build()
     )
     source = PlatformSource("sensors", PlatformSourceConfig(redis_url=..., stream_key=...))
+
+A source may read several streams, one per partition (``with_stream_keys([...])``, YAML
+``stream_keys``); producers put each element's changes on one of them
+(:func:`drasi_ray.model.partitions.stream_for`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -74,7 +79,15 @@ class PlatformSourceBuilder:
         return self._set("redis_url", url)
 
     def with_stream_key(self, stream_key: str) -> PlatformSourceBuilder:
-        return self._set("stream_key", stream_key)
+        """Read one stream (replaces any streams set before)."""
+        return self.with_stream_keys([stream_key])
+
+    def with_stream_keys(self, stream_keys: Sequence[str]) -> PlatformSourceBuilder:
+        """Read these streams, one per partition, all on the server of the Redis URL
+        (replaces any set before). ``build()`` refuses an empty list or a repeated key."""
+        if isinstance(stream_keys, str):
+            raise ConfigError("with_stream_keys takes a list of stream keys, not one string")
+        return self._set("stream_keys", tuple(stream_keys))
 
     def with_consumer_group(self, group: str) -> PlatformSourceBuilder:
         return self._set("consumer_group", group)

@@ -14,7 +14,8 @@ The rules, once:
   generated id; else the entries after its last delivered id, counted with ``XRANGE`` up to a
   cap (Redis 6.2 has no ``lag``; :func:`known_lag` then :func:`lag`);
 - "drained up to X": the group delivered every entry up to X and none of them is pending
-  (:func:`drained`).
+  (:func:`stream_drained`); a source of several streams is drained when each of its streams is,
+  each up to its own last id (:func:`drained`).
 
 Synchronous clients must be plain redis-py clients speaking RESP2 (the defaults). Their
 ``XINFO`` replies come as dicts, the asyncio client's as flat lists: :func:`flat_info` reads
@@ -23,7 +24,7 @@ both.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import redis
@@ -153,30 +154,57 @@ def lag(client: redis.Redis, stream: str, progress: GroupProgress, cap: int) -> 
 
 
 def ensure_group(client: redis.Redis, config: PlatformSourceConfig) -> bool:
-    """Create the source's group (MKSTREAM) at ``start_id``; False if it already existed."""
-    try:
-        client.xgroup_create(
-            config.stream_key, config.consumer_group, id=config.start_id, mkstream=True
-        )
-    except redis.ResponseError as exc:
-        if "BUSYGROUP" in str(exc):
-            return False
-        raise
-    return True
+    """Create the source's group (MKSTREAM) at ``start_id`` on every stream of the source;
+    False if it already existed on all of them."""
+    created = False
+    for stream in config.stream_keys:
+        try:
+            client.xgroup_create(stream, config.consumer_group, id=config.start_id, mkstream=True)
+        except redis.ResponseError as exc:
+            if "BUSYGROUP" not in str(exc):
+                raise
+        else:
+            created = True
+    return created
 
 
-def drained(client: redis.Redis, config: PlatformSourceConfig, upto: str) -> bool:
-    """True once every entry of the source stream with id <= ``upto`` is delivered and acked."""
+def last_generated_ids(client: redis.Redis, config: PlatformSourceConfig) -> dict[str, str]:
+    """Per stream of the source, its last generated id (``0-0`` for a missing stream): the
+    positions a barrier waits for (:func:`drained`)."""
+    return {stream: last_generated_id(client, stream) for stream in config.stream_keys}
+
+
+def drained(client: redis.Redis, config: PlatformSourceConfig, upto: Mapping[str, str]) -> bool:
+    """True once, on every stream of ``upto`` (stream -> entry id), every entry with id <= its
+    id is delivered to the source's group and acked."""
+    return all(
+        stream_drained(client, stream, config.consumer_group, last_id)
+        for stream, last_id in upto.items()
+    )
+
+
+def undrained(
+    client: redis.Redis, config: PlatformSourceConfig, upto: Mapping[str, str]
+) -> list[str]:
+    """The streams of ``upto`` not yet drained up to their id (:func:`drained`), in order."""
+    return [
+        stream
+        for stream, last_id in upto.items()
+        if not stream_drained(client, stream, config.consumer_group, last_id)
+    ]
+
+
+def stream_drained(client: redis.Redis, stream: str, group: str, upto: str) -> bool:
+    """True once every entry of ``stream`` with id <= ``upto`` is delivered to ``group`` and
+    acked."""
     if parse_entry_id(upto) == (0, 0):
         return True
-    progress = group_progress(client, config.stream_key, config.consumer_group, consumers=False)
+    progress = group_progress(client, stream, group, consumers=False)
     if progress is None:
         return False
     if parse_entry_id(progress.last_delivered_id) < parse_entry_id(upto):
         return False
     if progress.pending == 0:
         return True
-    still_pending = client.xpending_range(
-        config.stream_key, config.consumer_group, min="-", max=upto, count=1
-    )
+    still_pending = client.xpending_range(stream, group, min="-", max=upto, count=1)
     return not still_pending

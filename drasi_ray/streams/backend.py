@@ -51,7 +51,7 @@ __all__ = [
     "StreamEntry",
 ]
 
-# KEYS: dead-letter stream, its id index. ARGV: original entry id, then XADD's arguments.
+# KEYS: dead-letter stream, its index. ARGV: the entry's index field, then XADD's arguments.
 _DEAD_LETTER_ONCE = """
 if redis.call('HSETNX', KEYS[2], ARGV[1], '1') == 0 then return false end
 return redis.call('XADD', KEYS[1], unpack(ARGV, 2))
@@ -491,8 +491,9 @@ class RedisStreamBackend:
         (``MAXLEN ~``). ``now_ms`` (the ``failed_at_ms`` stamp) defaults to this machine's
         clock. Does not ack the originals: the caller acks after this returns, so a crash in
         between re-delivers the entry. Dead-lettering is nevertheless idempotent: a script
-        records each original entry id in ``<dlq>:ids`` (a hash) and adds the dead letter only
-        the first time, so the dead-letter stream holds every bad entry exactly once.
+        records each original entry (its stream and id) in ``<dlq>:ids`` (a hash) and adds the
+        dead letter only the first time, so the dead-letter stream holds every bad entry exactly
+        once.
         """
         if not items:
             return []
@@ -502,8 +503,9 @@ class RedisStreamBackend:
         pipe = self._client.pipeline(transaction=False)
         for item in items:
             flat = [part for pair in item.to_fields(stamp).items() for part in pair]
+            once = keys.dead_letter_index_field(item.source_stream, item.entry_id)
             pipe.execute_command(
-                "EVAL", _DEAD_LETTER_ONCE, 2, dlq_stream, index, item.entry_id, *trim, "*", *flat
+                "EVAL", _DEAD_LETTER_ONCE, 2, dlq_stream, index, once, *trim, "*", *flat
             )
         try:
             ids = await pipe.execute()

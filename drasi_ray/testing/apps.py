@@ -9,7 +9,7 @@ that shape through the public API, so what is tested is what users build.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from drasi_ray.app import DrasiRay
@@ -32,7 +32,7 @@ BLOCK_MS = 100
 
 def one_source_app(
     redis_url: str,
-    stream: str,
+    stream: str | Sequence[str],
     queries: Mapping[str, str],
     *,
     source_id: str = "source",
@@ -47,14 +47,16 @@ def one_source_app(
     **source_options: Any,
 ) -> DrasiRay:
     """A new (not started) app ``<prefix>-<random>`` with one platform source ``source_id``
-    reading ``stream``, and one continuous query per item of ``queries`` (id -> Cypher) on it.
+    reading ``stream`` (or several streams, one per partition), and one continuous query per
+    item of ``queries`` (id -> Cypher) on it.
 
     ``source_options`` are :class:`~drasi_ray.model.config.PlatformSourceConfig` fields
     (``consumers=2``, ``batch_size=50``, ...); ``block_ms`` defaults to :data:`BLOCK_MS`.
     Raises :class:`~drasi_ray.model.errors.ConfigError` for an unknown or invalid option.
     """
     options = {"block_ms": BLOCK_MS, **source_options}
-    config = validated(PlatformSourceConfig, redis_url=redis_url, stream_key=stream, **options)
+    streams = (stream,) if isinstance(stream, str) else tuple(stream)
+    config = validated(PlatformSourceConfig, redis_url=redis_url, stream_keys=streams, **options)
     app = DrasiRay(
         f"{prefix}-{uuid.uuid4().hex[:8]}",
         ray_config=ray_config,

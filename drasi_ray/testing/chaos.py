@@ -8,11 +8,14 @@ entries) into 3 consumers feeding several queries, SIGKILLs an actor process eve
 kinds in turn: a store shard, the coordinator or another, then a query host, then a consumer;
 a random actor of the kind) and restarts the Redis server
 (AOF on) while the changes flow. ``--shards`` and ``--query-hosts`` set how many store shards
-and query hosts the app runs. Retention is on (``trim_acked``) and tombstones are forgotten as
+and query hosts the app runs; ``--streams P`` makes the source read P streams (one per
+partition: each change on its element's stream, :func:`drasi_ray.model.partitions.stream_for`;
+a malformed entry on the stream of its position), and the oracle replays each stream in entry
+order, one after the other. Retention is on (``trim_acked``) and tombstones are forgotten as
 soon as the sweep allows (``tombstone_ttl_ms=0``, every 500 ms), so trimming and forgetting
 race the kills too.
 A tap copies every entry through a consumer group of its own (the trim waits for it); at the
-end the copied stream is replayed in entry order through a fresh single-process store and
+end the copied streams are replayed in entry order through a fresh single-process store and
 engine (the oracle) and every query's results, and the element store, are compared with the
 app's. ``lost`` and ``mismatched rows`` must both be 0.
 """
@@ -39,6 +42,7 @@ from drasi_ray.model.backoff import Backoff
 from drasi_ray.model.changes import Op, node, parse_entry_id, relation
 from drasi_ray.model.config import RayConfig, ScalingConfig
 from drasi_ray.model.errors import DecodeError, DrasiRayError
+from drasi_ray.model.partitions import stream_for
 from drasi_ray.query.definition import Query
 from drasi_ray.query.engine import ContinuousQuery
 from drasi_ray.source.decode import change_event, decode_entry, encode_cloud_event
@@ -76,6 +80,14 @@ class ChaosSettings:
     idle_timeout_s: float = 600.0
     shards: int = 1
     query_hosts: int | None = None
+    streams: int = 1
+
+    @property
+    def stream_keys(self) -> list[str]:
+        """The source's streams: :data:`STREAM`, or ``STREAM-0 .. STREAM-<P-1>``."""
+        if self.streams == 1:
+            return [STREAM]
+        return [f"{STREAM}-{index}" for index in range(self.streams)]
 
 
 @dataclass(slots=True)
@@ -183,7 +195,7 @@ class Chaos:
     def run(self) -> ChaosReport:
         started = time.monotonic()
         with EmbeddedRedis(appendonly=True, appendfsync="always") as server:
-            tap = StreamTap(server.url).start()
+            tap = StreamTap(server.url, self.settings.stream_keys).start()
             app = self._app(server.url)
             app.start()
             try:
@@ -207,7 +219,7 @@ class Chaos:
         app.add_source(
             PlatformSource.builder(SOURCE)
             .with_redis_url(url)
-            .with_stream_key(STREAM)
+            .with_stream_keys(self.settings.stream_keys)
             .with_consumers(self.settings.consumers)
             .with_batch_size(200)
             .with_block_ms(200)
@@ -244,11 +256,33 @@ class Chaos:
         publisher.close()
 
     def _publish_chunk(self, publisher: Publisher, url: str, chunk: Sequence[bytes]) -> Publisher:
-        """Publish, retrying through Redis outages like a real producer would."""
+        """Publish each stream's part of ``chunk`` (in order), retrying through Redis outages
+        like a real producer would."""
+        parts: dict[str, list[bytes]] = {}
+        for payload in chunk:
+            parts.setdefault(self._stream_of(payload), []).append(payload)
+        for stream, part in parts.items():
+            publisher = self._publish_part(publisher, url, stream, part)
+        return publisher
+
+    def _stream_of(self, payload: bytes) -> str:
+        """The element's stream; a malformed entry's by its length (it names no element)."""
+        streams = self.settings.stream_keys
+        if len(streams) == 1:
+            return streams[0]
+        try:
+            entry = decode_entry("1-0", {b"data": payload})
+        except DecodeError:
+            return streams[len(payload) % len(streams)]
+        return stream_for(entry.changes[0].element.id, streams)
+
+    def _publish_part(
+        self, publisher: Publisher, url: str, stream: str, part: Sequence[bytes]
+    ) -> Publisher:
         backoff = Backoff(0.1, 2.0)
         for _attempt in range(100):
             try:
-                publisher.publish(STREAM, chunk)
+                publisher.publish(stream, part)
                 return publisher
             except DrasiRayError:
                 time.sleep(backoff.next_delay())
@@ -294,9 +328,12 @@ class Chaos:
 
     # -- verification -------------------------------------------------------------------
 
-    def _verify(self, app: DrasiRay, url: str, entries: dict[str, dict[bytes, bytes]]) -> None:
+    def _verify(
+        self, app: DrasiRay, url: str, entries: dict[str, dict[str, dict[bytes, bytes]]]
+    ) -> None:
         client = redis.Redis.from_url(url)
-        oracle = Oracle.replay(entries)
+        oracle = Oracle.replay_streams(entries)
+        streams = self.settings.stream_keys
         report = self.report
         report.published = oracle.entries
         report.malformed = oracle.malformed
@@ -306,10 +343,14 @@ class Chaos:
         counters = status["coordinator"]["durable"].get(SOURCE, {})
         report.applied = counters.get("applied", 0)
         report.duplicates_suppressed = counters.get("duplicates", 0)
-        dead: Any = client.xrange(f"{STREAM}:dlq")
+        dead: Any = client.xrange(f"{streams[0]}:dlq")
         report.dead_lettered = len(dead)
-        wrongly_dead = [f for _, f in dead if f[b"entry_id"].decode() not in oracle.malformed_ids]
-        pending = int(client.xpending(STREAM, "drasi-core")["pending"])
+        wrongly_dead = [
+            f
+            for _, f in dead
+            if (f[b"stream"].decode(), f[b"entry_id"].decode()) not in oracle.malformed_ids
+        ]
+        pending = sum(int(client.xpending(s, "drasi-core")["pending"]) for s in streams)
         store_diff = oracle.store_mismatches(app.elements(SOURCE))
         report.trimmed = sum(c["trimmed"] for c in status["sources"][SOURCE])
         report.tombstones_forgotten = status["coordinator"]["tombstones_forgotten"]
@@ -328,24 +369,33 @@ class Oracle:
         self.entries = 0
         self.malformed = 0
         self.applied = 0
-        self.malformed_ids: set[str] = set()
+        self.malformed_ids: set[tuple[str, str]] = set()
+        """(stream, entry id) of every malformed entry"""
         self.payload_hashes: list[int] = []
 
     @classmethod
-    def replay(cls, entries: dict[str, dict[bytes, bytes]]) -> Oracle:
-        """Apply ``entries`` (entry id -> fields) in stream order."""
+    def replay(cls, entries: dict[str, dict[bytes, bytes]], stream: str = STREAM) -> Oracle:
+        """Apply ``entries`` (entry id -> fields) of ``stream`` in stream order."""
+        return cls.replay_streams({stream: entries})
+
+    @classmethod
+    def replay_streams(cls, streams: dict[str, dict[str, dict[bytes, bytes]]]) -> Oracle:
+        """Apply each stream's entries (stream -> entry id -> fields) in its order, one stream
+        after the other: what a partitioned source must end at, each element's changes being
+        on one stream."""
         oracle = cls()
-        for entry_id in sorted(entries, key=parse_entry_id):
-            oracle.apply(entry_id, entries[entry_id])
+        for stream, entries in streams.items():
+            for entry_id in sorted(entries, key=parse_entry_id):
+                oracle.apply(entry_id, entries[entry_id], stream)
         return oracle
 
-    def apply(self, entry_id: str, fields: dict[bytes, bytes]) -> None:
+    def apply(self, entry_id: str, fields: dict[bytes, bytes], stream: str = STREAM) -> None:
         self.entries += 1
         try:
             entry = decode_entry(entry_id, fields)
         except DecodeError:
             self.malformed += 1
-            self.malformed_ids.add(entry_id)
+            self.malformed_ids.add((stream, entry_id))
             return
         self.payload_hashes.append(hash(fields.get(b"data")))
         for change in entry.changes:
@@ -373,7 +423,7 @@ class Oracle:
 
 
 class StreamTap:
-    """Copies every entry of the stream as it arrives, through a consumer group of its own.
+    """Copies every entry of the streams as it arrives, through a consumer group of its own.
 
     Retention trims only what every group acked, so the tap's group keeps each entry in the
     stream until it is copied: the oracle sees the whole stream however much the app trims.
@@ -381,21 +431,24 @@ class StreamTap:
     entries before new ones.
     """
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, streams: Sequence[str] = (STREAM,)) -> None:
         self._url = url
-        self.entries: dict[str, dict[bytes, bytes]] = {}
+        self._streams = list(streams)
+        self.entries: dict[str, dict[str, dict[bytes, bytes]]] = {s: {} for s in streams}
+        """stream -> entry id -> fields"""
         self._draining = threading.Event()
         self._stopped = threading.Event()
         self._thread = threading.Thread(target=self._run, name="chaos-tap", daemon=True)
 
     def start(self) -> StreamTap:
         client = redis.Redis.from_url(self._url)
-        client.xgroup_create(STREAM, TAP_GROUP, id="0", mkstream=True)
+        for stream in self._streams:
+            client.xgroup_create(stream, TAP_GROUP, id="0", mkstream=True)
         client.close()
         self._thread.start()
         return self
 
-    def finish(self, timeout_s: float = 120.0) -> dict[str, dict[bytes, bytes]]:
+    def finish(self, timeout_s: float = 120.0) -> dict[str, dict[str, dict[bytes, bytes]]]:
         """Copy what is left (everything is published by now) and return all entries."""
         self._draining.set()
         self._thread.join(timeout_s)
@@ -421,13 +474,19 @@ class StreamTap:
         try:
             start = "0"  # own pending first (after a reconnect), then new entries
             while not self._stopped.is_set():
-                reply: Any = client.xreadgroup(TAP_GROUP, "tap", {STREAM: start}, 1000, 200)
-                rows = reply[0][1] if reply else []
-                for entry_id, fields in rows:
-                    self.entries[entry_id.decode()] = fields
-                if rows:
-                    client.xack(STREAM, TAP_GROUP, *(entry_id for entry_id, _ in rows))
-                elif start == "0":
+                positions: Any = {stream: start for stream in self._streams}
+                reply: Any = client.xreadgroup(TAP_GROUP, "tap", positions, 1000, 200)
+                copied = 0
+                for raw_stream, rows in reply or ():
+                    stream = raw_stream.decode()
+                    for entry_id, fields in rows:
+                        self.entries[stream][entry_id.decode()] = fields
+                    if rows:
+                        client.xack(stream, TAP_GROUP, *(entry_id for entry_id, _ in rows))
+                        copied += len(rows)
+                if copied:
+                    continue
+                if start == "0":
                     start = ">"
                 elif self._draining.is_set():
                     return True
@@ -461,6 +520,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=defaults.seed)
     parser.add_argument("--shards", type=int, default=defaults.shards)
     parser.add_argument("--query-hosts", type=int, default=defaults.query_hosts)
+    parser.add_argument("--streams", type=int, default=defaults.streams)
     args = parser.parse_args(argv)
     settings = ChaosSettings(
         changes=args.changes,
@@ -471,6 +531,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         seed=args.seed,
         shards=args.shards,
         query_hosts=args.query_hosts,
+        streams=args.streams,
     )
     report = Chaos(settings).run()
     print("\n".join(report.lines()))

@@ -9,6 +9,7 @@ import orjson
 import pytest
 import redis
 
+from drasi_ray.model.partitions import stream_for
 from drasi_ray.ops import cli
 from drasi_ray.streams.records import DeadLetter
 
@@ -116,7 +117,9 @@ def test_status_computes_lag_pending_and_dead_letters_on_redis_62(
     source = report["sources"]["sensors"]
     assert (source["length"], source["lag"], source["pending"]) == (5, 3, 2)
     assert source["dead_letters"] == 1
-    assert [(c["name"], c["pending"]) for c in source["consumers"]] == [("sensors-0", 2)]
+    (stream,) = source["streams"]
+    assert (stream["stream"], stream["length"], stream["lag"]) == ("sensor-changes", 5, 3)
+    assert [(c["name"], c["pending"]) for c in stream["consumers"]] == [("sensors-0", 2)]
     assert report["queries"]["hot"]["rows"] == 0
     assert cli.main(["status", _app_file(tmp_path, redis_url)]) == 0
     table = capsys.readouterr().out
@@ -158,3 +161,52 @@ def test_replay_moves_the_group_position(
     assert f"{ids[-1]} -> {ids[0]}" in capsys.readouterr().out
     group = client.xinfo_groups("sensor-changes")[0]
     assert group["last-delivered-id"].decode() == ids[0]
+
+
+PARTITIONED = APP.replace(
+    "      stream_key: sensor-changes\n", "      stream_keys: [part-0, part-1, part-2]\n"
+)
+
+
+def test_a_partitioned_source_through_publish_status_dlq_and_replay(
+    redis_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    client = redis.Redis.from_url(redis_url)
+    streams = ["part-0", "part-1", "part-2"]
+    lines = tmp_path / "events.jsonl"
+    events = [
+        {"op": "u", "payload": {"after": {"id": f"s{n % 9}", "labels": ["Sensor"],
+         "properties": {"n": n}}, "source": {"db": "d", "table": "node", "ts_ns": n}}}
+        for n in range(45)
+    ]  # fmt: skip
+    lines.write_bytes(b"\n".join(orjson.dumps(event) for event in events))
+    publish = ["publish", ",".join(streams), str(lines), "--redis-url", redis_url]
+    assert cli.main(publish) == 0
+    placed: dict[str, list[int]] = {}
+    for stream in streams:
+        for _, fields in client.xrange(stream):
+            (event,) = orjson.loads(fields[b"data"])["data"]
+            element = event["payload"]["after"]
+            assert stream_for(element["id"], streams) == stream
+            placed.setdefault(element["id"], []).append(element["properties"]["n"])
+    assert placed == {f"s{k}": list(range(k, 45, 9)) for k in range(9)}  # in order, each
+    app = _app_file(tmp_path, redis_url, PARTITIONED)
+
+    assert cli.main(["replay", "sensors", "--from", "0", app]) == 0  # creates the groups
+    assert cli.main(["replay", "sensors", "--from", "$", "--stream", "part-1", app]) == 0
+    capsys.readouterr()
+    assert cli.main(["status", app, "--json"]) == 0
+    source = json.loads(capsys.readouterr().out)["sources"]["sensors"]
+    lengths = [client.xlen(stream) for stream in streams]
+    assert [s["stream"] for s in source["streams"]] == streams
+    assert [s["lag"] for s in source["streams"]] == [lengths[0], 0, lengths[2]]
+    assert source["lag"] == lengths[0] + lengths[2] and source["length"] == 45
+    assert cli.main(["replay", "sensors", "--from", "0", "--stream", "nope", app]) == 2
+
+    for number, stream in enumerate(["part-2", "part-1"]):
+        letter = DeadLetter("1-0", "bad", {b"data": b"x%d" % number}, stream, "sensors-0", 1)
+        client.xadd("part-0:dlq", letter.to_fields(1000))
+    assert cli.main(["dlq", "replay", "sensors", app]) == 0
+    assert client.xrange("part-2")[-1][1] == {b"data": b"x0"}
+    assert client.xrange("part-1")[-1][1] == {b"data": b"x1"}
+    assert client.xlen("part-0:dlq") == 0

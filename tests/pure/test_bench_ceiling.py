@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
 
-from bench.ceiling import Costs, Scaled, ceilings, streams_needed, verdict
+from bench.ceiling import Costs, Partitioned, Scaled, ceilings, streams_needed, verdict
 
 
 def test_a_share_falling_as_one_over_n_has_no_shared_term() -> None:
@@ -51,3 +52,17 @@ def test_several_streams_multiply_only_the_stream_ceiling() -> None:
     assert [c.rate for c in four if "stream" not in c.part] == [
         c.rate for c in one if "stream" not in c.part
     ]
+
+
+def test_a_measured_run_over_several_streams_on_one_server_is_its_own_line() -> None:
+    costs = dataclasses.replace(_costs(redis_stream=3.0), partitioned=Partitioned(3, 3.3))
+    streams = [c for c in ceilings(costs) if "stream" in c.part]
+    assert [(c.part, round(c.rate)) for c in streams] == [
+        ("Redis: the source's stream (1)", round(1e6 / 3.0)),
+        ("Redis: the source's streams (3 on one server, measured)", round(1e6 / 3.3)),
+    ]
+    rate, text = verdict(costs)
+    assert rate == pytest.approx(1e6 / 3.3)  # the measured streams bind first, not 1 stream
+    assert "share one thread" in text and "not built" in text
+    _rate, calm = verdict(dataclasses.replace(_costs(redis_stream=0.5), partitioned=None))
+    assert "bind only above 2,000,000/s" in calm

@@ -31,9 +31,10 @@ def test_progress_lag_and_drained_follow_the_group(redis_url: str) -> None:
     assert progress is not None and progress.pending == 2
     assert [(c.name, c.pending) for c in progress.consumers] == [("c-0", 2)]
     assert admin.lag(client, "s", progress, cap=10) == (1, False)
-    assert not admin.drained(client, config, ids[1])  # delivered, not acked
+    assert not admin.drained(client, config, {"s": ids[1]})  # delivered, not acked
     client.xack("s", GROUP, *ids[:2])
-    assert admin.drained(client, config, ids[1]) and not admin.drained(client, config, ids[2])
+    assert admin.drained(client, config, {"s": ids[1]})
+    assert not admin.drained(client, config, {"s": ids[2]})
     assert admin.last_generated_id(client, "s") == ids[-1]
 
 

@@ -35,3 +35,22 @@ def test_hand_over_of_a_consumer_with_nothing_pending_only_removes_it(redis_url:
     client.xreadgroup(config.consumer_group, "src-1", {"s": ">"})
     assert scaling.hand_over(client, config, "src-1", "src-0") == 0
     assert client.xinfo_consumers("s", config.consumer_group) == []
+
+
+def test_hand_over_covers_every_stream_of_a_partitioned_source(redis_url: str) -> None:
+    streams = ["p-0", "p-1", "p-2"]
+    config = PlatformSourceConfig(redis_url=redis_url, stream_keys=streams)
+    client = redis.Redis.from_url(redis_url)
+    for number, stream in enumerate(streams):
+        client.xgroup_create(stream, config.consumer_group, id="0", mkstream=True)
+        for i in range(number + 1):
+            client.xadd(stream, {"data": f"{i}"})
+        client.xreadgroup(config.consumer_group, "src-1", {stream: ">"})  # never acked
+
+    assert scaling.hand_over(client, config, "src-1", "src-0") == 1 + 2 + 3
+
+    for number, stream in enumerate(streams):
+        pending = client.xpending_range(stream, config.consumer_group, "-", "+", 10)
+        assert [p["consumer"] for p in pending] == [b"src-0"] * (number + 1)
+        names = [c["name"] for c in client.xinfo_consumers(stream, config.consumer_group)]
+        assert names == [b"src-0"]

@@ -411,6 +411,27 @@ def test_dead_letters_round_trip_any_bytes(redis_url: str, sync_client: redis.Re
     assert stored[0][1][b"orig:data"] == b"\xff\x00\xfe not utf-8"
 
 
+def test_an_entry_id_of_two_streams_is_dead_lettered_once_for_each(
+    redis_url: str, sync_client: redis.Redis
+) -> None:
+    """A partitioned source's streams share one dead-letter stream, and their entry ids meet
+    (both may hold ``1-0``): the once-only index tells them apart by stream."""
+    dlq = keys.dead_letter_stream(STREAM)
+    first = DeadLetter("1-0", "bad", {b"data": b"a"}, f"{STREAM}-a", "c-0", 1)
+    second = DeadLetter("1-0", "bad", {b"data": b"b"}, f"{STREAM}-b", "c-0", 1)
+
+    async def body(b: RedisStreamBackend) -> list[list[str]]:
+        return [await b.dead_letter(dlq, [first, second]), await b.dead_letter(dlq, [second])]
+
+    written, again = run(redis_url, body)
+    assert len(written) == 2 and again == []
+    stored = [DeadLetter.from_fields(fields) for _, fields in xrange(sync_client, dlq)]
+    assert [(d.source_stream, d.fields) for d in stored] == [
+        (f"{STREAM}-a", {b"data": b"a"}),
+        (f"{STREAM}-b", {b"data": b"b"}),
+    ]
+
+
 # -- publisher -----------------------------------------------------------------------
 
 
