@@ -84,8 +84,10 @@ __all__ = [
 _log = logging.getLogger("drasi_ray.decode")
 
 _ENTRY_FIELDS: Final = (b"data", b"event", b"payload", b"message")
-_MINUS_ZERO: Final = re.compile(rb"[:,\[]\s*-0\s*[,\]}]")
-"""An integer ``-0`` in a JSON text (a false match inside a string only costs a slower read)."""
+_MINUS_ZERO: Final = re.compile(rb"-0\s*[,\]}]")
+"""An integer ``-0`` in a JSON text. It starts with a literal, so the search is a fast scan
+(a check per entry on the hot path); a false match (inside a string, or ``1e-0``) only costs
+the slower read of :func:`_loads`, whose parser converts true integer ``-0`` tokens alone."""
 _TABLES: Final = {
     "node": ElementKind.NODE,
     "rel": ElementKind.RELATION,
@@ -242,7 +244,7 @@ def _typed_changes(
         raw = found[1]
     if type(raw) is not bytes or (not raw.isascii() and not _is_utf8(raw)):
         return None
-    if b"-0" in raw and _MINUS_ZERO.search(raw):  # msgspec reads it as 0: see _loads
+    if _MINUS_ZERO.search(raw):  # msgspec reads it as 0: see _loads
         return None
     try:
         events = _TYPED.decode(raw).data
@@ -323,7 +325,7 @@ def _loads(raw: bytes) -> Any:
     reads it (module docstring). orjson checks the text first, so both accept the same texts;
     only a text with such a number is read a second time, by the standard library."""
     document = orjson.loads(raw)
-    if b"-0" in raw and _MINUS_ZERO.search(raw):
+    if _MINUS_ZERO.search(raw):
         return json.loads(raw, parse_int=_int_or_minus_zero)
     return document
 
