@@ -21,6 +21,7 @@ from drasi_ray.source.consumer import StreamConsumer, backend_for
 from drasi_ray.source.decode import change_event, encode_cloud_event
 from drasi_ray.streams.backend import RedisStreamBackend
 from drasi_ray.streams.records import DeadLetter
+from drasi_ray.testing.waiting import wait_until_async
 
 STREAM = "changes"
 
@@ -57,13 +58,6 @@ def _settings(url: str, **overrides: Any) -> PlatformSourceConfig:
     return PlatformSourceConfig(**values)
 
 
-async def _until(predicate: Callable[[], bool], timeout: float = 10.0) -> None:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not predicate():
-        assert asyncio.get_running_loop().time() < deadline, "condition not reached in time"
-        await asyncio.sleep(0.02)
-
-
 def _run(
     url: str,
     body: Callable[[StreamConsumer, list[list[DecodedEntry]]], Awaitable[None]],
@@ -97,7 +91,7 @@ def test_decodes_dispatches_in_batches_and_acks(redis_url: str) -> None:
     client = _publish(redis_url, 25)
 
     async def body(consumer: StreamConsumer, batches: list[list[DecodedEntry]]) -> None:
-        await _until(lambda: consumer.stats.acked == 25)
+        await wait_until_async(lambda: consumer.stats.acked == 25)
         ids = [entry.changes[0].element.id for batch in batches for entry in batch]
         assert ids == [f"e{i}" for i in range(25)]
         assert all(len(batch) <= 10 for batch in batches)
@@ -110,7 +104,7 @@ def test_reads_grow_with_a_backlog_and_shrink_when_drained(redis_url: str) -> No
     client = _publish(redis_url, 150)
 
     async def body(consumer: StreamConsumer, batches: list[list[DecodedEntry]]) -> None:
-        await _until(lambda: consumer.stats.acked == 150)
+        await wait_until_async(lambda: consumer.stats.acked == 150)
         assert [len(batch) for batch in batches] == [10, 20, 40, 40, 40]  # limit 40
         # A read that finds the stream drained (here: blocks 50 ms and times out) is partial:
         # the next is batch_size again. MULTI/EXEC shows all 30 entries to the blocked read.
@@ -119,7 +113,7 @@ def test_reads_grow_with_a_backlog_and_shrink_when_drained(redis_url: str) -> No
             for i in range(30):
                 burst.xadd(STREAM, {"data": _event(f"late{i}", i)})
             burst.execute()
-        await _until(lambda: consumer.stats.acked == 180)
+        await wait_until_async(lambda: consumer.stats.acked == 180)
         assert [len(batch) for batch in batches[5:]] == [10, 20]
         ids = [entry.changes[0].element.id for batch in batches for entry in batch]
         assert ids == [f"e{i}" for i in range(150)] + [f"late{i}" for i in range(30)]
@@ -133,7 +127,7 @@ def test_malformed_entries_are_dead_lettered_then_acked(redis_url: str) -> None:
     bad = client.xadd(STREAM, {"data": b'{"data": [{"op": "q", "payload": {}}]}'}).decode()
 
     async def body(consumer: StreamConsumer, batches: list[list[DecodedEntry]]) -> None:
-        await _until(lambda: consumer.stats.acked == 2)
+        await wait_until_async(lambda: consumer.stats.acked == 2)
         assert [entry.changes[0].element.id for batch in batches for entry in batch] == ["ok"]
         ((_, fields),) = client.xrange("changes:dlq")
         assert fields[b"entry_id"].decode() == bad
@@ -149,7 +143,7 @@ def test_failed_dispatch_is_not_acked_and_is_redelivered(redis_url: str) -> None
     client.xadd(STREAM, {"data": _event("e1", 1)})
 
     async def body(consumer: StreamConsumer, batches: list[list[DecodedEntry]]) -> None:
-        await _until(lambda: consumer.stats.acked == 1)
+        await wait_until_async(lambda: consumer.stats.acked == 1)
         assert len(batches) == 2  # the failed attempt, then the redelivery of its own pending
         assert batches[0][0].entry_id == batches[1][0].entry_id
         assert consumer.stats.errors == 1 and "coordinator down" in str(consumer.stats.last_error)
@@ -195,10 +189,11 @@ def test_next_batch_is_read_during_a_dispatch_and_a_failure_keeps_stream_order(
         )
         consumer.start()
         try:
-            await _until(lambda: consumer.in_flight == 20)  # batch 2 read while 1 dispatches
+            # batch 2 read while 1 dispatches
+            await wait_until_async(lambda: consumer.in_flight == 20)
             assert calls == 1
             release.set()
-            await _until(lambda: consumer.stats.acked == 45)
+            await wait_until_async(lambda: consumer.stats.acked == 45)
         finally:
             await consumer.stop()
 
@@ -234,7 +229,8 @@ def test_batch_prefetched_during_a_slow_dispatch_is_not_reclaimed(redis_url: str
             "src", settings, "src-0", RedisStreamBackend.from_url(redis_url), dispatch
         )
         consumer.start()
-        await _until(lambda: consumer.in_flight == 20)  # batch 2 held while batch 1 dispatches
+        # batch 2 held while batch 1 dispatches
+        await wait_until_async(lambda: consumer.in_flight == 20)
         # The peer joins now: it reads the 10 entries left, and would reclaim ours if they
         # looked idle.
         peer = StreamConsumer(
@@ -247,7 +243,7 @@ def test_batch_prefetched_during_a_slow_dispatch_is_not_reclaimed(redis_url: str
         client.xgroup_createconsumer(STREAM, "drasi-core", "src-1")
         peer.start()
         try:
-            await _until(lambda: consumer.stats.acked + peer.stats.acked >= 30)
+            await wait_until_async(lambda: consumer.stats.acked + peer.stats.acked >= 30)
             await asyncio.sleep(0.3)  # a late duplicate would show up by now
             assert consumer.stats.reclaimed == 0
             assert peer.stats.reclaimed == 0
@@ -301,7 +297,7 @@ def _slow_ack_run(url: str, fail: bool) -> tuple[list[str], list[str], StreamCon
         consumer.start()
         try:
             await consumer.wait_ready()
-            await _until(
+            await wait_until_async(
                 lambda: (
                     len(set(applied)) == 30
                     and client.xpending(STREAM, "drasi-core")["pending"] == 0
@@ -343,9 +339,9 @@ def test_missing_group_is_recreated(redis_url: str) -> None:
 
     async def body(consumer: StreamConsumer, batches: list[list[DecodedEntry]]) -> None:
         client.xgroup_destroy(STREAM, "drasi-core")
-        await _until(lambda: consumer.stats.group_recreated == 1)
+        await wait_until_async(lambda: consumer.stats.group_recreated == 1)
         client.xadd(STREAM, {"data": _event("after", 1)})
-        await _until(lambda: consumer.stats.acked == 1)
+        await wait_until_async(lambda: consumer.stats.acked == 1)
 
     _run(redis_url, body)
 
@@ -357,7 +353,7 @@ def test_dead_peers_pending_entries_are_reclaimed(redis_url: str) -> None:
     client.xreadgroup("drasi-core", "src-9", {STREAM: ">"}, count=100)
 
     async def body(consumer: StreamConsumer, batches: list[list[DecodedEntry]]) -> None:
-        await _until(lambda: consumer.stats.acked == 15)
+        await wait_until_async(lambda: consumer.stats.acked == 15)
         assert consumer.stats.reclaimed == 15
         assert client.xpending(STREAM, "drasi-core")["pending"] == 0
 
@@ -370,7 +366,7 @@ def test_oversized_entries_are_dead_lettered_unparsed(redis_url: str) -> None:
     client.xadd(STREAM, {"data": _event("small", 1)})
 
     async def body(consumer: StreamConsumer, batches: list[list[DecodedEntry]]) -> None:
-        await _until(lambda: consumer.stats.acked == 2)
+        await wait_until_async(lambda: consumer.stats.acked == 2)
         ((_, fields),) = client.xrange("changes:dlq")
         assert fields[b"entry_id"].decode() == big
         assert b"exceeds max_payload_bytes (4096); not parsed" in fields[b"reason"]
@@ -389,8 +385,8 @@ def test_retention_trims_only_what_every_group_acked(redis_url: str) -> None:
     client.xack(STREAM, "laggard", *ids[:2])  # laggard: 2 acked, 2 pending, 6 unread
 
     async def body(consumer: StreamConsumer, batches: list[list[DecodedEntry]]) -> None:
-        await _until(lambda: consumer.stats.acked == 10)
-        await _until(lambda: consumer.stats.trimmed == 2)
+        await wait_until_async(lambda: consumer.stats.acked == 10)
+        await wait_until_async(lambda: consumer.stats.trimmed == 2)
         remaining = [entry_id.decode() for entry_id, _ in client.xrange(STREAM)]
         assert remaining == ids[2:]  # the laggard's oldest pending entry is kept
 
@@ -405,7 +401,7 @@ def test_acl_user_works_and_password_never_shows(redis_url: str) -> None:
     client.xadd(STREAM, {"data": _event("e1", 1)})
 
     async def body(consumer: StreamConsumer, batches: list[list[DecodedEntry]]) -> None:
-        await _until(lambda: consumer.stats.acked == 1)
+        await wait_until_async(lambda: consumer.stats.acked == 1)
 
     _run(good, body)
 

@@ -8,7 +8,7 @@ of two streams meet), counters per stream, and the tombstone bound the lowest of
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -20,6 +20,7 @@ from drasi_ray.model.errors import ConfigError
 from drasi_ray.source.consumer import Dispatch, StreamConsumer, backend_for
 from drasi_ray.source.decode import change_event, encode_cloud_event
 from drasi_ray.source.lanes import ConsumerLanes
+from drasi_ray.testing.waiting import wait_until_async
 
 STREAMS = ("lanes-a", "lanes-b", "lanes-c")
 
@@ -41,13 +42,6 @@ def _settings(url: str, **overrides: Any) -> PlatformSourceConfig:
     }
     values.update(overrides)
     return PlatformSourceConfig(**values)
-
-
-async def _until(predicate: Callable[[], bool], timeout: float = 10.0) -> None:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not predicate():
-        assert asyncio.get_running_loop().time() < deadline, "condition not reached in time"
-        await asyncio.sleep(0.02)
 
 
 def test_each_stream_is_read_and_acked_by_its_own_lane(redis_url: str) -> None:
@@ -72,7 +66,7 @@ def test_each_stream_is_read_and_acked_by_its_own_lane(redis_url: str) -> None:
         lanes.start()
         await lanes.wait_ready()
         try:
-            await _until(lambda: lanes.stats.acked == 31)
+            await wait_until_async(lambda: lanes.stats.acked == 31)
         finally:
             await lanes.stop()
         per_stream = lanes.stream_stats()
@@ -104,7 +98,7 @@ def test_the_tombstone_bound_is_the_lowest_of_the_streams(redis_url: str) -> Non
         lanes.start()
         await lanes.wait_ready()
         try:
-            await _until(lambda: lanes.stats.acked == 6)
+            await wait_until_async(lambda: lanes.stats.acked == 6)
             return await lanes.tombstone_bound(ttl_ms=0)
         finally:
             await lanes.stop()
