@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import os
 import time
 import uuid
 from collections.abc import Callable, Iterable
@@ -31,7 +32,8 @@ from typing import TYPE_CHECKING, Any
 import ray
 import redis
 
-from drasi_ray.actors import names, scaling
+from drasi_ray.actors import cluster, names, scaling
+from drasi_ray.actors.cluster import RayConnection
 from drasi_ray.actors.consumer import ConsumerActor
 from drasi_ray.actors.coordinator import CoordinatorActor
 from drasi_ray.actors.placement import Placer
@@ -53,13 +55,13 @@ from drasi_ray.model.config import (
     StateConfig,
 )
 from drasi_ray.model.errors import ConfigError, NotRunningError, UnknownComponentError
-from drasi_ray.model.reaction_specs import AnyReaction
+from drasi_ray.model.reaction_specs import AnyReaction, PlatformReaction
 from drasi_ray.query.engine import ContinuousQuery
 from drasi_ray.query.runner import make_engine
 from drasi_ray.reactions.factory import resolve_specs
 from drasi_ray.source.middleware import check_middleware
 from drasi_ray.source.platform import PlatformSource
-from drasi_ray.streams import admin
+from drasi_ray.streams import admin, connections
 
 if TYPE_CHECKING:
     from drasi_ray.analytics.facade import Analytics
@@ -87,11 +89,13 @@ class DrasiRay:
         analytics_config: AnalyticsConfig | None = None,
         clock: Clock | None = None,
         scaling_config: ScalingConfig | None = None,
+        connect_timeout_s: float = connections.DEFAULT_DEADLINE_S,
     ) -> None:
         """``clock`` decides when the re-evaluations that Drasi's future functions schedule are
         due (:mod:`drasi_ray.model.clock`): the wall clock by default; a
         :class:`~drasi_ray.model.clock.ManualClock` moves only when told, and each move
-        returns once every query ran what came due."""
+        returns once every query ran what came due. ``connect_timeout_s``: how long
+        ``start()`` waits for each Redis (and a configured Ray) to answer."""
         AppConfig(id=app_id)  # validates the id
         self.app_id = app_id
         self.namespace = names.namespace(app_id)
@@ -114,6 +118,8 @@ class DrasiRay:
         self._redis: dict[str, redis.Redis] = {}
         self._chain_sources: set[str] = set()
         self._owns_ray = False
+        self._ray_connection: RayConnection | None = None
+        self._connect_timeout_s = connect_timeout_s
         self._clock = clock
         self._stop_listening: Callable[[], None] | None = None
 
@@ -127,6 +133,7 @@ class DrasiRay:
             state_config=config.state,
             analytics_config=config.analytics,
             scaling_config=config.scaling,
+            connect_timeout_s=config.connect_timeout_s,
         )
         for spec in config.sources:
             app.add_source(PlatformSource.from_spec(spec))
@@ -136,8 +143,10 @@ class DrasiRay:
 
     @classmethod
     def from_yaml(cls, path: str | Path) -> DrasiRay:
-        """Build an app from Drasi's YAML schema (``sources``) plus ``queries`` and ``ray``."""
-        return cls.from_config(AppConfig.from_yaml(path))
+        """Build an app from Drasi's YAML schema (``sources``) plus ``queries`` and ``ray``;
+        ``${NAME}`` and ``${file:PATH}`` in its values are read from this process's environment
+        and files (:func:`~drasi_ray.model.config.expand_secrets`)."""
+        return cls.from_config(AppConfig.from_yaml(path, environ=os.environ))
 
     def add_source(self, source: PlatformSource) -> DrasiRay:
         if source.id in self._sources:
@@ -287,13 +296,23 @@ class DrasiRay:
 
     # -- lifecycle ----------------------------------------------------------------------
 
-    def start(self) -> DrasiRay:
-        """Start every auto-start source and query; return once all consumers are reading."""
+    def start(self, *, sources: bool = True) -> DrasiRay:
+        """Start every auto-start source and query; return once all consumers are reading.
+
+        First every Redis the app uses must answer within ``connect_timeout_s``
+        (:class:`~drasi_ray.model.errors.RedisUnavailableError` or ``RedisRejectedError``
+        naming it otherwise, before any actor starts). Ray: the one this process is connected
+        to, else the cluster of ``ray.address`` or ``RAY_ADDRESS``, else a new local Ray on
+        127.0.0.1 (:mod:`drasi_ray.actors.cluster`; :attr:`ray_connection` says which).
+        ``sources=False`` starts the queries only: subscribe, then :meth:`start_sources`, to
+        receive the results of what the streams already hold.
+        """
         if self.running:
             return self
         self._add_chain_sources()
         for query in self._queries.values():
             self._check_sources(query)
+        self._check_redis()
         self._ensure_ray()
         self._start_analytics()
         shards = self._scaling.shards
@@ -316,10 +335,44 @@ class DrasiRay:
         for query in self._queries.values():
             if query.auto_start:
                 self._start_query(query)
+        if sources:
+            self.start_sources()
+        return self
+
+    def start_sources(self) -> DrasiRay:
+        """Start the consumers of every auto-start source not yet started (after
+        ``start(sources=False)``); return once they all read."""
+        if not self.running:
+            raise NotRunningError("the app is not running; call start()")
         for source in self._sources.values():
-            if source.auto_start:
+            if source.auto_start and source.id not in self._consumers:
                 self._start_source(source)
         return self
+
+    @property
+    def ray_connection(self) -> RayConnection | None:
+        """Which Ray the app runs on (None before start)."""
+        return self._ray_connection
+
+    def _redis_urls(self) -> dict[str, str]:
+        """Every Redis the app uses, each with what it is for (the first use named)."""
+        uses: dict[str, str] = {}
+        for source in self._sources.values():
+            if source.id not in self._chain_sources:
+                uses.setdefault(source.config.redis_url, f"source {source.id!r}")
+        state = self._state_url()
+        if state is not None:
+            uses.setdefault(state, "state.redis_url")
+        for query in self._queries.values():
+            for reaction in self._with_reaction_defaults(query).reactions:
+                if isinstance(reaction, PlatformReaction) and reaction.redis_url is not None:
+                    uses.setdefault(reaction.redis_url, f"platform reaction of {query.id!r}")
+        return uses
+
+    def _check_redis(self) -> None:
+        """Every Redis answers (or one clear error), before anything starts."""
+        for url, what in self._redis_urls().items():
+            connections.check(url, what, self._connect_timeout_s)
 
     def _shard_settings(self, index: int, shards: int) -> ShardSettings:
         return ShardSettings(
@@ -331,6 +384,7 @@ class DrasiRay:
             self._failpoints,
             self._analytics_name(),
             self._ray.direct_calls,
+            tuple(self._redis_urls()),
         )
 
     def _analytics_name(self) -> str | None:
@@ -475,16 +529,11 @@ class DrasiRay:
 
     def _ensure_ray(self) -> None:
         if ray.is_initialized():
+            self._ray_connection = self._ray_connection or RayConnection(None, "ray.init", False)
             return
-        options: dict[str, Any] = {"namespace": self.namespace, "log_to_driver": True}
-        if self._ray.address is not None:
-            options["address"] = self._ray.address
-        if self._ray.num_cpus is not None:
-            options["num_cpus"] = self._ray.num_cpus
-        if self._ray.include_dashboard is not None:
-            options["include_dashboard"] = self._ray.include_dashboard
-        ray.init(**options)
-        self._owns_ray = True
+        self._ray_connection = cluster.connect(self._ray, self.namespace, self._connect_timeout_s)
+        self._owns_ray = self._ray_connection.owned
+        logger.info("app %s runs on %s", self.app_id, self._ray_connection.describe())
 
     def _start_query(self, query: QueryConfig) -> None:
         """Host the query, then register it: it returns bootstrapped from every shard."""
@@ -526,8 +575,12 @@ class DrasiRay:
         ray.get([actor.ready.remote() for actor in actors])
 
     def stop(self) -> None:
-        """Drain in-flight batches, stop every actor, and shut Ray down if we started it."""
+        """Drain in-flight batches, stop every actor, and shut Ray down if we started it
+        (also after a start that was interrupted or failed half-way)."""
         if not self.running:
+            if self._owns_ray:
+                ray.shutdown()
+                self._owns_ray = False
             return
         if self._stop_listening is not None:
             self._stop_listening()
@@ -718,7 +771,7 @@ class DrasiRay:
     def _client(self, url: str) -> redis.Redis:
         client = self._redis.get(url)
         if client is None:
-            client = self._redis[url] = redis.Redis.from_url(url)
+            client = self._redis[url] = connections.client(url)
         return client
 
     # -- introspection ------------------------------------------------------------------

@@ -94,7 +94,8 @@ class CoordinatorActor:
         assert self._state is not None
         table = await self._state.load_table()
         registrations = [
-            QueryRegistration.from_json(record) for record in await self._state.load_registrations()
+            QueryRegistration.from_json(record, self._service.settings.credentials)
+            for record in await self._state.load_registrations()
         ]
         self._registry.load(registrations, table)
         if self._service.restarted:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import enum
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -333,13 +334,13 @@ class ScalingConfig(_Model):
 
 
 class RayConfig(_Model):
-    """How to reach Ray. ``address`` None: connect to a running cluster if there is one
-    (``RAY_ADDRESS``, or a local head), else start Ray locally."""
+    """How to reach Ray. ``address`` None: ``RAY_ADDRESS`` if set, else a new local Ray bound
+    to 127.0.0.1 (never a Ray that happens to run on the machine: drasi_ray.actors.cluster)."""
 
     address: str | None = Field(
         None,
-        description="the Ray to connect to; null: RAY_ADDRESS, else a running local cluster, "
-        "else start Ray locally",
+        description="the Ray cluster to join ('auto': the one running on this machine; "
+        "'local': a new local Ray); null: RAY_ADDRESS, else a new local Ray on 127.0.0.1",
     )
     num_cpus: int | None = Field(None, ge=1, description="only when starting Ray locally")
     include_dashboard: bool | None = Field(
@@ -457,16 +458,31 @@ class AppConfig(_Model):
     scaling: ScalingConfig = Field(
         ScalingConfig(), description="store shards and query hosts (below)"
     )
+    connect_timeout_s: float = Field(
+        30.0,
+        gt=0,
+        le=3600,
+        description="how long start() and every command wait for a Redis (and a configured "
+        "Ray) to answer before giving up with one error naming it",
+    )
 
     @classmethod
-    def from_yaml(cls, path: str | Path) -> AppConfig:
-        """Read and validate a YAML file; errors name the file and the offending key."""
-        text = Path(path).read_text(encoding="utf-8")
+    def from_yaml(cls, path: str | Path, environ: Mapping[str, str] | None = None) -> AppConfig:
+        """Read and validate a YAML file; errors name the file and the offending key.
+
+        Every ``${NAME}`` in a string value is replaced by the variable ``NAME`` of
+        ``environ`` and every ``${file:PATH}`` by the content of that file (its final newline
+        dropped), so secrets stay out of the file (:func:`expand_secrets`).
+        """
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:
+            raise ConfigError(f"{path}: not a UTF-8 text file") from exc
         try:
             raw = yaml.safe_load(text) or {}
         except yaml.YAMLError as exc:
             raise ConfigError(f"{path}: invalid YAML: {exc}") from exc
-        return cls.from_mapping(raw, origin=str(path))
+        return cls.from_mapping(expand_secrets(raw, environ, str(path)), origin=str(path))
 
     @classmethod
     def from_mapping(cls, raw: Any, origin: str = "config") -> AppConfig:
@@ -476,6 +492,46 @@ class AppConfig(_Model):
             return cls.model_validate(raw)
         except ValidationError as exc:
             raise ConfigError(f"{origin}: {format_validation_error(exc)}") from exc
+
+
+_REFERENCE = re.compile(r"\$\{([^}]*)\}")
+
+
+def expand_secrets(raw: Any, environ: Mapping[str, str] | None, origin: str = "config") -> Any:
+    """``raw`` (a parsed YAML document) with ``${NAME}`` replaced by ``environ[NAME]`` and
+    ``${file:PATH}`` by the file's content without its final newline, in every string value;
+    ``$${`` stays a literal ``${``. A variable that is not set, or a file that cannot be read,
+    is a ConfigError naming the key, never an empty password."""
+
+    def walk(value: Any, where: str) -> Any:
+        if isinstance(value, dict):
+            return {
+                key: walk(item, f"{where}.{key}" if where else str(key))
+                for key, item in value.items()
+            }
+        if isinstance(value, list):
+            return [walk(item, f"{where}.{index}") for index, item in enumerate(value)]
+        if isinstance(value, str) and "${" in value:
+            parts = value.split("$${")
+            return "${".join(
+                _REFERENCE.sub(lambda m: _resolve(m.group(1), where), part) for part in parts
+            )
+        return value
+
+    def _resolve(name: str, where: str) -> str:
+        if name.startswith("file:"):
+            path = Path(name.removeprefix("file:"))
+            try:
+                return path.read_text(encoding="utf-8").removesuffix("\n")
+            except (OSError, UnicodeDecodeError) as exc:
+                raise ConfigError(
+                    f"{origin}: {where}: cannot read ${{file:{path}}}: {exc}"
+                ) from exc
+        if environ is None or name not in environ:
+            raise ConfigError(f"{origin}: {where}: the environment variable {name!r} is not set")
+        return environ[name]
+
+    return walk(raw, "")
 
 
 def format_validation_error(exc: ValidationError) -> str:

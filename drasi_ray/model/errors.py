@@ -91,6 +91,15 @@ class ShardMapChangedError(DrasiRayError):
     """
 
 
+class RayUnavailableError(DrasiRayError):
+    """The configured Ray cluster cannot be reached (the message names its address)."""
+
+
+class ActorUnavailableError(DrasiRayError):
+    """An actor of the app did not answer within the deadline (it is restarting and did not
+    come back, or it is gone). The message names the actor and the deadline."""
+
+
 class NotRunningError(DrasiRayError):
     """The operation needs a started app (``DrasiRay.start()``)."""
 

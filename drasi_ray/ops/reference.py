@@ -88,6 +88,7 @@ APP_PYTHON: dict[str, str] = {
     "analytics": "`DrasiRay(..., analytics_config=AnalyticsConfig(...))`",
     "state": "`DrasiRay(..., state_config=StateConfig(...))`",
     "scaling": "`DrasiRay(..., scaling_config=ScalingConfig(...))`",
+    "connect_timeout_s": "`DrasiRay(..., connect_timeout_s=30.0)`",
 }
 
 
@@ -152,7 +153,9 @@ def sections() -> list[Section]:
                 "One JSON object per result or control signal, a line each, appended to a file "
                 "on the node running the query actor.", skip=common),
         Section("Reaction `kind: log`", reaction.LogReaction,
-                "One log line per result on the `drasi_ray.reaction.<queryId>` logger.",
+                "One JSON line per result on the query host's stdout (Ray forwards it to the driver: "
+                "`drasi-ray run`'s terminal or the job's logs), its stderr, or the "
+                "`drasi_ray.reaction.<queryId>` logger.",
                 skip=common),
         Section("Reaction `kind: callback`", reaction.CallbackReaction,
                 "Calls `function(result)` in the query actor's process; in YAML the function "

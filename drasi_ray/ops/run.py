@@ -55,22 +55,37 @@ def run(args: argparse.Namespace) -> int:
     config = common.load_app(args.config, args.redis_url)
     app = DrasiRay.from_config(config)
     stop = threading.Event()
+    # Until the app runs, Ctrl-C and SIGTERM interrupt whatever start-up is doing.
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, _interrupt)
+    try:
+        subscriptions = _start(app)
+    except (KeyboardInterrupt, SystemExit):  # SystemExit: Ray's own SIGTERM handler, which
+        # is in place while ray.init runs
+        _ignore_signals()
+        print("drasi-ray: interrupted during start-up; stopping", file=sys.stderr, flush=True)
+        app.stop()
+        print("drasi-ray: stopped", flush=True)
+        return 130
+    except BaseException:
+        _ignore_signals()
+        app.stop()
+        raise
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())
-    app.start()
-    print(f"drasi-ray: app {app.app_id!r} running; Ctrl-C to stop", flush=True)
+    connection = app.ray_connection
+    where = "" if connection is None else f" on {connection.describe()}"
+    print(f"drasi-ray: app {app.app_id!r} running{where}; Ctrl-C to stop", flush=True)
     line = StatusLine(config, sys.stderr, args.status_interval)
-    subscriptions = [app.subscribe(query_id) for query_id in app.query_ids]
+    if args.exit_when_idle:
+        threading.Thread(target=_stop_when_idle, args=(app, stop), daemon=True).start()
     try:
-        if args.exit_when_idle:
-            app.wait_until_idle(timeout=3600)
-            stop.set()
-        while True:
+        while not stop.is_set():
             _print_results(subscriptions, args.quiet)
-            if stop.is_set():
-                break
             line.maybe_show(app)
+        _print_results(subscriptions, args.quiet, wait=False)
     finally:
+        _ignore_signals()
         for subscription in subscriptions:
             subscription.close()
         line.close()
@@ -79,12 +94,44 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print_results(subscriptions: list[Any], quiet: bool) -> None:
+def _start(app: Any) -> list[Any]:
+    """Start the queries, subscribe to each, then start the sources: so the results of what
+    the streams already hold (a backlog, ``start_id: "0"``) are printed too."""
+    app.start(sources=False)
+    subscriptions = [app.subscribe(query_id) for query_id in app.query_ids]
+    app.start_sources()
+    return subscriptions
+
+
+def _interrupt(signum: int, _frame: Any) -> None:
+    raise KeyboardInterrupt(signal.Signals(signum).name)
+
+
+def _ignore_signals() -> None:
+    """While stopping: a second Ctrl-C must not cut the clean stop short."""
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, signal.SIG_IGN)
+
+
+def _stop_when_idle(app: Any, stop: threading.Event) -> None:
+    """``--exit-when-idle``: once everything in the streams is applied and delivered."""
+    try:
+        app.wait_until_idle(timeout=3600)
+    except Exception as exc:  # the main loop stops and reports; the app is stopped there
+        print(f"drasi-ray: error: {exc}", file=sys.stderr, flush=True)
+    finally:
+        stop.set()
+
+
+def _print_results(subscriptions: list[Any], quiet: bool, *, wait: bool = True) -> None:
+    """Print what the subscriptions hold (waiting a moment for it unless ``wait`` is False,
+    then everything they hold)."""
     from drasi_ray.ops.demo import format_result
 
-    wait = 0.2 / max(1, len(subscriptions))
+    timeout = 0.2 / max(1, len(subscriptions))
     for subscription in subscriptions:
-        for result in subscription.next(timeout=wait):
+        results = subscription.next(timeout=timeout) if wait else subscription.drain()
+        for result in results:
             if not quiet:
                 print(f"[{result.query_id}] {format_result(result)}", flush=True)
 
