@@ -149,8 +149,11 @@ class DrasiRay:
         return cls.from_config(AppConfig.from_yaml(path, environ=os.environ))
 
     def add_source(self, source: PlatformSource) -> DrasiRay:
+        """Add a source; one that names no consumer group reads with the app's own,
+        ``drasi_ray.<app id>`` (so apps sharing a stream each see every entry)."""
         if source.id in self._sources:
             raise ConfigError(f"source {source.id!r} is already added")
+        source = dataclasses.replace(source, config=source.config.in_app(self.app_id))
         self._sources[source.id] = source
         if self.running and source.auto_start:
             self._start_source(source)
@@ -509,6 +512,7 @@ class DrasiRay:
                 PlatformSource.builder(query_id)
                 .with_redis_url(url)
                 .with_stream_key(keys.chain_stream(self.app_id, query_id))
+                .with_consumer_group(keys.consumer_group(self.app_id))
                 .with_start_id("0")
                 .with_block_ms(100)
                 .build()

@@ -75,8 +75,20 @@ class PlatformSourceConfig(_Model):
         "of one element to the same stream (drasi_ray.model.partitions)",
     )
     consumer_group: str = Field(
-        "drasi-core", min_length=1, description="the consumer group the consumers share"
+        keys.DEFAULT_CONSUMER_GROUP,
+        min_length=1,
+        description="the consumer group the consumers share; unset, an app uses "
+        "'drasi_ray.<app id>', so two apps on one stream each see every entry: name a group "
+        "to share it (then the apps split the entries)",
     )
+
+    def in_app(self, app_id: str) -> PlatformSourceConfig:
+        """This config as app ``app_id`` runs it: an unset ``consumer_group`` becomes the
+        app's own (:func:`~drasi_ray.model.keys.consumer_group`)."""
+        if "consumer_group" in self.model_fields_set:
+            return self
+        return self.model_copy(update={"consumer_group": keys.consumer_group(app_id)})
+
     consumer_name: str | None = Field(
         None, description="base consumer name; default: the source id. Consumer i is '<name>-<i>'"
     )
@@ -458,6 +470,17 @@ class AppConfig(_Model):
     scaling: ScalingConfig = Field(
         ScalingConfig(), description="store shards and query hosts (below)"
     )
+
+    @model_validator(mode="after")
+    def _groups_of_the_app(self) -> AppConfig:
+        """Every source that names no consumer group gets the app's own."""
+        sources = tuple(
+            spec.model_copy(update={"properties": spec.properties.in_app(self.id)})
+            for spec in self.sources
+        )
+        object.__setattr__(self, "sources", sources)
+        return self
+
     connect_timeout_s: float = Field(
         30.0,
         gt=0,

@@ -161,6 +161,17 @@ def history_limits(app: str) -> str:
     return f"{NAMESPACE}:{_require_app(app)}:history-limits"
 
 
+DEFAULT_CONSUMER_GROUP = "drasi_ray"
+"""The group of a source config used outside any app (tests, benchmarks)."""
+
+
+def consumer_group(app_id: str) -> str:
+    """The consumer group of an app's source that names none: ``drasi_ray.<app id>``, so two
+    apps reading one stream each see every entry (sharing a group is a choice made by naming
+    it)."""
+    return f"{DEFAULT_CONSUMER_GROUP}.{_require('app_id', app_id)}"
+
+
 def consumer_name(base: str, index: int) -> str:
     """The name of consumer number ``index`` (>= 0) in a group: ``<base>-<index>``."""
     if index < 0:

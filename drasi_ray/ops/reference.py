@@ -153,8 +153,8 @@ def sections() -> list[Section]:
                 "One JSON object per result or control signal, a line each, appended to a file "
                 "on the node running the query actor.", skip=common),
         Section("Reaction `kind: log`", reaction.LogReaction,
-                "One JSON line per result on the query host's stdout (Ray forwards it to the driver: "
-                "`drasi-ray run`'s terminal or the job's logs), its stderr, or the "
+                "One JSON line per result on the query host's stdout (Ray forwards it to the "
+                "driver: `drasi-ray run`'s terminal or the job's logs), its stderr, or the "
                 "`drasi_ray.reaction.<queryId>` logger.",
                 skip=common),
         Section("Reaction `kind: callback`", reaction.CallbackReaction,

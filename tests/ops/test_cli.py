@@ -9,12 +9,14 @@ import orjson
 import pytest
 import redis
 
+from drasi_ray.model import keys
 from drasi_ray.model.partitions import stream_for
 from drasi_ray.ops import cli
 from drasi_ray.streams.records import DeadLetter
 
 EXAMPLES = Path(__file__).parent.parent.parent / "examples"
-SUBCOMMANDS = ["demo", "run", "validate", "publish", "status", "dlq", "replay", "scale"]
+GROUP = keys.consumer_group("cli-app")
+SUBCOMMANDS = ["demo", "run", "validate", "publish", "status", "results", "dlq", "replay", "scale"]
 
 APP = """\
 id: cli-app
@@ -109,8 +111,8 @@ def test_status_computes_lag_pending_and_dead_letters_on_redis_62(
     client = redis.Redis.from_url(redis_url)
     for number in range(5):
         client.xadd("sensor-changes", {"data": b"{}", "n": str(number)})
-    client.xgroup_create("sensor-changes", "drasi-core", id="0")
-    client.xreadgroup("drasi-core", "sensors-0", {"sensor-changes": ">"}, count=2)
+    client.xgroup_create("sensor-changes", GROUP, id="0")
+    client.xreadgroup(GROUP, "sensors-0", {"sensor-changes": ">"}, count=2)
     client.xadd("sensor-changes:dlq", {"reason": "bad"})
     assert cli.main(["status", _app_file(tmp_path, redis_url), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
@@ -156,7 +158,7 @@ def test_replay_moves_the_group_position(
 ) -> None:
     client = redis.Redis.from_url(redis_url)
     ids = [client.xadd("sensor-changes", {"data": b"{}"}).decode() for _ in range(3)]
-    client.xgroup_create("sensor-changes", "drasi-core", id="$")
+    client.xgroup_create("sensor-changes", GROUP, id="$")
     assert cli.main(["replay", "sensors", "--from", ids[0], _app_file(tmp_path, redis_url)]) == 0
     assert f"{ids[-1]} -> {ids[0]}" in capsys.readouterr().out
     group = client.xinfo_groups("sensor-changes")[0]

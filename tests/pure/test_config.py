@@ -76,7 +76,7 @@ def test_builder_matches_config_object() -> None:
 
 def test_defaults_follow_drasi() -> None:
     config = PlatformSourceConfig(redis_url="redis://h:1", stream_key="s")
-    assert config.consumer_group == "drasi-core"
+    assert config.consumer_group == "drasi_ray"  # outside an app; an app's own below
     assert (config.batch_size, config.block_ms, config.consumers) == (100, 5000, 1)
     assert config.start_id == "$"
     assert config.dead_letter_key == "s:dlq"
