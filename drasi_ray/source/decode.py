@@ -78,6 +78,7 @@ __all__ = [
     "change_event",
     "decode_entry",
     "encode_cloud_event",
+    "entry_problem",
     "subscription_event",
 ]
 
@@ -132,6 +133,20 @@ def decode_entry(entry_id: str, fields: Mapping[bytes, bytes]) -> DecodedEntry:
     if changes is not None:
         return DecodedEntry(entry_id, changes)
     return _checked_entry(entry_id, fields)
+
+
+def entry_problem(fields: Mapping[bytes, bytes], max_payload_bytes: int) -> str | None:
+    """Why a consumer would dead-letter an entry of ``fields`` on its first delivery (too large,
+    or the reason :func:`decode_entry` gives), else None: what ``drasi-ray publish`` and ``dlq
+    replay`` check before they write."""
+    size = sum(map(len, fields.values()))
+    if size > max_payload_bytes:
+        return f"entry of {size} bytes exceeds max_payload_bytes ({max_payload_bytes})"
+    try:
+        decode_entry("1-0", fields)
+    except DecodeError as exc:
+        return exc.reason
+    return None
 
 
 def _checked_entry(entry_id: str, fields: Mapping[bytes, bytes]) -> DecodedEntry:
