@@ -37,7 +37,7 @@ from drasi_ray.model.query_specs import (
 )
 from drasi_ray.model.reaction_specs import ReactionSpec
 
-_ENTRY_ID = re.compile(r"^\d+(-\d+)?$")
+ENTRY_ID = re.compile(r"^\d+(-\d+)?$")
 
 
 class DispatchMode(str, enum.Enum):
@@ -199,7 +199,7 @@ class PlatformSourceConfig(_Model):
     @field_validator("start_id", "recreate_start_id")
     @classmethod
     def _check_start_id(cls, value: str) -> str:
-        if value != "$" and not _ENTRY_ID.match(value):
+        if value != "$" and not ENTRY_ID.match(value):
             raise ValueError("must be '$', '0' or a stream entry id like '1700000000000-0'")
         return value
 

@@ -74,6 +74,27 @@ def client(url: str) -> redis.Redis:
     return connections.client(url)
 
 
+def redis_uses(config: AppConfig) -> dict[str, str]:
+    """Every Redis the app uses (sources, state, platform reactions), each with what for."""
+    uses: dict[str, str] = {}
+    for spec in config.sources:
+        uses.setdefault(spec.properties.redis_url, f"source {spec.id!r}")
+    state = state_url(config)
+    if state is not None:
+        uses.setdefault(state, "state")
+    for query in config.queries:
+        location = result_location(config, query)
+        if location is not None:
+            uses.setdefault(location[0], f"results of {query.id!r}")
+    return uses
+
+
+def check_all(config: AppConfig) -> None:
+    """Every Redis of the app answers within ``connect_timeout_s``, or one clear error."""
+    for url, what in redis_uses(config).items():
+        connections.check(url, what, config.connect_timeout_s)
+
+
 def connect(config: AppConfig, url: str, what: str) -> redis.Redis:
     """A client of ``url`` once it answered a PING within the app's ``connect_timeout_s``;
     else one clear error naming ``what`` and the server (:func:`connections.check`)."""

@@ -77,7 +77,7 @@ def check(url: str, what: str, timeout_s: float = DEFAULT_DEADLINE_S) -> None:
 def explain(exc: BaseException, url: str, what: str) -> StreamError:
     """The drasi_ray error for a failed connection to ``url``: one line, password masked."""
     target = urls.redact_url(url)
-    detail = urls.scrub(str(exc), urls.url_secrets(url)) or type(exc).__name__
+    detail = urls.scrub(str(exc), urls.url_secrets(url)).rstrip(". ") or type(exc).__name__
     if _is_tls_failure(exc):
         return RedisRejectedError(
             f"cannot set up TLS with Redis at {target} ({what}): {detail}; check the "
