@@ -36,6 +36,7 @@ from drasi_ray.actors import cluster, names, scaling
 from drasi_ray.actors.cluster import RayConnection
 from drasi_ray.actors.consumer import ConsumerActor
 from drasi_ray.actors.coordinator import CoordinatorActor
+from drasi_ray.actors.driver_logs import ForwardedLines
 from drasi_ray.actors.placement import Placer
 from drasi_ray.actors.query_host import QueryHostActor
 from drasi_ray.actors.shard import ShardActor, ShardSettings
@@ -55,7 +56,7 @@ from drasi_ray.model.config import (
     StateConfig,
 )
 from drasi_ray.model.errors import ConfigError, NotRunningError, UnknownComponentError
-from drasi_ray.model.reaction_specs import AnyReaction, PlatformReaction
+from drasi_ray.model.reaction_specs import AnyReaction, LogReaction, PlatformReaction
 from drasi_ray.query.engine import ContinuousQuery
 from drasi_ray.query.runner import make_engine
 from drasi_ray.reactions.factory import resolve_specs
@@ -74,6 +75,9 @@ RESTART_POLL_S = 0.05
 CLOCK_TIMEOUT_S = 120.0
 """How long moving a manual clock waits for the query actors to run what came due."""
 STOP_TIMEOUT_S = 30.0
+LOG_FORWARD_TIMEOUT_S = 5.0
+"""How long stop() waits for Ray to forward the log reactions' last lines to the driver."""
+STOPPED_LINE = '"signal":"stopped"'
 
 
 class DrasiRay:
@@ -119,6 +123,7 @@ class DrasiRay:
         self._chain_sources: set[str] = set()
         self._owns_ray = False
         self._ray_connection: RayConnection | None = None
+        self._forwarded: ForwardedLines | None = None
         self._connect_timeout_s = connect_timeout_s
         self._clock = clock
         self._stop_listening: Callable[[], None] | None = None
@@ -317,6 +322,7 @@ class DrasiRay:
             self._check_sources(query)
         self._check_redis()
         self._ensure_ray()
+        self._watch_forwarded_lines()
         self._start_analytics()
         shards = self._scaling.shards
         self._coordinator = CoordinatorActor.options(  # type: ignore[attr-defined]
@@ -371,6 +377,22 @@ class DrasiRay:
                 if isinstance(reaction, PlatformReaction) and reaction.redis_url is not None:
                     uses.setdefault(reaction.redis_url, f"platform reaction of {query.id!r}")
         return uses
+
+    def _log_reaction_queries(self) -> list[str]:
+        """Queries whose log reaction writes its lines, ``stopped`` last, to the host's
+        stdout or stderr (Ray forwards them to the driver)."""
+        return [
+            query.id
+            for query in self._queries.values()
+            if any(
+                isinstance(r, LogReaction) and r.to != "logger" and r.include_control
+                for r in query.reactions
+            )
+        ]
+
+    def _watch_forwarded_lines(self) -> None:
+        if self._owns_ray and self._log_reaction_queries():
+            self._forwarded = ForwardedLines(STOPPED_LINE).start()
 
     def _check_redis(self) -> None:
         """Every Redis answers (or one clear error), before anything starts."""
@@ -597,6 +619,13 @@ class DrasiRay:
         _best_effort(lambda: ray.get(coordinator.flush_deliveries.remote(), timeout=STOP_TIMEOUT_S))
         hosts = list(self._hosts.values())  # signal `stopped`, flush reactions
         _best_effort(lambda: ray.get([h.stop.remote() for h in hosts], timeout=STOP_TIMEOUT_S))
+        if self._forwarded is not None:  # the log reactions' last lines reach the user
+            self._forwarded.wait_for(
+                [(f'"queryId":"{q}"', STOPPED_LINE) for q in self._log_reaction_queries()],
+                LOG_FORWARD_TIMEOUT_S,
+            )
+            self._forwarded.close()
+            self._forwarded = None
         shards = [*self._shards, *scaling.find_shards(self.namespace, len(self._shards) + 1)]
         for actor in [*consumers, *hosts, *shards, self._coordinator]:
             _best_effort(lambda actor=actor: ray.kill(actor))
