@@ -17,13 +17,13 @@ import asyncio
 import sys
 from typing import Any
 
-from drasi_ray.coordinator.state import StateStore
+from drasi_ray.host.runner import make_engine
 from drasi_ray.model import encoding
 from drasi_ray.model.config import AppConfig, QueryConfig
 from drasi_ray.model.errors import ConfigError, UnknownComponentError
 from drasi_ray.model.identity import graph_element, reads_several
 from drasi_ray.ops import common
-from drasi_ray.query.runner import make_engine
+from drasi_ray.shards.state import StateStore
 
 HELP = """\
 Prints the current result set of QUERY, one JSON row per line (sorted), computed from the

@@ -20,6 +20,7 @@ from drasi_ray import (
     StateConfig,
 )
 from drasi_ray.coordinator.registry import QueryRegistration, Registry, SubscriberSpec
+from drasi_ray.model import keys
 from drasi_ray.model.config import expand_secrets
 
 YAML = """
@@ -257,14 +258,14 @@ def test_an_app_reads_with_its_own_consumer_group_unless_one_is_named() -> None:
     """Two apps on one stream each see every entry (issue #27, item 6)."""
     source = {"id": "s", "properties": {"redis_url": "redis://h:1", "stream_key": "k"}}
     one = AppConfig.model_validate({"id": "one", "sources": [source]})
-    assert one.sources[0].properties.consumer_group == "drasi_ray.one"
+    assert one.sources[0].properties.consumer_group == keys.consumer_group("one")
     named = {**source, "properties": {**source["properties"], "consumer_group": "shared"}}
     two = AppConfig.model_validate({"id": "two", "sources": [named]})
     assert two.sources[0].properties.consumer_group == "shared"
     app = DrasiRay("three").add_source(
         PlatformSource.builder("s").with_redis_url("redis://h:1").with_stream_key("k").build()
     )
-    assert app._sources["s"].config.consumer_group == "drasi_ray.three"
+    assert app._sources["s"].config.consumer_group == keys.consumer_group("three")
 
 
 def test_the_registry_hands_a_restarted_host_its_subscriptions_and_forgets_removed_ones() -> None:
