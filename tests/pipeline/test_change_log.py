@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import uuid
 
-
 from drasi_ray import DrasiRay, PlatformSource
 from drasi_ray.model.changes import Op, node
 from drasi_ray.model.config import AnalyticsConfig
