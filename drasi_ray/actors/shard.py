@@ -342,8 +342,13 @@ class ShardService:
         if not applied:
             return
         records = [change_record(entry_id, change, delta) for entry_id, change, delta in applied]
+        took = [delta is not None for _, _, delta in applied]
         applied.clear()
-        self._analytics.append.remote(source_id, records)
+        self._analytics.append.remote(
+            source_id,
+            [record for record, yes in zip(records, took, strict=True) if yes],
+            [record for record, yes in zip(records, took, strict=True) if not yes],
+        )
 
     async def _try_persist(self, source_id: str, report: BatchReport) -> Exception | None:
         try:

@@ -274,24 +274,32 @@ class ChangeLog(Generic[H]):
 
     # -- appending ----------------------------------------------------------------------
 
-    def append(self, source_id: str, records: Sequence[ChangeRecord]) -> int:
-        """Add the records of one batch, each change once: a record already logged at its
-        position (a redelivery) or with its content (the same event in two entries) is dropped
-        and counted in ``duplicates``. Every other valid change is a row, one overtaken by a
-        newer change of its element included. Returns how many rows are open (unsealed)."""
+    def append(
+        self,
+        source_id: str,
+        records: Sequence[ChangeRecord],
+        unapplied: Sequence[ChangeRecord] = (),
+    ) -> int:
+        """Add the records of one batch, each change once. ``records`` the store applied are
+        rows unless their position was logged (a redelivery). ``unapplied`` ones (the store
+        took nothing visible from them) are rows too, a change overtaken by a newer change of
+        its element (another consumer's batch applied first) included, unless their position
+        or their content (element, op, time, state: the same event written twice) was logged.
+        Dropped ones are counted in ``duplicates``. Returns how many rows are open."""
         positions, contents = self._positions, self._contents
         fresh = []
-        for record in records:
+        for record, applied in [*((r, True) for r in records), *((r, False) for r in unapplied)]:
             position = (
                 source_id, record.element_id, record.version_ms, record.version_seq,
                 record.change_index,
             )  # fmt: skip
             content = _content(source_id, record)
-            if position not in positions and content not in contents:
-                positions.add(position)
-                contents.add(content)
-                fresh.append(record)
-        self.duplicates += len(records) - len(fresh)
+            if position in positions or (not applied and content in contents):
+                continue
+            positions.add(position)
+            contents.add(content)
+            fresh.append(record)
+        self.duplicates += len(records) + len(unapplied) - len(fresh)
         self._open.extend(source_id, fresh)
         self.appended += len(fresh)
         return len(self._open)
