@@ -30,6 +30,7 @@ if TYPE_CHECKING:
         StateConfig,
     )
     from drasi_ray.model.errors import (
+        ComponentUnavailableError,
         ConfigError,
         DecodeError,
         DrasiRayError,
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
         QueryError,
         QuerySyntaxError,
         StreamError,
+        SubscriptionLostError,
         UnknownComponentError,
         UnsupportedQueryError,
     )
@@ -65,8 +67,9 @@ _HOMES = {
     **{
         name: "drasi_ray.model.errors"
         for name in (
-            "ConfigError", "DecodeError", "DrasiRayError", "NotRunningError", "QueryError",
-            "QuerySyntaxError", "StreamError", "UnknownComponentError", "UnsupportedQueryError",
+            "ComponentUnavailableError", "ConfigError", "DecodeError", "DrasiRayError",
+            "NotRunningError", "QueryError", "QuerySyntaxError", "StreamError",
+            "SubscriptionLostError", "UnknownComponentError", "UnsupportedQueryError",
         )
     },
     **{
@@ -97,6 +100,7 @@ __all__ = [
     "AnalyticsConfig",
     "AppConfig",
     "CallbackReaction",
+    "ComponentUnavailableError",
     "ConfigError",
     "ControlResult",
     "ControlSignal",
@@ -122,6 +126,7 @@ __all__ = [
     "StateConfig",
     "StreamError",
     "Subscription",
+    "SubscriptionLostError",
     "SystemClock",
     "UnknownComponentError",
     "UnsupportedQueryError",

@@ -55,7 +55,12 @@ from drasi_ray.model.config import (
     ScalingConfig,
     StateConfig,
 )
-from drasi_ray.model.errors import ConfigError, NotRunningError, UnknownComponentError
+from drasi_ray.model.errors import (
+    ComponentUnavailableError,
+    ConfigError,
+    NotRunningError,
+    UnknownComponentError,
+)
 from drasi_ray.model.reaction_specs import AnyReaction, LogReaction, PlatformReaction
 from drasi_ray.query.engine import ContinuousQuery
 from drasi_ray.reactions.factory import resolve_specs
@@ -75,6 +80,8 @@ RESTART_POLL_S = 0.05
 CLOCK_TIMEOUT_S = 120.0
 """How long moving a manual clock waits for the query actors to run what came due."""
 STOP_TIMEOUT_S = 30.0
+READ_TIMEOUT_S = 30.0
+"""How long results(), status() and subscribe() wait for an actor that is restarting."""
 LOG_FORWARD_TIMEOUT_S = 5.0
 """How long stop() waits for Ray to forward the log reactions' last lines to the driver."""
 STOPPED_LINE = '"signal":"stopped"'
@@ -660,12 +667,15 @@ class DrasiRay:
         capacity: int | None = None,
         mode: DispatchMode | None = None,
         include_control: bool = False,
+        timeout: float = READ_TIMEOUT_S,
     ) -> Subscription:
         """Subscribe to a query's results from now on.
 
         The buffer's size and dispatch mode default to the ``dispatch_buffer_capacity`` and
-        ``dispatch_mode`` of the query's first source. The subscription outlives a restart of
-        the query's host (:class:`~drasi_ray.actors.subscription.Subscription`).
+        ``dispatch_mode`` of the query's first source. The subscription outlives restarts of
+        the query's host and of the coordinator, together too with durable state
+        (:class:`~drasi_ray.actors.subscription.Subscription`). While the coordinator restarts
+        this waits, up to ``timeout`` (then ComponentUnavailableError).
         """
         host = self._query_host(query_id)
         source = self._sources[self._queries[query_id].sources[0]]
@@ -675,12 +685,19 @@ class DrasiRay:
             capacity or source.dispatch_buffer_capacity,
             mode or source.dispatch_mode,
         )
-        ray.get(self._coordinator.subscribe.remote(spec))
-        return Subscription(spec, host, self._coordinator, include_control)
+        coordinator = self._coordinator
+        _read(lambda: coordinator.subscribe.remote(spec), "the coordinator", timeout)
+        return Subscription(spec, host, coordinator, include_control)
 
-    def results(self, query_id: str) -> list[dict[str, Any]]:
-        """The query's current result rows."""
-        rows: list[dict[str, Any]] = ray.get(self._query_host(query_id).results.remote(query_id))
+    def results(self, query_id: str, timeout: float = READ_TIMEOUT_S) -> list[dict[str, Any]]:
+        """The query's current result rows. While its host restarts this waits, up to
+        ``timeout``, then raises ComponentUnavailableError."""
+        host = self._query_host(query_id)
+        rows: list[dict[str, Any]] = _read(
+            lambda: host.results.remote(query_id, timeout),
+            f"the host of query {query_id!r}",
+            timeout,
+        )
         return rows
 
     def _query_host(self, query_id: str) -> Any:
@@ -809,9 +826,11 @@ class DrasiRay:
 
     # -- introspection ------------------------------------------------------------------
 
-    def status(self) -> dict[str, Any]:
+    def status(self, timeout: float = READ_TIMEOUT_S) -> dict[str, Any]:
         """A snapshot of every component: consumers, store shards (``coordinator`` adds them
-        up), query hosts and queries (each with the memory its state holds)."""
+        up), query hosts and queries (each with the memory its state holds). An actor that
+        does not answer is reported ``unavailable``; while the coordinator restarts this
+        waits, up to ``timeout``, then raises ComponentUnavailableError."""
         if not self.running:
             return {"app": self.app_id, "running": False}
         queries: dict[str, Any] = {}
@@ -821,11 +840,13 @@ class DrasiRay:
             reports = _ask_all(host.info)
             for query_id in [q for q, h in self._host_of.items() if h == name]:
                 queries[query_id] = reports.get(query_id, {"state": "unavailable"})
-        shards = ray.get(self._coordinator.shard_stats.remote())
+        coordinator = self._coordinator
+        shards = _read(lambda: coordinator.shard_stats.remote(), "the coordinator", timeout)
+        stats = _read(lambda: coordinator.stats.remote(), "the coordinator", timeout)
         return {
             "app": self.app_id,
             "running": True,
-            "coordinator": ray.get(self._coordinator.stats.remote()).as_dict(),
+            "coordinator": stats.as_dict(),
             "shards": [report.as_dict() for report in shards],
             "sources": {
                 source_id: [_ask(actor.stats) for actor in actors]
@@ -909,6 +930,33 @@ def _call_restartable(
                 raise TimeoutError(f"actors did not come back for {method} within {timeout:.1f}s")
             time.sleep(backoff)
             backoff = min(backoff * 2, 1.0)
+
+
+def _read(call: Callable[[], Any], what: str, timeout: float) -> Any:
+    """``ray.get(call())``, made again while the actor restarts (it answers Ray's
+    RayActorError, or, a host not yet hosting its queries again, UnknownComponentError) until
+    ``timeout``; then ComponentUnavailableError naming ``what``. For reads and idempotent calls
+    only."""
+    deadline = time.monotonic() + timeout
+    pause = RESTART_POLL_S
+    while True:
+        try:
+            return ray.get(call(), timeout=max(deadline - time.monotonic(), 0.001))
+        except ray.exceptions.GetTimeoutError as exc:
+            raise ComponentUnavailableError(f"{what} did not answer within {timeout:g}s") from exc
+        except (ray.exceptions.RayActorError, ray.exceptions.RayTaskError) as exc:
+            restarting = isinstance(exc, ray.exceptions.RayActorError) or isinstance(
+                getattr(exc, "cause", None), UnknownComponentError
+            )
+            if not restarting:
+                raise
+            if time.monotonic() + pause > deadline:
+                raise ComponentUnavailableError(
+                    f"{what} is unavailable (restarting, or gone) after {timeout:g}s: "
+                    f"{type(exc).__name__}"
+                ) from exc
+        time.sleep(pause)
+        pause = min(pause * 2, 1.0)
 
 
 def _label_tuple(labels: Iterable[str] | None) -> tuple[str, ...] | None:

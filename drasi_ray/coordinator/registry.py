@@ -118,6 +118,14 @@ class SubscriberSpec:
     capacity: int
     mode: DispatchMode
 
+    def to_json(self) -> bytes:
+        return orjson.dumps([self.query_id, self.subscriber_id, self.capacity, self.mode.value])
+
+    @classmethod
+    def from_json(cls, data: bytes) -> SubscriberSpec:
+        query_id, subscriber_id, capacity, mode = orjson.loads(data)
+        return cls(query_id, subscriber_id, capacity, DispatchMode(mode))
+
 
 class Registry:
     """Registrations, the master subscription table and bootstrap rounds (module docstring)."""

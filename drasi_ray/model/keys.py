@@ -111,6 +111,12 @@ def element_store(app: str, source_id: str) -> str:
     return f"{NAMESPACE}:{_require_app(app)}:store:{_require('source_id', source_id)}"
 
 
+def subscribers(app: str) -> str:
+    """The hash of an app's live subscriptions (subscriber id -> spec):
+    ``drasi:<app>:subscribers``."""
+    return f"{NAMESPACE}:{_require_app(app)}:subscribers"
+
+
 def subscriptions(app: str) -> str:
     """The subscription-table hash of an app: ``drasi:<app>:subscriptions``."""
     return f"{NAMESPACE}:{_require_app(app)}:subscriptions"

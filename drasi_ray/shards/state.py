@@ -209,6 +209,18 @@ class StateStore:
         raw = await self._client.hget(keys.subscriptions(self._app), "table")
         return None if raw is None else dict(orjson.loads(raw))
 
+    async def save_subscriber(self, subscriber_id: str, record: bytes | None) -> None:
+        """Write (None: delete) a live subscription's spec."""
+        key = keys.subscribers(self._app)
+        if record is None:
+            await self._client.hdel(key, subscriber_id)
+        else:
+            await self._client.hset(key, subscriber_id, record)
+
+    async def load_subscribers(self) -> list[bytes]:
+        raw: Any = await self._client.hgetall(keys.subscribers(self._app))
+        return list(raw.values())
+
     # -- function state -----------------------------------------------------------------
 
     async def save_function_state(
