@@ -402,9 +402,12 @@ class DrasiRay:
             self._forwarded = ForwardedLines(STOPPED_LINE).start()
 
     def _check_redis(self) -> None:
-        """Every Redis answers (or one clear error), before anything starts."""
+        """Every Redis of the sources and the state answers (or one clear error), before
+        anything starts. A platform reaction's Redis is not waited for: a reaction that cannot
+        write retries on its own and holds back nothing else."""
         for url, what in self._redis_urls().items():
-            connections.check(url, what, self._connect_timeout_s)
+            if not what.startswith("platform reaction"):
+                connections.check(url, what, self._connect_timeout_s)
 
     def _shard_settings(self, index: int, shards: int) -> ShardSettings:
         return ShardSettings(

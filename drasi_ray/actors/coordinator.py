@@ -14,10 +14,10 @@ with one shard (the default) runs exactly one store process, as before shards ex
 
 Resume contract: a restarted coordinator reloads its shard's records, the table, the
 registrations and the shard count from Redis (without durable state: the shard count from the
-shard actors alive, the registrations from the query hosts), reloads the live subscriptions (kept
-in Redis with durable state) and learns those the query hosts hold, then starts a new round for every query. While it
-is down, the other shards and the query hosts go on; consumers wait for it only when a batch
-has changes of its elements or control events.
+shard actors alive, the registrations from the query hosts), reloads the live subscriptions
+(kept in Redis with durable state) and learns those the query hosts hold, then starts a new
+round for every query. While it is down, the other shards and the query hosts go on;
+consumers wait for it only when a batch has changes of its elements or control events.
 """
 
 from __future__ import annotations

@@ -50,6 +50,16 @@ def add_parser(commands: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run the app; the signal handlers it sets are put back when it returns."""
+    previous = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        return _run(args)
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+def _run(args: argparse.Namespace) -> int:
     from drasi_ray.app import DrasiRay
 
     config = common.load_app(args.config, args.redis_url)

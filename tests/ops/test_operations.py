@@ -52,8 +52,11 @@ ray:
 """
 
 
-def _write_app(tmp_path: Path, url: str, consumers: int = 1, start_id: str = "0") -> str:
-    app_id = f"ops-{uuid.uuid4().hex[:8]}"
+def _write_app(
+    tmp_path: Path, url: str, consumers: int = 1, start_id: str = "0", app_id: str | None = None
+) -> str:
+    """The app file (a new app id unless ``app_id``: the file of a running app, its group)."""
+    app_id = app_id or f"ops-{uuid.uuid4().hex[:8]}"
     path = tmp_path / "app.yaml"
     text = APP.format(
         app_id=app_id, url=url, consumers=consumers, start_id=start_id, query=SENSOR_QUERY
@@ -124,7 +127,7 @@ def test_replay_applies_history_the_group_skipped(
     try:
         app.wait_until_idle(30)
         assert app.results("all-sensors") == []
-        app_yaml = _write_app(tmp_path, redis_url)
+        app_yaml = _write_app(tmp_path, redis_url, app_id=app.app_id)
         assert cli.main(["replay", "sensors", "--from", "0", app_yaml]) == 0
         wait_until(lambda: len(app.results("all-sensors")) == 20, what="the replayed rows")
         app.wait_until_idle(30)
