@@ -21,12 +21,15 @@ if TYPE_CHECKING:
     from drasi_ray.model.config import (
         AnalyticsConfig,
         AppConfig,
+        CdcConfig,
+        CdcOrdering,
         DispatchMode,
         Placement,
         PlatformSourceConfig,
         QueryConfig,
         RayConfig,
         ScalingConfig,
+        SourceFormat,
         StateConfig,
     )
     from drasi_ray.model.errors import (
@@ -60,8 +63,9 @@ _HOMES = {
     **{
         name: "drasi_ray.model.config"
         for name in (
-            "AnalyticsConfig", "AppConfig", "DispatchMode", "Placement", "PlatformSourceConfig",
-            "QueryConfig", "RayConfig", "ScalingConfig", "StateConfig",
+            "AnalyticsConfig", "AppConfig", "CdcConfig", "CdcOrdering", "DispatchMode",
+            "Placement", "PlatformSourceConfig", "QueryConfig", "RayConfig", "ScalingConfig",
+            "SourceFormat", "StateConfig",
         )
     },
     **{
@@ -100,6 +104,8 @@ __all__ = [
     "AnalyticsConfig",
     "AppConfig",
     "CallbackReaction",
+    "CdcConfig",
+    "CdcOrdering",
     "ComponentUnavailableError",
     "ConfigError",
     "ControlResult",
@@ -123,6 +129,7 @@ __all__ = [
     "QuerySyntaxError",
     "RayConfig",
     "ScalingConfig",
+    "SourceFormat",
     "StateConfig",
     "StreamError",
     "Subscription",

@@ -17,11 +17,12 @@ from typing import Any
 import orjson
 import redis
 
-from drasi_ray.model.config import PlatformSourceConfig
+from drasi_ray.model.config import PlatformSourceConfig, SourceFormat
 from drasi_ray.model.errors import ConfigError
 from drasi_ray.ops import common
 from drasi_ray.ops.publish import event_payload, parse_event_line
 from drasi_ray.source.decode import entry_problem
+from drasi_ray.source.formats import decoder_for
 from drasi_ray.streams.records import DeadLetter
 
 PAGE = 500
@@ -87,6 +88,7 @@ def run(args: argparse.Namespace) -> int:
     props = common.source_spec(config, args.source).properties
     ids = _checked_ids(args.ids)
     payload = _corrected_payload(args, ids)
+    _check_payload_format(props, payload)
     with common.connect(config, props.redis_url, f"source {args.source!r}") as client:
         if ids is not None:
             _require_present(client, props, ids)
@@ -128,6 +130,14 @@ def _corrected_payload(args: argparse.Namespace, ids: list[str] | None) -> bytes
     path = Path(args.payload)
     document = parse_event_line(path.read_bytes(), str(path))
     return event_payload(document)
+
+
+def _check_payload_format(props: PlatformSourceConfig, payload: bytes | None) -> None:
+    if payload is not None and props.format is not SourceFormat.PLATFORM:
+        raise ConfigError(
+            f"--payload takes a platform change event; this source reads "
+            f"{props.format.value} entries: fix the producer, then replay or purge"
+        )
 
 
 def _require_present(client: redis.Redis, props: PlatformSourceConfig, ids: list[str]) -> None:
@@ -263,11 +273,12 @@ def _corrected(letter: DeadLetter, payload: bytes) -> DeadLetter:
 def _refuse_rejected(
     letters: list[tuple[str, DeadLetter]], props: PlatformSourceConfig, *, corrected: bool
 ) -> None:
+    decode = decoder_for(props)
     rejected = [
         (dlq_id, problem)
         for dlq_id, letter in letters
         if letter.fields is not None
-        and (problem := entry_problem(letter.fields, props.max_payload_bytes)) is not None
+        and (problem := entry_problem(letter.fields, props.max_payload_bytes, decode)) is not None
     ]
     if not rejected:
         return
