@@ -1,6 +1,7 @@
 """``drasi-ray run`` as a process: it prints the results of what the streams held when it
-started, stops cleanly on Ctrl-C or SIGTERM at any moment (start-up included), leaves no Ray
-process behind, and stores no password in Redis (issue #27, items 1, 2, 4 and 5)."""
+started, starts its own local Ray listening on loopback only, stops cleanly on Ctrl-C or
+SIGTERM at any moment (start-up included), leaves no Ray process behind, and stores no password
+in Redis (issue #27, items 1, 2, 4 and 5)."""
 
 from __future__ import annotations
 
@@ -44,6 +45,17 @@ ray:
   num_cpus: 1
   include_dashboard: false
 """
+
+
+LOOPBACK = {"127.0.0.1", "::ffff:127.0.0.1", "::1"}
+
+
+def _listening(process: psutil.Process) -> list[object]:
+    """The sockets ``process`` listens on (none if it is gone)."""
+    try:
+        return [c for c in process.net_connections("inet") if c.status == psutil.CONN_LISTEN]
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return []
 
 
 @pytest.fixture(scope="module")
@@ -127,12 +139,19 @@ def test_run_prints_the_backlog_and_stops_on_sigterm_storing_no_password(
             timeout_s=120,
             what="the four results and the log reaction's four lines",
         )
+        listening = {
+            (process.name(), conn.laddr.ip)
+            for process in run.descendants()
+            for conn in _listening(process)
+        }  # type: ignore[attr-defined]
+        assert listening and all(ip in LOOPBACK for _, ip in listening), listening  # no other NIC
     finally:
         code, spent = run.stop(signal.SIGTERM, 60)
     assert code == 0 and spent < 30, (code, spent, run.err)
     assert "running on a new local Ray (127.0.0.1 only)" in "\n".join(run.out)
     assert run.out[-1] == "drasi-ray: stopped"
     assert not any("Traceback" in line for line in run.err), run.err
+    assert not any("Token authentication is enabled" in line for line in run.err), run.err
     stored = client.hgetall(keys.query_registry("signals"))
     assert stored and not any(PASSWORD.encode() in value for value in stored.values())
     assert all(PASSWORD not in line for line in run.out + run.err)
