@@ -13,10 +13,13 @@ from drasi_ray.ops import common
 from drasi_ray.ops.status import source_status
 
 HELP = """\
-Starts every source and query of APP_YAML (on the Ray cluster in RAY_ADDRESS, else a local
-Ray), prints each query's result diffs as they arrive and a status line (lag, pending, result
-sequence, reaction state) on stderr, until Ctrl-C or SIGTERM; then stops cleanly (consumers
-finish and ack their batch, reactions flush, `stopped` is signalled).
+Starts every source and query of APP_YAML (on the Ray cluster of ray.address or RAY_ADDRESS,
+else on a new local Ray listening on 127.0.0.1 only: never a Ray that merely runs here), prints
+each query's result diffs as they arrive, those of what the streams already hold included, and
+a status line (lag, pending, result sequence, reaction state) on stderr, until Ctrl-C or
+SIGTERM, which stop it at any moment, start-up included; then stops cleanly (consumers finish
+and ack their batch, reactions flush, `stopped` is signalled). A Redis that does not answer
+within connect_timeout_s (30 s) is one error naming it.
 
 examples:
   drasi-ray run app.yaml

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import uuid
 
+import pytest
+
 from drasi_ray import DrasiRay, PlatformSource
 from drasi_ray.model.changes import Op, node
 from drasi_ray.model.config import AnalyticsConfig
@@ -16,6 +18,7 @@ ELEMENTS = 100
 UPDATES = 30  # 3,000 changes, each with its own value
 
 
+@pytest.mark.slow
 def test_two_consumers_log_every_change_once(ray_session: None, redis_url: str) -> None:
     app = DrasiRay(f"log-{uuid.uuid4().hex[:8]}", analytics_config=AnalyticsConfig(enabled=True))
     app.add_source(
