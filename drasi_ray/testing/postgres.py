@@ -27,6 +27,7 @@ import signal
 import subprocess
 import tempfile
 import time
+import warnings
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -61,7 +62,9 @@ class EmbeddedPostgresError(DrasiRayError):
 def bin_dir() -> Path:
     """The directory of the PostgreSQL binaries inside the ``pgserver`` package."""
     try:
-        from pgserver import _commands
+        with warnings.catch_warnings():  # pgserver warns of XDG_RUNTIME_DIR at import
+            warnings.simplefilter("ignore")
+            from pgserver import _commands
     except ImportError as exc:  # pragma: no cover - a dev dependency
         raise EmbeddedPostgresError(
             "no PostgreSQL binaries: install the dev dependency `pgserver` "
@@ -81,6 +84,7 @@ def _prepare_root_user(data_dir: Path) -> None:
     """As root: the system user exists, can reach the binaries and owns the data dir."""
     import pwd
 
+    bin_dir()  # imports pgserver quietly first
     from pgserver import utils
 
     utils.ensure_user_exists(SYSTEM_USER)
@@ -143,6 +147,16 @@ class EmbeddedPostgres:
     @property
     def running(self) -> bool:
         return self._proc is not None and self._proc.poll() is None
+
+    @property
+    def password_file(self) -> str:
+        """A file holding the superuser's password (what a source's ``password_file`` names:
+        the reader reads it in its own process)."""
+        path = self.data_dir / "password"
+        if not path.exists():
+            path.write_text(self.password + "\n")
+            path.chmod(0o600)
+        return str(path)
 
     def dsn(
         self, database: str = "postgres", user: str = SUPERUSER, password: str | None = None
@@ -340,3 +354,26 @@ class EmbeddedPostgres:
         self.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         self.execute(f'CREATE DATABASE "{name}"')
         return name
+
+
+def source_builder(
+    server: EmbeddedPostgres, database: str, redis_url: str, source_id: str = "shop"
+) -> Any:
+    """A :class:`~drasi_ray.source.postgres.definition.PostgresSourceBuilder` for ``database``
+    on ``server`` (the superuser, its password from :attr:`EmbeddedPostgres.password_file`),
+    writing to ``redis_url``, consumers reading with a short block, a slot named after the
+    database (slot names are the server's, not the database's); add tables and build."""
+    from drasi_ray.source.postgres.definition import PostgresSource
+
+    return (
+        PostgresSource.builder(source_id)
+        .with_host(server.host)
+        .with_port(server.port)
+        .with_database(database)
+        .with_user(SUPERUSER)
+        .with_password_file(server.password_file)
+        .with_ssl_mode("disable")
+        .with_slot_name(f"slot_{database}"[:63].lower())
+        .with_redis_url(redis_url)
+        .with_consumer_settings(block_ms=100)
+    )
