@@ -171,7 +171,7 @@ class PostgresReader:
             return False
         self._state = "recovering"
         self._counts["reconnects"] += 1
-        logger.warning("PostgreSQL source %r: %s; retrying", self.source_id, error)
+        logger.warning("%s; retrying", error)
         return True
 
     def _explained(self, exc: BaseException) -> PostgresSourceError:
