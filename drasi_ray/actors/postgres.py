@@ -78,5 +78,16 @@ class PostgresReaderActor:
         self._stop.set()
         self._thread.join(STOP_TIMEOUT_S)
 
+    def start(self) -> None:
+        """Run the loop again after :meth:`stop`: it resumes from the slot (benchmarks stop
+        the reader, commit a backlog, then time how fast it drains)."""
+        if self._thread.is_alive():
+            return
+        self._stop = threading.Event()
+        self._thread = threading.Thread(
+            target=self._reader.run, args=(self._stop,), name="postgres-reader", daemon=True
+        )
+        self._thread.start()
+
     def pid(self) -> int:
         return os.getpid()

@@ -15,8 +15,9 @@ The oracle replays the committed transactions, in commit order, through a fresh 
 and the queries' engines in this process, building each row's elements independently of the
 reader (id ``table:key``, every column, numerics as floats, the relations). The app's results
 and element store must equal the oracle's, every query's result diffs since the snapshot must
-equal the oracle's one for one, and the stream must hold one entry per committed transaction:
-``lost``, ``duplicated`` and ``mismatched`` all 0.
+equal the oracle's one for one, and the stream must hold, after the snapshot, exactly the
+element changes of the committed transactions: ``lost``, ``duplicated`` and ``mismatched``
+all 0.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ from drasi_ray.model.config import RayConfig
 from drasi_ray.query.definition import Query
 from drasi_ray.query.engine import ContinuousQuery
 from drasi_ray.shards.store import ElementStore
+from drasi_ray.source.decode import decode_entry
 from drasi_ray.testing.chaos import row_mismatches
 from drasi_ray.testing.conformance import diffs_match, values_equal
 from drasi_ray.testing.embedded_redis import EmbeddedRedis
@@ -96,6 +98,7 @@ class PostgresChaosSettings:
 @dataclass(slots=True)
 class PostgresChaosReport:
     row_changes: int = 0
+    element_changes: int = 0
     transactions: int = 0
     ambiguous_commits: int = 0
     stream_entries: int = 0
@@ -367,6 +370,7 @@ class PostgresChaos:
             shop.apply(statements)
             oracle.apply(statements, record=True)
             self.report.row_changes += len(statements)
+            self.report.element_changes += sum(len(elements_of(s)) for s in statements)
             self.report.transactions += 1
             while fault_at and self.report.row_changes >= fault_at[0]:
                 fault_at.pop(0)
@@ -410,13 +414,12 @@ class PostgresChaos:
         client = redis.Redis.from_url(url)
         stream = keys.postgres_stream(app.app_id, SOURCE)
         report.stream_entries = int(client.xlen(stream))
-        snapshot: Any = client.xrange(stream, "-", f"{_snapshot_lsn(client, app)}-999999")
-        snapshot_entries = len(snapshot)
-        written = report.stream_entries - snapshot_entries
-        report.duplicated = max(written - report.transactions, 0)
+        after: Any = client.xrange(stream, f"({_snapshot_lsn(client, app)}-999999", "+")
+        written = sum(len(decode_entry(i.decode(), fields).changes) for i, fields in after)
+        report.duplicated = max(written - report.element_changes, 0)
         theirs = {element.id: element for element in app.elements(SOURCE)}
         ours = {element.id: element for element in oracle.store.elements()}
-        report.lost = max(report.transactions - written, 0) + _store_mismatches(ours, theirs)
+        report.lost = max(report.element_changes - written, 0) + _store_mismatches(ours, theirs)
         report.mismatched_rows = sum(
             row_mismatches(oracle.queries[query_id].results(), app.results(query_id))
             for query_id in QUERIES

@@ -2,7 +2,7 @@
 
 1,000 row changes over three tables while the reader is SIGKILLed twice and PostgreSQL (the
 session's server) and Redis are restarted once each: every query's results and result diffs
-equal a replay of the committed transactions, and the stream holds each transaction once.
+equal a replay of the committed transactions, and the stream holds each of their changes once.
 """
 
 from __future__ import annotations

@@ -7,6 +7,7 @@ import logging
 import re
 import struct
 
+import orjson
 import pytest
 
 from drasi_ray.model.changes import Op
@@ -246,11 +247,11 @@ def test_entries_are_numbered_at_the_lsn_and_decode_to_its_versions() -> None:
     table = _orders()
     mapper = _mapper(table)
     changes = [
-        c
+        (op, element, 2_000_000_000 + n)
         for n in range(5)
-        for c in mapper.insert(table, {"id": str(n), "customer_id": "1", "note": "x"})
+        for op, element in mapper.insert(table, {"id": str(n), "customer_id": "1", "note": "x"})
     ]
-    written = entries(0x230, changes, 2_000_000_000, max_changes=4)
+    written = entries(0x230, changes, max_changes=4)
     assert [entry_id for entry_id, _ in written] == ["560-0", "560-1", "560-2"]
     decoded = [
         c for entry_id, data in written for c in decode_entry(entry_id, {b"data": data}).changes
@@ -262,8 +263,12 @@ def test_entries_are_numbered_at_the_lsn_and_decode_to_its_versions() -> None:
         (560, 0, 3),
         (560, 1, 0),
     ]
-    assert [c.element.id for c in decoded] == [element.id for _, element in changes]
-    assert decoded[0].element.effective_from == 2_000
+    assert [c.element.id for c in decoded] == [element.id for _, element, _ in changes]
+    assert [c.element.start_id for c in decoded[:2]] == [None, "orders:0"]
+    assert (
+        decoded[0].element.effective_from == 2_000 and decoded[-1].timing.source_ns == 2_000_000_004
+    )
+    assert orjson.loads(written[0][1])["id"] == "560-0"
 
 
 def _source(**properties: object) -> dict[str, object]:

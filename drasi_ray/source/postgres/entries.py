@@ -1,28 +1,31 @@
 """Element changes as stream entries whose ids are WAL positions.
 
-A committed transaction's changes are written as consecutive entries ``<end LSN>-0``,
-``<end LSN>-1``, ... (its end LSN, a 64-bit WAL position, is the entry id's first part): at
-most ``max_changes_per_entry`` changes each, and each under :data:`MAX_ENTRY_BYTES`. The
-snapshot is written the same way at the slot's consistent point, which every streamed
-transaction ends after. So:
+The reader writes what it read as entries ``<LSN>-0``, ``<LSN>-1``, ...: the LSN is the end
+position of the last transaction they hold (a 64-bit WAL position, the entry id's first part).
+Consecutive transactions read together (a backlog) share entries, whole transactions each, up
+to ``max_changes_per_entry`` changes and :data:`MAX_ENTRY_BYTES` an entry; a transaction larger
+than that spans consecutive entries of its own. The snapshot is written the same way at the
+slot's consistent point, which every streamed transaction ends after. So:
 
-- a change's version (entry id, then its position in the entry: docs/semantics.md §2) is the
-  LSN order, the order PostgreSQL committed;
-- an entry written twice (a reader that crashed after ``XADD`` and before confirming the slot,
-  then was sent the transaction again) has the same id; Redis refuses an id not above the
-  stream's top, the reader skips what is at or below it, and were one to reach the stream
-  again the element store would drop it as not newer than what it holds.
+- a change's version (entry id, then its position in the entry: docs/semantics.md §2) follows
+  the LSN order, the order PostgreSQL committed;
+- a transaction written twice (a reader that crashed after ``XADD`` and before confirming the
+  slot, then was sent it again) ends at or below the stream's top: the reader skips it, Redis
+  would refuse its id, and the element store would drop its changes as not newer than what it
+  holds.
 
-The element time (``ts_ns``) is the commit time, so a change re-sent is the same change.
+Each change's time (``ts_ns``) is its transaction's commit time, so a change re-sent is the
+same change. The entry is a CloudEvent whose ``id`` is its entry id.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Final
+from typing import Any, Final, TypeAlias
 
-from drasi_ray.model.changes import Element, Op
-from drasi_ray.source.decode import change_event, encode_cloud_event
+import orjson
+
+from drasi_ray.model.changes import Element, ElementKind, Op
 
 MAX_ENTRY_BYTES: Final = 1024 * 1024
 """An entry is split below this size (the consumers refuse entries over
@@ -31,6 +34,9 @@ MAX_ENTRY_BYTES: Final = 1024 * 1024
 EVENT_SOURCE: Final = "drasi-ray-postgres"
 DB: Final = "postgresql"
 """``payload.source.db`` of every change (anything but ``drasi``, which marks control events)."""
+
+TimedChange: TypeAlias = tuple[Op, Element, int]
+"""A change and its transaction's commit time (ns)."""
 
 
 def entry_id(lsn: int, index: int) -> str:
@@ -43,24 +49,51 @@ def lsn_of(entry_id_text: str) -> int:
 
 
 def entries(
-    lsn: int,
-    changes: Sequence[tuple[Op, Element]],
-    ts_ns: int,
-    max_changes: int,
-    first_index: int = 0,
+    lsn: int, changes: Sequence[TimedChange], max_changes: int, first_index: int = 0
 ) -> list[tuple[str, bytes]]:
     """The entries ``(id, data)`` of ``changes`` at ``lsn``, numbered from ``first_index``."""
     payloads: list[bytes] = []
     for start in range(0, len(changes), max_changes):
-        payloads += _payloads(changes[start : start + max_changes], ts_ns)
-    return [(entry_id(lsn, first_index + index), data) for index, data in enumerate(payloads)]
+        payloads += _payloads(changes[start : start + max_changes])
+    return [
+        (entry_id(lsn, first_index + index), _with_id(data, lsn, first_index + index))
+        for index, data in enumerate(payloads)
+    ]
 
 
-def _payloads(chunk: Sequence[tuple[Op, Element]], ts_ns: int) -> list[bytes]:
-    data = encode_cloud_event(
-        [change_event(op, element, ts_ns, db=DB) for op, element in chunk], source=EVENT_SOURCE
-    )
+def _payloads(chunk: Sequence[TimedChange]) -> list[bytes]:
+    data = orjson.dumps([event(op, element, ts_ns) for op, element, ts_ns in chunk])
     if len(data) <= MAX_ENTRY_BYTES or len(chunk) == 1:
         return [data]
     half = len(chunk) // 2
-    return _payloads(chunk[:half], ts_ns) + _payloads(chunk[half:], ts_ns)
+    return _payloads(chunk[:half]) + _payloads(chunk[half:])
+
+
+def _with_id(events: bytes, lsn: int, index: int) -> bytes:
+    """The CloudEvent around the events' JSON array (spliced: the array is encoded once)."""
+    head = (
+        b'{"id":"' + entry_id(lsn, index).encode() + b'","source":"' + EVENT_SOURCE.encode()
+        + b'","type":"com.dapr.event.sent","specversion":"1.0",'
+        b'"datacontenttype":"application/json","data":'
+    )  # fmt: skip
+    return head + events + b"}"
+
+
+def event(op: Op, element: Element, ts_ns: int) -> dict[str, Any]:
+    """The platform event of one change (the shape :func:`~drasi_ray.source.decode.
+    change_event` writes; built here directly: it is on every row the reader writes)."""
+    data: dict[str, Any] = {
+        "id": element.id,
+        "labels": list(element.labels),
+        "properties": element.properties,
+    }
+    table = "node"
+    if element.kind is ElementKind.RELATION:
+        data["startId"] = element.start_id
+        data["endId"] = element.end_id
+        table = "rel"
+    side = "before" if op is Op.DELETE else "after"
+    return {
+        "op": op.value,
+        "payload": {side: data, "source": {"db": DB, "table": table, "ts_ns": ts_ns}},
+    }

@@ -16,7 +16,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Final, TypeAlias
+from typing import Any, Final, TypeAlias
 
 from drasi_ray.model.errors import DrasiRayError
 
@@ -179,17 +179,36 @@ class _Cursor:
         return value
 
     def tuple_data(self) -> tuple[ColumnValue, ...]:
+        """A TupleData: the hot path (one per row change), read with local variables and
+        ``int.from_bytes`` rather than a struct call per field."""
+        data, position = self.data, self.position
+        end = len(data)
+        if position + 2 > end:
+            raise ProtocolError(f"message truncated at byte {position}")
+        count = int.from_bytes(data[position : position + 2], "big")
+        position += 2
         values: list[ColumnValue] = []
-        for _ in range(self.int16()):
-            kind = self.byte()
+        append = values.append
+        for _ in range(count):
+            if position >= end:
+                raise ProtocolError(f"message truncated at byte {position}")
+            kind = data[position]
             if kind == 0x74:  # t: text
-                values.append(self.raw(self.int32()).decode("utf-8"))
+                size = int.from_bytes(data[position + 1 : position + 5], "big")
+                start = position + 5
+                position = start + size
+                if position > end:
+                    raise ProtocolError(f"value of {size} bytes truncated at byte {start}")
+                append(data[start:position].decode("utf-8"))
             elif kind == 0x6E:  # n: null
-                values.append(None)
+                append(None)
+                position += 1
             elif kind == 0x75:  # u: unchanged TOAST value
-                values.append(UNCHANGED)
+                append(UNCHANGED)
+                position += 1
             else:
                 raise ProtocolError(f"unknown column kind {chr(kind)!r} (binary mode is off)")
+        self.position = position
         return tuple(values)
 
 
@@ -205,13 +224,26 @@ def parse(payload: bytes) -> Message:
     return parser(reader)
 
 
+_BEGIN = struct.Struct(">QqI")
+_COMMIT = struct.Struct(">xQQq")  # flags (unused), commit LSN, end LSN, commit time
+_ROW = struct.Struct(">Ic")  # relation OID, then the tuple's kind
+
+
+def _fixed(cursor: _Cursor, layout: struct.Struct) -> tuple[Any, ...]:
+    """Fields of a fixed layout in one unpack (begin, commit: one per transaction)."""
+    if cursor.position + layout.size > len(cursor.data):
+        raise ProtocolError(f"message truncated at byte {cursor.position}")
+    fields = layout.unpack_from(cursor.data, cursor.position)
+    cursor.position += layout.size
+    return fields
+
+
 def _begin(cursor: _Cursor) -> Begin:
-    return Begin(cursor.uint64(), cursor.int64(), cursor.uint32())
+    return Begin(*_fixed(cursor, _BEGIN))
 
 
 def _commit(cursor: _Cursor) -> Commit:
-    cursor.byte()  # flags: unused
-    return Commit(cursor.uint64(), cursor.uint64(), cursor.int64())
+    return Commit(*_fixed(cursor, _COMMIT))
 
 
 def _relation(cursor: _Cursor) -> Relation:
@@ -228,8 +260,9 @@ def _relation(cursor: _Cursor) -> Relation:
 
 
 def _insert(cursor: _Cursor) -> Insert:
-    oid = cursor.uint32()
-    _expect(cursor, "N")
+    oid, kind = _fixed(cursor, _ROW)
+    if kind != b"N":
+        raise ProtocolError(f"insert: expected the new row ('N'), got {kind!r}")
     return Insert(oid, cursor.tuple_data())
 
 
@@ -265,12 +298,6 @@ def _message(cursor: _Cursor) -> LogicalMessage:
     lsn = cursor.uint64()
     prefix = cursor.text()
     return LogicalMessage(bool(flags & 1), lsn, prefix, cursor.raw(cursor.int32()))
-
-
-def _expect(cursor: _Cursor, wanted: str) -> None:
-    kind = chr(cursor.byte())
-    if kind != wanted:
-        raise ProtocolError(f"expected {wanted!r}, got {kind!r}")
 
 
 def _origin(cursor: _Cursor) -> Other:

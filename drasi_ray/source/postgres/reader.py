@@ -53,7 +53,7 @@ from drasi_ray.model.postgres_specs import PostgresSourceConfig, qualified_table
 from drasi_ray.model.urls import redact_url
 from drasi_ray.source.postgres import connection as pg
 from drasi_ray.source.postgres.catalog import Catalog
-from drasi_ray.source.postgres.entries import entries
+from drasi_ray.source.postgres.entries import TimedChange, entries
 from drasi_ray.source.postgres.pgoutput import format_lsn, parse, parse_lsn, unix_ns
 from drasi_ray.source.postgres.snapshot import snapshot_rows
 from drasi_ray.source.postgres.tables import ElementChange, RowError, RowMapper, TableInfo
@@ -252,8 +252,8 @@ class PostgresReader:
             seen, index = self._write_rows(rows, mapper, writer, lsn, ts_ns)
         finally:
             reader.close()
-        stale = [(Op.DELETE, element) for element in known if element.id not in seen]
-        writer.write(entries(lsn, stale, ts_ns, self.settings.max_changes_per_entry, index))
+        stale = [(Op.DELETE, element, ts_ns) for element in known if element.id not in seen]
+        writer.write(entries(lsn, stale, self.settings.max_changes_per_entry, index))
         writer.complete_snapshot(lsn)
         self._written = lsn
         self._counts["snapshots"] += 1
@@ -272,7 +272,7 @@ class PostgresReader:
     ) -> tuple[set[str], int]:
         """Write the snapshot's rows as inserts; (ids written, next entry index)."""
         seen: set[str] = set()
-        batch: list[ElementChange] = []
+        batch: list[TimedChange] = []
         index = 0
         limit = self.settings.max_changes_per_entry
         for table, row in rows:
@@ -283,12 +283,12 @@ class PostgresReader:
                 continue
             self._counts["snapshot_rows"] += 1
             seen.update(element.id for _, element in changes)
-            batch += changes
+            batch += [(op, element, ts_ns) for op, element in changes]
             if len(batch) >= SNAPSHOT_WRITE_CHANGES:
-                items = entries(lsn, batch, ts_ns, limit, index)
+                items = entries(lsn, batch, limit, index)
                 writer.write(items)
                 index, batch = index + len(items), []
-        items = entries(lsn, batch, ts_ns, limit, index)
+        items = entries(lsn, batch, limit, index)
         writer.write(items)
         return seen, index + len(items)
 
@@ -488,10 +488,7 @@ class _Stream:
         """Write every pending transaction (one MULTI/EXEC), then confirm, then release the
         syncs read after them."""
         if self.pending:
-            items: list[tuple[str, bytes]] = []
-            for transaction in self.pending:
-                items += self.entries_of(transaction, items)
-            self.writer.write(items)
+            self.writer.write(self.entries())
             end = self.pending[-1].end_lsn
             self.reader._written = end
             self.cursor.send_feedback(flush_lsn=end)
@@ -501,21 +498,34 @@ class _Stream:
             self.pending, self.pending_changes = [], 0
         self.reader._release(self.tokens)
 
-    def entries_of(
-        self, transaction: Transaction, before: list[tuple[str, bytes]]
-    ) -> list[tuple[str, bytes]]:
-        """A transaction's entries; one with a truncation first writes ``before`` (the
-        transactions ahead of it), so the store's elements are known up to it."""
-        if any(isinstance(step, Truncation) for step in transaction.steps):
-            self.writer.write(before)
-            before.clear()
-            changes = self.resolve(transaction)
-        else:
-            changes = [step for step in transaction.steps if not isinstance(step, Truncation)]
-        ts_ns = unix_ns(transaction.commit_time_us)
-        return entries(
-            transaction.end_lsn, changes, ts_ns, self.reader.settings.max_changes_per_entry
-        )
+    def entries(self) -> list[tuple[str, bytes]]:
+        """The pending transactions as entries: consecutive ones share entries (each entry at
+        the end LSN of the last transaction it holds), up to ``max_changes_per_entry``
+        changes; a transaction with a truncation first writes what comes before it, so the
+        store's elements are known up to it (:meth:`resolve`)."""
+        limit = self.reader.settings.max_changes_per_entry
+        items: list[tuple[str, bytes]] = []
+        group: list[TimedChange] = []
+        group_end = 0
+        for transaction in self.pending:
+            if any(isinstance(step, Truncation) for step in transaction.steps):
+                if group:
+                    items += entries(group_end, group, limit)
+                    group = []
+                self.writer.write(items)
+                items = []
+                changes = self.resolve(transaction)
+            else:
+                changes = [step for step in transaction.steps if not isinstance(step, Truncation)]
+            if group and len(group) + len(changes) > limit:
+                items += entries(group_end, group, limit)
+                group = []
+            ts_ns = unix_ns(transaction.commit_time_us)
+            group += [(op, element, ts_ns) for op, element in changes]
+            group_end = transaction.end_lsn
+        if group:
+            items += entries(group_end, group, limit)
+        return items
 
     def resolve(self, transaction: Transaction) -> list[ElementChange]:
         """The transaction's changes with each truncation as deletes of its tables' elements:

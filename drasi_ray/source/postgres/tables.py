@@ -18,17 +18,17 @@ new one (with their relations).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
 import orjson
 
-from drasi_ray.model.changes import Element, Op, node, relation
+from drasi_ray.model.changes import Element, ElementKind, FrozenMap, Op, node, relation
 from drasi_ray.model.errors import DrasiRayError
 from drasi_ray.model.postgres_specs import RelationSpec, qualified_table, table_label
-from drasi_ray.source.postgres.pgoutput import UNCHANGED, ColumnValue, Unchanged
-from drasi_ray.source.postgres.values import ValueReader
+from drasi_ray.source.postgres.pgoutput import UNCHANGED, ColumnValue
+from drasi_ray.source.postgres.values import CONVERTERS, ValueReader
 
 Row: TypeAlias = Mapping[str, ColumnValue]
 """A row by column name: each value's text, None (null) or UNCHANGED."""
@@ -58,10 +58,19 @@ class TableInfo:
     key_origin: str
     """Where the key comes from: ``table_keys``, ``primary key``, ``replica identity`` or
     ``full row``."""
+    label: str = field(init=False)
+    """Its rows' label and id prefix (computed once: it is on every change)."""
+    places: tuple[str, ...] = field(init=False)
+    """``label.column`` per column, as warnings name a column."""
+    converters: tuple[Callable[[str], Any] | None, ...] = field(init=False)
+    """Each column's mapping (:data:`~.values.CONVERTERS`; None: read as text, warned)."""
 
-    @property
-    def label(self) -> str:
-        return table_label(self.schema, self.name)
+    def __post_init__(self) -> None:
+        label = table_label(self.schema, self.name)
+        object.__setattr__(self, "label", label)
+        object.__setattr__(self, "places", tuple(f"{label}.{c.name}" for c in self.columns))
+        converters = tuple(CONVERTERS.get(column.type_oid) for column in self.columns)
+        object.__setattr__(self, "converters", converters)
 
     @property
     def qualified(self) -> tuple[str, str]:
@@ -70,6 +79,10 @@ class TableInfo:
     def with_columns(self, columns: tuple[Column, ...]) -> TableInfo:
         """The table after a schema change: the relation message's columns."""
         return TableInfo(self.schema, self.name, columns, self.key, self.key_origin)
+
+
+def _node(row_id: str, label: str, properties: dict[str, Any]) -> Element:
+    return Element(ElementKind.NODE, row_id, (label,), FrozenMap(properties))
 
 
 def key_text(value: Any) -> str:
@@ -98,18 +111,27 @@ class RowMapper:
     ) -> None:
         self.tables = dict(tables)
         self.values = values
-        self._relations: dict[tuple[str, str], list[RelationSpec]] = {}
+        self._relations: dict[str, list[RelationSpec]] = {}  # by the label of their table
         for spec in relations:
-            self._relations.setdefault(qualified_table(spec.table), []).append(spec)
+            label = table_label(*qualified_table(spec.table))
+            self._relations.setdefault(label, []).append(spec)
 
     def properties(self, table: TableInfo, row: Row) -> dict[str, Any]:
-        where = table.label
-        read = self.values.read
-        return {
-            column.name: read(column.type_oid, value, f"{where}.{column.name}")
-            for column in table.columns
-            if not isinstance(value := row.get(column.name), Unchanged)
-        }
+        """Every column's value (null included), but the unchanged TOAST values."""
+        get = row.get
+        properties: dict[str, Any] = {}
+        for column, convert, place in zip(
+            table.columns, table.converters, table.places, strict=True
+        ):
+            value = get(column.name)
+            if value is None:
+                properties[column.name] = None
+            elif isinstance(value, str):
+                try:
+                    properties[column.name] = convert(value)  # type: ignore[misc]
+                except (TypeError, ValueError):  # no mapping (None), or a value it cannot read
+                    properties[column.name] = self.values.read(column.type_oid, value, place)
+        return properties
 
     def element_id(self, table: TableInfo, properties: Mapping[str, Any], row: Row) -> str:
         names = table.key or tuple(column.name for column in table.columns)
@@ -127,8 +149,10 @@ class RowMapper:
     def insert(self, table: TableInfo, row: Row) -> list[ElementChange]:
         properties = self.properties(table, row)
         row_id = self.element_id(table, properties, row)
-        changes: list[ElementChange] = [(Op.INSERT, node(row_id, (table.label,), properties))]
-        return changes + list(self._relation_changes(table, row_id, properties, Op.INSERT))
+        changes: list[ElementChange] = [(Op.INSERT, _node(row_id, table.label, properties))]
+        if table.label in self._relations:
+            changes += self._relation_changes(table, row_id, properties, Op.INSERT)
+        return changes
 
     def update(self, table: TableInfo, old: Row | None, new: Row) -> list[ElementChange]:
         """An update; one that changes the key is a delete of the old element and an insert
@@ -140,8 +164,10 @@ class RowMapper:
             old_id = self.element_id(table, old_properties, old)
             if old_id != row_id:
                 return self._delete(table, old_id, old_properties) + self.insert(table, new)
-        changes: list[ElementChange] = [(Op.UPDATE, node(row_id, (table.label,), properties))]
-        return changes + list(self._relation_changes(table, row_id, properties, Op.UPDATE))
+        changes: list[ElementChange] = [(Op.UPDATE, _node(row_id, table.label, properties))]
+        if table.label in self._relations:
+            changes += self._relation_changes(table, row_id, properties, Op.UPDATE)
+        return changes
 
     def delete(self, table: TableInfo, old: Row) -> list[ElementChange]:
         properties = self.properties(table, old)
@@ -152,7 +178,7 @@ class RowMapper:
     ) -> list[ElementChange]:
         known = {name: value for name, value in properties.items() if value is not None}
         changes: list[ElementChange] = [(Op.DELETE, node(row_id, (table.label,), known))]
-        for spec in self._relations.get(table.qualified, ()):
+        for spec in self._relations.get(table.label, ()):
             changes.append(
                 (Op.DELETE, relation(f"{spec.label}:{row_id}", (spec.label,), row_id, ""))
             )
@@ -161,7 +187,7 @@ class RowMapper:
     def _relation_changes(
         self, table: TableInfo, row_id: str, properties: Mapping[str, Any], op: Op
     ) -> Iterator[ElementChange]:
-        for spec in self._relations.get(table.qualified, ()):
+        for spec in self._relations.get(table.label, ()):
             relation_id = f"{spec.label}:{row_id}"
             if any(name not in properties for name in spec.columns):
                 continue  # an update that left the columns alone (unchanged TOAST values)

@@ -70,7 +70,9 @@ class TransactionAssembler:
 
     def feed(self, message: Message) -> Transaction | None:
         """The committed transaction at its ``C``; else None."""
-        if isinstance(message, Begin):
+        if isinstance(message, (Insert, Update, Delete)):  # the most frequent first
+            self._row(message)
+        elif isinstance(message, Begin):
             self._open = Transaction(0, message.commit_time_us)
         elif isinstance(message, Commit):
             done = self._transaction()
@@ -85,8 +87,6 @@ class TransactionAssembler:
             )
             if tables:
                 self._transaction().steps.append(Truncation(tables))
-        elif isinstance(message, (Insert, Update, Delete)):
-            self._row(message)
         elif isinstance(message, LogicalMessage) and message.transactional:
             self._transaction().messages.append(message)
         return None
