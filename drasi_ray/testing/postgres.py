@@ -177,6 +177,7 @@ class EmbeddedPostgres:
             return self
         if self._data_dir is None:
             self._data_dir = Path(tempfile.mkdtemp(prefix="drasi-postgres-"))
+        self._data_dir.mkdir(parents=True, exist_ok=True)
         if not self._atexit_registered:
             atexit.register(self.close)
             self._atexit_registered = True
@@ -242,7 +243,9 @@ class EmbeddedPostgres:
         """Spawn once; True when a login succeeds, False if the process died (port taken)."""
         log = self._log_path.open("ab")
         try:
-            self._proc = subprocess.Popen(self._command(), stdout=log, stderr=log, **self._run_as())
+            self._proc = subprocess.Popen(  # its own session: a terminal's hang-up spares it
+                self._command(), stdout=log, stderr=log, start_new_session=True, **self._run_as()
+            )
         finally:
             log.close()
         deadline = time.monotonic() + self._startup_timeout
@@ -296,6 +299,15 @@ class EmbeddedPostgres:
         """``stop(mode)`` then ``start()``: same port, same data."""
         self.stop(mode)
         return self.start()
+
+    def detach(self) -> None:
+        """Leave the server running after this process ends (an example's background
+        server); :func:`stop_detached` stops it later from its data directory."""
+        self._proc = None
+        self._owns_dir = False
+        if self._atexit_registered:
+            atexit.unregister(self.close)
+            self._atexit_registered = False
 
     def close(self) -> None:
         """Stop the server and remove the data dir if this object created it. Idempotent."""
@@ -377,3 +389,22 @@ def source_builder(
         .with_redis_url(redis_url)
         .with_consumer_settings(block_ms=100)
     )
+
+
+def stop_detached(data_dir: str | Path, timeout_s: float = 30.0) -> bool:
+    """Stop (fast shutdown) the server a :meth:`EmbeddedPostgres.detach` left running in
+    ``data_dir``; False if none runs there."""
+    pid_file = Path(data_dir) / "pgdata" / "postmaster.pid"
+    try:
+        pid = int(pid_file.read_text().splitlines()[0])
+        os.kill(pid, signal.SIGINT)
+    except (OSError, ValueError, IndexError):
+        return False
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except OSError:
+            return True
+        time.sleep(0.1)
+    return False

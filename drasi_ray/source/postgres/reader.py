@@ -493,7 +493,7 @@ class _Stream:
             self.reader._written = end
             self.cursor.send_feedback(flush_lsn=end)
             counts = self.reader._counts
-            counts["transactions"] += len(self.pending)
+            counts["transactions"] += sum(1 for t in self.pending if t.steps)  # not syncs
             counts["changes"] += sum(t.change_count for t in self.pending)
             self.pending, self.pending_changes = [], 0
         self.reader._release(self.tokens)
