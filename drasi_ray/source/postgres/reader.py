@@ -68,7 +68,7 @@ KnownElements = Callable[[], Sequence[Element]]
 """The elements of the source the store holds (every shard's), asked once the stream is
 applied up to its top."""
 
-SYNC_PREFIX = "drasi_ray.sync"
+SYNC_PREFIX = "drasi-ray-sync"
 STATUS_INTERVAL_S = 2.0
 """How often the confirmed position reaches the server (also on every keepalive it asks)."""
 IDLE_WAIT_S = 0.2
