@@ -369,10 +369,13 @@ class PostgresReader:
     # -- for other threads ---------------------------------------------------------------
 
     def wait_started(self, timeout_s: float) -> None:
-        """Return once the reader streams; raise its startup error, or TimeoutError."""
+        """Return once the reader streams; raise its startup error (PostgresSourceError),
+        also when it has not started within ``timeout_s``."""
         if not self._started.wait(timeout_s):
-            raise TimeoutError(
-                f"PostgreSQL source {self.source_id!r} did not start within {timeout_s:g} s"
+            raise PostgresSourceError(
+                f"PostgreSQL source {self.source_id!r}: {pg.where(self.settings)}: the reader "
+                f"did not start within {timeout_s:g} s (state {self._state}, last error "
+                f"{self._last_error}); a large snapshot needs a longer start_timeout_s"
             )
         if self._startup_error is not None:
             raise self._startup_error
