@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 _SLOT_NAME = re.compile(r"^[a-z0-9_]{1,63}$")
 
-CONSUMER_FIXED = frozenset({"redis_url", "stream_key", "stream_keys", "start_id"})
+CONSUMER_FIXED = frozenset({"redis_url", "stream_key", "stream_keys", "start_id", "format", "cdc"})
 """Platform-source settings a PostgreSQL source sets itself (not in its ``consumer`` map)."""
 
 
@@ -140,8 +140,8 @@ class PostgresSourceConfig(_Model):
     consumer: dict[str, Any] = Field(
         default_factory=dict,
         description="settings of the consumers that read the stream: any platform-source "
-        "setting (`consumers`, `batch_size`, `trim_acked`, ...) but redis_url, stream_key(s) "
-        "and start_id",
+        "setting (`consumers`, `batch_size`, `trim_acked`, ...) but redis_url, stream_key(s), "
+        "start_id, format and cdc",
     )
 
     @model_validator(mode="before")
@@ -177,7 +177,8 @@ class PostgresSourceConfig(_Model):
         if fixed:
             raise ValueError(
                 f"{', '.join(fixed)}: set by the PostgreSQL source itself (redis_url and "
-                "stream_key are its own settings; its consumers read the stream from the start)"
+                "stream_key are its own settings; its consumers read the platform events its "
+                "reader writes, from the stream's start)"
             )
         return value
 
