@@ -8,6 +8,7 @@ committed before it is on the stream.
 
 from __future__ import annotations
 
+import logging
 import threading
 import uuid
 from collections.abc import Iterator, Sequence
@@ -130,8 +131,12 @@ EXPECTED = {
 
 
 def test_snapshot_and_stream_map_every_type_alike_then_resume_without_repeats(
-    redis_url: str, postgres_server: EmbeddedPostgres, database: str
+    redis_url: str,
+    postgres_server: EmbeddedPostgres,
+    database: str,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
+    caplog.set_level(logging.WARNING, logger="drasi_ray.postgres")
     server = postgres_server
     server.execute(TYPES + "INSERT INTO kinds VALUES " + ROW % 1, database)
     settings = _settings(server, database, redis_url)
@@ -147,6 +152,10 @@ def test_snapshot_and_stream_map_every_type_alike_then_resume_without_repeats(
     assert snapshot.version[0] < streamed.version[0] < nulled.version[0]
     assert nulled.element.properties["txt"] is None
     assert report.text_columns == ["kinds.tags"] and report.snapshots == 1
+    warned = [r for r in caplog.records if "is read as text" in r.getMessage()]
+    assert [r.getMessage().split(": column ")[1] for r in warned] == [
+        "kinds.tags is read as text: its type (OID 1009) has no mapping"
+    ]  # once, at start
     server.execute("INSERT INTO kinds (id) VALUES (3); INSERT INTO kinds (id) VALUES (4)", database)
     with _running(settings, "kinds") as again:  # resumes: no new snapshot, nothing twice
         again.wait_started(60)

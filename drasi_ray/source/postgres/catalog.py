@@ -7,7 +7,6 @@ table whose rows the reader could not name on delete: no key, and no ``REPLICA I
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -17,9 +16,7 @@ from drasi_ray.model.postgres_specs import PostgresSourceConfig, RelationSpec, q
 from drasi_ray.source.postgres.connection import where
 from drasi_ray.source.postgres.pgoutput import parse_lsn
 from drasi_ray.source.postgres.tables import Column, TableInfo
-from drasi_ray.source.postgres.values import supported
 
-logger = logging.getLogger("drasi_ray.postgres")
 
 MIN_VERSION = 140_000
 """PostgreSQL 14: pgoutput passes logical messages on (the reader's sync markers), and the
@@ -152,16 +149,6 @@ class Catalog:
             )
         columns = self._columns(oid)
         key, origin = self._key(schema, name, oid, str(identity), columns)
-        for column in columns:
-            if not supported(column.type_oid):
-                logger.warning(
-                    "PostgreSQL source %r: column %s.%s has a type without a mapping (OID %d): "
-                    "it is read as text",
-                    self.source_id,
-                    label,
-                    column.name,
-                    column.type_oid,
-                )
         return TableInfo(schema, name, columns, key, origin)
 
     def _columns(self, oid: int) -> tuple[Column, ...]:

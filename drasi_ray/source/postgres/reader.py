@@ -199,6 +199,8 @@ class PostgresReader:
             catalog = Catalog(conn, self.source_id, self.settings)
             catalog.check_server()
             tables = catalog.load_tables(catalog.publication_tables())
+            for table in tables.values():
+                self.values.announce(table.places, [c.type_oid for c in table.columns])
             mapper = RowMapper(tables, self.settings.relations, self.values)
             writer = StreamWriter(client, self.stream_key, self.state_key)
             replication = pg.connect(self.source_id, self.settings, password, replication=True)

@@ -31,7 +31,7 @@ import base64
 import binascii
 import logging
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 from drasi_ray.source.middleware.parse_json import parse_json_as_drasi
@@ -132,6 +132,12 @@ class ValueReader:
         except ValueError as exc:
             self._warn(where, f"a value could not be read ({exc})")
             return text
+
+    def announce(self, places: Sequence[str], type_oids: Sequence[int]) -> None:
+        """Warn now (once) of each column without a mapping: at start, before any value."""
+        for where, type_oid in zip(places, type_oids, strict=True):
+            if type_oid not in CONVERTERS:
+                self._warn(where, f"its type (OID {type_oid}) has no mapping")
 
     def _warn(self, where: str, why: str) -> None:
         if where in self._warned:
