@@ -17,7 +17,6 @@ from drasi_ray.source.postgres.connection import where
 from drasi_ray.source.postgres.pgoutput import parse_lsn
 from drasi_ray.source.postgres.tables import Column, TableInfo
 
-
 MIN_VERSION = 140_000
 """PostgreSQL 14: pgoutput passes logical messages on (the reader's sync markers), and the
 catalog has every column read here (``wal_status``, ``attgenerated``)."""
