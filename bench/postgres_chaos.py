@@ -43,7 +43,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         recorder.add("row changes lost", float(report.lost), "changes", detail=detail)
         recorder.add(
-            "transactions on the stream twice", float(report.duplicated), "entries", detail=detail
+            "row changes on the stream twice", float(report.duplicated), "changes", detail=detail
         )
         recorder.add(
             "result rows and result diffs differing from the replay of the committed changes",
