@@ -18,7 +18,7 @@ import threading
 import ray
 
 from drasi_ray.actors import names
-from drasi_ray.actors.runtime import PIPELINE_NICENESS, tune_for_latency
+from drasi_ray.actors.runtime import PIPELINE_NICENESS, tune_for_latency, tune_gc
 from drasi_ray.model import keys
 from drasi_ray.model.changes import Element
 from drasi_ray.model.postgres_specs import PostgresSourceConfig
@@ -41,6 +41,7 @@ class PostgresReaderActor:
         niceness: int | None = PIPELINE_NICENESS,
     ) -> None:
         tune_for_latency(niceness)
+        tune_gc()  # a backlog's transactions hold many containers until they are written
         self._source_id = source_id
         self._namespace = names.namespace(app_id)
         self._reader = PostgresReader(

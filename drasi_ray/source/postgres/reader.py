@@ -70,8 +70,15 @@ applied up to its top."""
 
 SYNC_PREFIX = "drasi-ray-sync"
 STATUS_INTERVAL_S = 2.0
-"""How often the confirmed position reaches the server (also on every keepalive it asks)."""
+"""psycopg2's status updates (they carry the last position confirmed; also on every keepalive
+the server asks)."""
+CONFIRM_EVERY_S = 0.2
+"""A confirmed position is sent at once if none was for this long."""
 IDLE_WAIT_S = 0.2
+LINGER_S = 0.0005
+LINGER_FOR_S = 0.002
+"""A transaction waits at most this long for the next before it is written (when the server
+sends nothing within :data:`LINGER_S`, it is written at once)."""
 FLUSH_CHANGES = 5000
 """Transactions read are written once they hold this many changes, or when the server has
 nothing more to send right now."""
@@ -456,12 +463,27 @@ class _Stream:
         self.pending_changes = 0
         self.tokens: list[str] = []
         self.refused = 0
+        self.confirmed = 0
+        self.confirmed_at = 0.0
+        self.pending_since = 0.0
+
+    def confirm(self, lsn: int, *, now: bool = False) -> None:
+        """Confirm the slot up to ``lsn`` (all of it is on the stream). Sent at once at most
+        every :data:`CONFIRM_EVERY_S` (and at the end of the session), else with psycopg2's
+        next status update: the less PostgreSQL has to send again after a restart."""
+        lsn = max(lsn, self.confirmed)
+        due = now or time.monotonic() - self.confirmed_at >= CONFIRM_EVERY_S
+        self.cursor.send_feedback(flush_lsn=lsn, force=due and lsn > self.confirmed)
+        if due:
+            self.confirmed, self.confirmed_at = lsn, time.monotonic()
 
     def run(self) -> None:
         connection = self.cursor.connection
         while not self.stop.is_set():
             message = self.cursor.read_message()
             if message is None:
+                if self.lingers() and select.select([connection], [], [], LINGER_S)[0]:
+                    continue  # more is coming: write it with what is pending
                 self.flush()
                 select.select([connection], [], [], IDLE_WAIT_S)
                 continue
@@ -475,6 +497,14 @@ class _Stream:
             if self.pending_changes >= FLUSH_CHANGES:
                 self.flush()
         self.flush()
+        if self.reader._written:
+            self.confirm(self.reader._written, now=True)  # a stop: nothing for a restart to redo
+
+    def lingers(self) -> bool:
+        """Whether to wait a moment for more before writing what is pending: while the oldest
+        pending transaction is younger than :data:`LINGER_FOR_S`. A backlog is then written
+        in few large writes (one Redis round trip each) instead of one per transaction."""
+        return bool(self.pending) and time.monotonic() - self.pending_since < LINGER_FOR_S
 
     def take(self, transaction: Transaction) -> None:
         self.tokens += [
@@ -484,8 +514,10 @@ class _Stream:
         ]
         if transaction.end_lsn <= self.reader._written:
             self.reader._counts["skipped_resent"] += 1
-            self.cursor.send_feedback(flush_lsn=transaction.end_lsn)
+            self.confirm(transaction.end_lsn)
             return
+        if not self.pending:
+            self.pending_since = time.monotonic()
         self.pending.append(transaction)
         self.pending_changes += len(transaction.steps)
 
@@ -496,7 +528,7 @@ class _Stream:
             self.writer.write(self.entries())
             end = self.pending[-1].end_lsn
             self.reader._written = end
-            self.cursor.send_feedback(flush_lsn=end)
+            self.confirm(end)
             counts = self.reader._counts
             counts["transactions"] += sum(1 for t in self.pending if t.steps)  # not syncs
             counts["changes"] += sum(t.change_count for t in self.pending)
