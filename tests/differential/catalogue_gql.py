@@ -174,6 +174,13 @@ _QUERIES: tuple[tuple[str, str, str | None], ...] = (
         "MATCH (a:A)-[:R]->(b) MATCH (b)-[:R]->(c:B) WHERE element_id(a) <> element_id(c) "
         "RETURN element_id(a) AS a, element_id(c) AS c, b.name AS via",
     ),
+    (
+        "two_match_wheres",
+        "MATCH (a:A) WHERE a.x > 0 MATCH (a)-[:R]->(b) WHERE b.x > 1 "
+        "RETURN element_id(a) AS a, element_id(b) AS b",
+        "MATCH (a:A) WHERE a.x > 0 MATCH (a)-[:R]->(b) WHERE b.x > 1 "
+        "RETURN elementId(a) AS a, elementId(b) AS b",
+    ),
     # ------------------------------------------------------------------ aggregates, GROUP BY
     _same("count_by_flag"),
     (

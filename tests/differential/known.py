@@ -498,6 +498,38 @@ KNOWN: tuple[Known, ...] = (
             results=({"g": 2.0},),
         ),
     ),
+    Known(
+        "and_or_precedence",
+        "deviation",
+        "AND and OR bind alike, left to right: `a OR b AND c` is `(a OR b) AND c`",
+        "AND binds tighter than OR (openCypher's, and GQL's): `a OR (b AND c)`",
+        Probe(
+            "and_or_precedence",
+            "MATCH (n:N) WHERE n.x = 3 OR n.x = 1 AND n.y = 5 RETURN n.name AS name",
+            changes(_n(name="a", x=3, y=2)),
+        ),
+        Expected(steps=((),), results=()),
+        _added(name="a"),
+    ),
+    Known(
+        "modulo_precedence",
+        "deviation",
+        "`%` binds tighter than `*` and `/` (as tight as `^`): `2 * 3 % 4` is 6",
+        "`%` binds as `*` and `/`, left to right: 2",
+        Probe("modulo_precedence", "MATCH (n:N) RETURN 2 * n.x % 4 AS m", changes(_n(x=3))),
+        _added(m=6),
+        _added(m=2),
+    ),
+    Known(
+        "string_escapes",
+        "deviation",
+        "a backslash in a string literal is itself: `'a\\nb'` is `a`, a backslash, `nb` (and "
+        "`'\\''` does not parse)",
+        "the escape: a newline",
+        Probe("string_escapes", "MATCH (n:N) RETURN 'a\\nb' AS s", changes(_n(x=1))),
+        _added(s="a\\nb"),
+        _added(s="a\nb"),
+    ),
     # ------------------------------------------------------------------ refusals
     Known(
         "count_star",
@@ -828,6 +860,109 @@ KNOWN: tuple[Known, ...] = (
             ),
             results=({"id": "c1", "top": None},),
         ),
+    ),
+    # ------------------------------------------------------------------ GQL
+    Known(
+        "gql_and_or_precedence",
+        "deviation",
+        "as in its Cypher: AND and OR bind alike, left to right",
+        "AND binds tighter than OR, as GQL has it",
+        Probe(
+            "gql_and_or_precedence",
+            "MATCH (n:N) WHERE n.x = 3 OR n.x = 1 AND n.y = 5 RETURN n.name AS name",
+            changes(_n(name="a", x=3, y=2)),
+            "gql",
+        ),
+        Expected(steps=((),), results=()),
+        _added(name="a"),
+    ),
+    Known(
+        "gql_group_by_key_named_as_a_column",
+        "deviation",
+        "a GROUP BY key the RETURN does not show, whose name (here `n.y`: `y`) is a RETURN "
+        "column's alias, gives that column its value",
+        "the column's own value",
+        Probe(
+            "gql_group_by_key_named_as_a_column",
+            "MATCH (n:N) RETURN n.x AS y, count(n) AS c GROUP BY y, n.y",
+            changes(_n(x=1, y=2)),
+            "gql",
+        ),
+        _added(y=2, c=1),
+        _added(y=1, c=1),
+    ),
+    Known(
+        "gql_relation_after_statement",
+        "refusal",
+        "a LET, FILTER or YIELD keeps only the node variables: a relation variable read after "
+        "one stops the query (unknown identifier)",
+        "refused when added, naming the variable and why",
+        Probe(
+            "gql_relation_after_statement",
+            "MATCH (a:N)-[r:R]->(b) LET z = 1 RETURN r.w AS w, z",
+            changes(_n(x=1), ("insert", "r1", "R", {"w": 2}, "n1", "n1")),
+            "gql",
+        ),
+        _stops('UnknownIdentifier("r")'),
+        _REFUSED,
+    ),
+    Known(
+        "gql_let_reads_its_own_binding",
+        "refusal",
+        "a LET binding that reads another of the same LET stops the query (unknown identifier)",
+        "refused when added (a later LET can read it)",
+        Probe(
+            "gql_let_reads_its_own_binding",
+            "MATCH (n:N) LET a = n.x, b = a + 1 RETURN b",
+            changes(_n(x=1)),
+            "gql",
+        ),
+        _stops('UnknownIdentifier("a")'),
+        _REFUSED,
+    ),
+    Known(
+        "gql_unaliased_column_beside_a_hidden_key",
+        "refusal",
+        "with a GROUP BY key the RETURN does not show, a RETURN column that is an unaliased "
+        "expression stops the query (unknown identifier)",
+        "refused when added, asking for an alias",
+        Probe(
+            "gql_unaliased_column_beside_a_hidden_key",
+            "MATCH (n:N) RETURN count(n) GROUP BY n.y",
+            changes(_n(y=1)),
+            "gql",
+        ),
+        _stops('UnknownIdentifier("n")'),
+        _REFUSED,
+    ),
+    Known(
+        "gql_cypher_function_name",
+        "refusal",
+        "a function of its Cypher set that GQL's lacks (here `toUpper`, GQL's `upper`): the "
+        "query stops (unknown function)",
+        "refused when added, naming GQL's function",
+        Probe(
+            "gql_cypher_function_name",
+            "MATCH (n:N) RETURN toUpper(n.name) AS u",
+            changes(_n(name="a")),
+            "gql",
+        ),
+        _stops('UnknownFunction("toUpper")'),
+        _REFUSED,
+    ),
+    Known(
+        "gql_function_name_case",
+        "refusal",
+        "function names are case-sensitive: `UPPER` stops the query (unknown function)",
+        "names in any case, as in Cypher",
+        Probe(
+            "gql_function_name_case",
+            "MATCH (n:N) RETURN UPPER(n.name) AS u, COUNT(n) AS c",
+            changes(_n(name="a")),
+            "gql",
+        ),
+        _stops('UnknownFunction("UPPER")'),
+        Expected(steps=((("aggregation", {"u": "A", "c": 0}, {"u": "A", "c": 1}),),)),
     ),
 )
 """Every known difference, in the order docs/conformance.md lists them."""
