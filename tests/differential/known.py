@@ -59,6 +59,22 @@ def _n(**properties: Any) -> tuple[Any, ...]:
     return ("insert", "n1", "N", properties)
 
 
+def _join(join_id: str, *keys: str) -> dict[str, Any]:
+    """A join in Drasi's shape from ``Label.property`` keys."""
+    pairs = (key.split(".") for key in keys)
+    return {"id": join_id, "keys": [{"label": label, "property": name} for label, name in pairs]}
+
+
+PLACED = _join("PLACED", "Order.customer", "Customer.cid")
+AT = _join("AT", "Order.store", "Store.sid")
+SHOPS = _join("SHOPS", "Customer.home", "Store.sid")
+NEAR = _join("NEAR", "Order.region", "Customer.region")
+CYCLE = (
+    "MATCH (c:Customer)-[:PLACED]->(o:Order)-[:AT]->(s:Store)<-[:SHOPS]-(c) "
+    "RETURN c.cid AS c, o.oid AS o, s.sid AS s"
+)
+"""Customers who placed an order at their home store: a cycle of three joins."""
+
 _RUNS = Expected()
 _REFUSED = Expected(failure="refused")
 _PANIC = Expected(failure="did not finish")
@@ -529,6 +545,88 @@ KNOWN: tuple[Known, ...] = (
         Probe("string_escapes", "MATCH (n:N) RETURN 'a\\nb' AS s", changes(_n(x=1))),
         _added(s="a\\nb"),
         _added(s="a\nb"),
+    ),
+    Known(
+        "join_cycle",
+        "deviation",
+        "a cycle of joins (a customer placed an order at a store that is the customer's home "
+        "store) also matches a customer who did not place the order, when that customer "
+        "arrives last; in other orders it reports the right row twice, or right, from run to "
+        "run, and a cycle of plain relations does the same (tests/differential/"
+        "test_cycles.py)",
+        "the rows whose every link closes the cycle, once",
+        Probe(
+            "join_cycle",
+            CYCLE,
+            changes(
+                ("insert", "o1", "Order", {"oid": "o1", "customer": "c1", "store": "s1"}),
+                ("insert", "s1", "Store", {"sid": "s1"}),
+                ("insert", "c1", "Customer", {"cid": "c1", "home": "s1"}),
+                ("insert", "c2", "Customer", {"cid": "c2", "home": "s1"}),
+            ),
+            joins=(PLACED, AT, SHOPS),
+        ),
+        Expected(
+            steps=((), (), _row(c="c1", o="o1", s="s1"), _row(c="c2", o="o1", s="s1")),
+            results=({"c": "c1", "o": "o1", "s": "s1"}, {"c": "c2", "o": "o1", "s": "s1"}),
+        ),
+        Expected(
+            steps=((), (), _row(c="c1", o="o1", s="s1"), ()),
+            results=({"c": "c1", "o": "o1", "s": "s1"},),
+        ),
+    ),
+    Known(
+        "two_joins_on_one_pair",
+        "deviation",
+        "two joins that link the same pair of nodes (an order and the customer who placed it, "
+        "in the order's region) give both links the one id `o1:c1`: one replaces the other, "
+        "so a pattern that needs both finds nothing",
+        "one relation with both labels: the pattern matches while both keys agree",
+        Probe(
+            "two_joins_on_one_pair",
+            "MATCH (o:Order)-[:PLACED]->(c:Customer), (o)-[:NEAR]->(c) "
+            "RETURN o.oid AS o, c.cid AS c",
+            changes(
+                ("insert", "c1", "Customer", {"cid": "c1", "region": "north"}),
+                ("insert", "o1", "Order", {"oid": "o1", "customer": "c1", "region": "north"}),
+                ("update", "o1", "Order", {"region": "south"}),
+                ("update", "o1", "Order", {"region": "north"}),
+            ),
+            joins=(PLACED, NEAR),
+        ),
+        Expected(steps=((), (), (), ()), results=()),
+        Expected(
+            steps=(
+                (),
+                _row(o="o1", c="c1"),
+                (("DELETE", {"o": "o1", "c": "c1"}, None),),
+                _row(o="o1", c="c1"),
+            ),
+            results=({"o": "o1", "c": "c1"},),
+        ),
+    ),
+    Known(
+        "two_joins_on_one_pair_break_together",
+        "deviation",
+        "of two joins on one pair of nodes (one id `o1:c1`), the one that breaks (the order "
+        "moves to another region) takes the other link with it: the customer who placed the "
+        "order is matched no more",
+        "the link that still holds keeps the row",
+        Probe(
+            "two_joins_on_one_pair_break_together",
+            "MATCH (o:Order)-[:PLACED|NEAR]->(c:Customer) RETURN o.oid AS o, c.cid AS c",
+            changes(
+                ("insert", "c1", "Customer", {"cid": "c1", "region": "north"}),
+                ("insert", "o1", "Order", {"oid": "o1", "customer": "c1", "region": "north"}),
+                ("update", "o1", "Order", {"region": "south"}),
+            ),
+            joins=(PLACED, NEAR),
+        ),
+        Expected(
+            steps=((), _row(o="o1", c="c1"), (("DELETE", {"o": "o1", "c": "c1"}, None),)),
+            results=(),
+        ),
+        Expected(steps=((), _row(o="o1", c="c1"), ()), results=({"o": "o1", "c": "c1"},)),
     ),
     # ------------------------------------------------------------------ refusals
     Known(

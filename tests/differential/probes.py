@@ -9,7 +9,7 @@ engine refused the query or stopped running it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,6 +30,8 @@ class Probe:
     query: str
     changes: tuple[GraphChange, ...]
     language: str = "cypher"
+    joins: tuple[Mapping[str, Any], ...] = ()
+    """The query's synthetic joins, in Drasi's config shape."""
 
     @property
     def case(self) -> Case:
@@ -37,7 +39,7 @@ class Probe:
 
     @property
     def spec(self) -> QuerySpec:
-        return QuerySpec("q", self.query, language=self.language)
+        return QuerySpec("q", self.query, self.joins, language=self.language)
 
 
 @dataclass(frozen=True, slots=True)
