@@ -33,3 +33,29 @@ def test_every_part_reads_a_row_as_it_now_is_after_a_change_of_no_value() -> Non
         for step, expected in enumerate(EXPECTED):
             assert same_diffs(drasi.steps[query_id][step], expected), (query_id, step, "Drasi")
             assert same_diffs(ours.steps[query_id][step], expected), (query_id, step)
+
+
+def test_a_group_emptied_of_a_value_given_as_2_and_taken_back_as_2_0_sums_to_zero() -> None:
+    """The update 2 -> 2.0 changes no value, so the group keeps the 2 it was given, and takes
+    the row back as it now is (2.0) when the relation goes: nothing is left to sum."""
+    query = (
+        "MATCH (a:A)-[r:R]->(b) WITH b.name AS target, r.w AS w "
+        "RETURN target, count(w) AS n, sum(w) AS total"
+    )
+    changes = [
+        GraphChange("insert", "a1", ("A",), {}, 1000),
+        GraphChange("insert", "b1", ("B",), {"name": "b"}, 1000),
+        GraphChange("insert", "r1", ("R",), {"w": 2}, 2000, "a1", "b1"),
+        GraphChange("update", "r1", ("R",), {"w": 2.0}, 3000, "a1", "b1"),
+        GraphChange("delete", "r1", ("R",), {}, 4000, "a1", "b1"),
+    ]
+    emptied = [
+        {
+            "type": "aggregation",
+            "before": {"target": "b", "n": 1, "total": 2.0},
+            "after": {"target": "b", "n": 0, "total": 0.0},
+        }
+    ]
+    drasi, ours = run_drasi({"q": query}, changes), run_engine({"q": query}, changes)
+    assert same_diffs(drasi.steps["q"][4], emptied), drasi.steps["q"][4]
+    assert same_diffs(ours.steps["q"][4], emptied), ours.steps["q"][4]
