@@ -7,9 +7,8 @@ from __future__ import annotations
 import uuid
 from pathlib import Path
 
-from drasi_ray import DrasiRay, Query
+from drasi_ray import DrasiRay, Query, QueryLanguage
 from drasi_ray.model.changes import Op, node
-from drasi_ray.model.query_specs import QueryLanguage
 from drasi_ray.source.decode import change_event, encode_cloud_event
 from drasi_ray.streams.publisher import Publisher
 
