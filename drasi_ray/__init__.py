@@ -13,12 +13,15 @@ from drasi_ray.model.clock import ManualClock, SystemClock
 from drasi_ray.model.config import (
     AnalyticsConfig,
     AppConfig,
+    CdcConfig,
+    CdcOrdering,
     DispatchMode,
     Placement,
     PlatformSourceConfig,
     QueryConfig,
     RayConfig,
     ScalingConfig,
+    SourceFormat,
     StateConfig,
 )
 from drasi_ray.model.errors import (
@@ -49,6 +52,8 @@ __all__ = [
     "AnalyticsConfig",
     "AppConfig",
     "CallbackReaction",
+    "CdcConfig",
+    "CdcOrdering",
     "ConfigError",
     "ControlResult",
     "ControlSignal",
@@ -72,6 +77,7 @@ __all__ = [
     "QuerySyntaxError",
     "RayConfig",
     "ScalingConfig",
+    "SourceFormat",
     "StateConfig",
     "StreamError",
     "Subscription",
