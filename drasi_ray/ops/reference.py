@@ -79,11 +79,11 @@ POSTGRES_BUILDER_EXTRA: dict[str, str] = {
     "consumer": "`with_consumers(n)`, `with_consumer_settings(**settings)`",
 }
 QUERY_BUILDER: dict[str, str] = {
-    "id": "`Query.cypher(id)`",
+    "id": "`Query.cypher(id)`, `Query.gql(id)`",
     "query": "`.query(text)`",
     "sources": "`.from_source(id)`; `.from_query(id)` adds a query's id, which `start()`"
     " refuses as an unknown source until query chaining lands",
-    "query_language": "",
+    "query_language": "`Query.gql(id)` (GQL), `Query.cypher(id)` (Cypher)",
     "parameters": "`.with_parameter(name, value)`, `.with_parameters(map)`",
     "auto_start": "`.with_auto_start(flag)`",
     "reactions": "`.with_reaction(reaction)`",
