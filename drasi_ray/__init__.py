@@ -45,6 +45,7 @@ if TYPE_CHECKING:
         UnknownComponentError,
         UnsupportedQueryError,
     )
+    from drasi_ray.model.query_specs import QueryLanguage
     from drasi_ray.model.reaction_specs import (
         CallbackReaction,
         JsonLinesReaction,
@@ -84,6 +85,7 @@ _HOMES = {
         name: "drasi_ray.model.results"
         for name in ("ControlResult", "ControlSignal", "QueryResult")
     },
+    "QueryLanguage": "drasi_ray.model.query_specs",
     "Query": "drasi_ray.query.definition",
     "PlatformSource": "drasi_ray.source.platform",
 }  # fmt: skip
@@ -125,6 +127,7 @@ __all__ = [
     "Query",
     "QueryConfig",
     "QueryError",
+    "QueryLanguage",
     "QueryResult",
     "QuerySyntaxError",
     "RayConfig",

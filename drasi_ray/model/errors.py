@@ -106,6 +106,12 @@ class SubscriptionLostError(DrasiRayError):
     query was removed. Read the query's results (``app.results``) and subscribe again."""
 
 
+class PostgresSourceError(DrasiRayError):
+    """A PostgreSQL source cannot read its database as configured: wrong credentials, no
+    publication, no replication permission, a table it cannot key. The message names the
+    source and the database, and says what to fix; it never contains a password."""
+
+
 class NotRunningError(DrasiRayError):
     """The operation needs a started app (``DrasiRay.start()``)."""
 

@@ -85,7 +85,7 @@ def add_parser(commands: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     config = common.load_app(args.config, args.redis_url)
-    props = common.source_spec(config, args.source).properties
+    props = common.source_spec(config, args.source).stream_settings(config.id)
     ids = _checked_ids(args.ids)
     payload = _corrected_payload(args, ids)
     _check_payload_format(props, payload)

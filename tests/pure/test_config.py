@@ -258,10 +258,10 @@ def test_an_app_reads_with_its_own_consumer_group_unless_one_is_named() -> None:
     """Two apps on one stream each see every entry (issue #27, item 6)."""
     source = {"id": "s", "properties": {"redis_url": "redis://h:1", "stream_key": "k"}}
     one = AppConfig.model_validate({"id": "one", "sources": [source]})
-    assert one.sources[0].properties.consumer_group == keys.consumer_group("one")
+    assert one.sources[0].stream_settings("one").consumer_group == keys.consumer_group("one")
     named = {**source, "properties": {**source["properties"], "consumer_group": "shared"}}
     two = AppConfig.model_validate({"id": "two", "sources": [named]})
-    assert two.sources[0].properties.consumer_group == "shared"
+    assert two.sources[0].stream_settings("two").consumer_group == "shared"
     app = DrasiRay("three").add_source(
         PlatformSource.builder("s").with_redis_url("redis://h:1").with_stream_key("k").build()
     )

@@ -41,7 +41,7 @@ def test_several_streams_by_builder_and_yaml(tmp_path: Path) -> None:
         "sources:\n  - id: src\n    properties:\n      redis_url: redis://h:1\n"
         "      stream_keys: [p-0, p-1, p-2]\n"
     )
-    assert AppConfig.from_yaml(path).sources[0].properties == built.config.in_app("default")
+    assert AppConfig.from_yaml(path).sources[0].properties == built.config
 
 
 @pytest.mark.parametrize(
