@@ -68,11 +68,21 @@ def _run(args: argparse.Namespace) -> int:
     config = common.load_app(args.config, args.redis_url)
     app = DrasiRay.from_config(config)
     stop = threading.Event()
+    interrupted = threading.Event()
+
+    def interrupt(signum: int, _frame: Any) -> None:
+        interrupted.set()
+        raise KeyboardInterrupt(signal.Signals(signum).name)
+
     # Until the app runs, Ctrl-C and SIGTERM interrupt whatever start-up is doing.
     for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, _interrupt)
+        signal.signal(signum, interrupt)
     try:
         subscriptions = _start(app)
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, lambda *_: stop.set())
+        if interrupted.is_set():  # code that start-up ran swallowed the interrupt: honour it
+            raise KeyboardInterrupt
     except (KeyboardInterrupt, SystemExit):  # SystemExit: Ray's own SIGTERM handler, which
         # is in place while ray.init runs
         _ignore_signals()
@@ -84,8 +94,6 @@ def _run(args: argparse.Namespace) -> int:
         _ignore_signals()
         app.stop()
         raise
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, lambda *_: stop.set())
     connection = app.ray_connection
     where = "" if connection is None else f" on {connection.describe()}"
     print(f"drasi-ray: app {app.app_id!r} running{where}; Ctrl-C to stop", flush=True)
@@ -114,10 +122,6 @@ def _start(app: Any) -> list[Any]:
     subscriptions = [app.subscribe(query_id) for query_id in app.query_ids]
     app.start_sources()
     return subscriptions
-
-
-def _interrupt(signum: int, _frame: Any) -> None:
-    raise KeyboardInterrupt(signal.Signals(signum).name)
 
 
 def _ignore_signals() -> None:

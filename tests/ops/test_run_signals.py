@@ -5,6 +5,7 @@ in Redis (issue #27, items 1, 2, 4 and 5)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -107,15 +108,33 @@ class Run:
         left = self.descendants()
         started = time.monotonic()
         self.process.send_signal(signum)
-        code = self.process.wait(deadline_s)
+        try:
+            code = self.process.wait(deadline_s)
+        except subprocess.TimeoutExpired as exc:  # never leave it (and its Ray) running
+            for process in [*left, psutil.Process(self.process.pid)]:
+                with contextlib.suppress(psutil.NoSuchProcess):
+                    process.kill()
+            raise AssertionError(f"still running {deadline_s}s after the signal") from exc
         spent = time.monotonic() - started
         for reader in self._readers:
             reader.join(10)
-        wait_until(
-            lambda: not [p for p in left if p.is_running() and p.status() != "zombie"],
-            timeout_s=30,
-            what="the Ray processes of the run to end",
-        )
+
+        def alive() -> list[str]:
+            found = []
+            for process in left:
+                try:
+                    if process.is_running() and process.status() != psutil.STATUS_ZOMBIE:
+                        found.append(" ".join(process.cmdline()[:3])[:120])
+                except psutil.NoSuchProcess:
+                    continue
+            return found
+
+        try:
+            wait_until(
+                lambda: not alive(), timeout_s=30, what="the Ray processes of the run to end"
+            )
+        except TimeoutError as exc:
+            raise AssertionError(f"still running: {alive()}") from exc
         return code, spent
 
 
