@@ -87,7 +87,7 @@ class HttpSink:
         await self._site.start()
         server = self._site._server
         assert server is not None
-        self.port = server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        self.port = server.sockets[0].getsockname()[1]  # type: ignore[attr-defined]
 
     async def _stop(self) -> None:
         if self._runner is not None:
