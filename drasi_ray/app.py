@@ -706,7 +706,8 @@ class DrasiRay:
         return self._hosts[self._host_of[query_id]]
 
     def flush_reactions(self, timeout: float = 30.0) -> None:
-        """Return once every query's reactions wrote every result produced so far.
+        """Return once every query's reactions wrote every result produced so far, and every
+        reaction of the app took in what the result streams then hold.
 
         Call after :meth:`wait_until_idle` to read a result stream or file deterministically.
         Raises TimeoutError if a reaction is still behind (e.g. failing) after ``timeout``.
