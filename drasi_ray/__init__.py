@@ -34,9 +34,13 @@ from drasi_ray.model.errors import (
 )
 from drasi_ray.model.reaction_specs import (
     CallbackReaction,
+    HttpCall,
+    HttpQueryCalls,
+    HttpReaction,
     JsonLinesReaction,
     LogReaction,
     PlatformReaction,
+    SseReaction,
 )
 from drasi_ray.model.results import ControlResult, ControlSignal, QueryResult
 from drasi_ray.query.definition import Query
@@ -55,6 +59,9 @@ __all__ = [
     "DispatchMode",
     "DrasiRay",
     "DrasiRayError",
+    "HttpCall",
+    "HttpQueryCalls",
+    "HttpReaction",
     "JsonLinesReaction",
     "LogReaction",
     "ManualClock",
@@ -70,6 +77,7 @@ __all__ = [
     "QuerySyntaxError",
     "RayConfig",
     "ScalingConfig",
+    "SseReaction",
     "StateConfig",
     "StreamError",
     "Subscription",

@@ -257,15 +257,20 @@ class DrasiRay:
         return self._state.results_redis_url(None if source is None else source.config.redis_url)
 
     def _with_reaction_defaults(self, query: QueryConfig) -> QueryConfig:
-        """The query's reactions with their defaults filled, and a platform reaction if a
-        reaction of the app reads its result stream and it has none."""
-        reactions = query.reactions
-        if self._reactions.covers(query.id) and not any(
-            isinstance(reaction, PlatformReaction) for reaction in reactions
-        ):
-            reactions = (*reactions, PlatformReaction())
-        specs = resolve_specs(reactions, self._reaction_redis_url(query))
+        """The query's reactions with their defaults filled."""
+        specs = resolve_specs(
+            self._with_result_stream(query).reactions, self._reaction_redis_url(query)
+        )
         return query.model_copy(update={"reactions": tuple(specs)})
+
+    def _with_result_stream(self, query: QueryConfig) -> QueryConfig:
+        """The query with a platform reaction if a reaction of the app reads its result
+        stream and it has none."""
+        if not self._reactions.covers(query.id) or any(
+            isinstance(reaction, PlatformReaction) for reaction in query.reactions
+        ):
+            return query
+        return query.model_copy(update={"reactions": (*query.reactions, PlatformReaction())})
 
     def scale(self, source_id: str, consumers: int) -> int:
         """Run ``consumers`` consumer actors for ``source_id``; returns the previous count.
@@ -382,6 +387,7 @@ class DrasiRay:
             self._check_sources(query)
         self._reactions.read_tokens()
         self._ensure_ray()
+        self._start_app_reactions()
         self._start_analytics()
         shards = self._scaling.shards
         self._coordinator = CoordinatorActor.options(  # type: ignore[attr-defined]
@@ -400,7 +406,6 @@ class DrasiRay:
         if isinstance(self._clock, ManualClock):
             self._clock_moved(self._clock.now_ms())
             self._stop_listening = self._clock.listen(self._clock_moved)
-        self._start_app_reactions()
         for query in self._queries.values():
             if query.auto_start:
                 self._start_query(query)
@@ -411,14 +416,17 @@ class DrasiRay:
         return self
 
     def _start_app_reactions(self) -> None:
-        """Start the reactions of the app before the queries (an HTTP reaction's first
-        position is then before their first result); if one cannot start (a port in use),
-        stop what started and raise its error."""
+        """Start the reactions of the app first: an HTTP reaction's first position is then
+        before its queries' first result, and one that cannot start (a port in use) fails
+        the start before anything else runs (what did start is stopped)."""
         try:
             for spec in self._reactions.specs.values():
                 self._start_app_reaction(spec)
         except BaseException:
-            self.stop()
+            self._reactions.stop()
+            if self._owns_ray:
+                ray.shutdown()
+                self._owns_ray = False
             raise
 
     def _shard_settings(self, index: int, shards: int) -> ShardSettings:
@@ -588,6 +596,7 @@ class DrasiRay:
 
     def _start_query(self, query: QueryConfig) -> None:
         """Host the query, then register it: it returns bootstrapped from every shard."""
+        query = self._queries[query.id] = self._with_result_stream(query)
         engine = self._engines[query.id]
         host_name = self._host_name_for(query)
         host = self._host(host_name)

@@ -171,11 +171,12 @@ class SseReactionActor:
             return Listening(await asyncio.shield(self._started))
         except OSError as exc:
             where = f"{self._spec.host}:{self._spec.port}"
-            reason = exc.strerror or str(exc)
-            hint = "; set its port (0: any free port)" if exc.errno == errno.EADDRINUSE else ""
+            if exc.errno == errno.EADDRINUSE:
+                reason = "address already in use; set its port (0: any free port)"
+            else:
+                reason = (os.strerror(exc.errno) if exc.errno else str(exc)).lower()
             return Listening(
-                None,
-                f"reaction {self._spec.id!r}: cannot listen on {where}: {reason.lower()}{hint}",
+                None, f"reaction {self._spec.id!r}: cannot listen on {where}: {reason}"
             )
 
     async def refresh(self) -> int:

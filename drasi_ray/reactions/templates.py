@@ -138,15 +138,17 @@ def _parse_path(expression: str, written: str) -> tuple[str, ...]:
 def check_fields(
     templates: Sequence[Template], kind: str, columns: Sequence[str], where: str
 ) -> None:
-    """Refuse a placeholder naming a column not in ``columns``, or a row ``kind`` has not
-    (``before`` in ``added``, ``after`` in ``deleted``). ``where`` starts the message."""
+    """Refuse a placeholder naming a column not in ``columns``, or a field of a row ``kind``
+    has not (``before.x`` in ``added``, ``after.x`` in ``deleted``; the whole row is null
+    there). ``where`` starts the message."""
     absent = {"added": "before", "deleted": "after"}.get(kind)
     for template in templates:
         for placeholder in template.placeholders:
             root = placeholder.path[0]
-            if root == absent:
+            if root == absent and len(placeholder.path) > 1:
                 raise ConfigError(
-                    f"{where}: {placeholder.text} names '{root}', which a {kind} diff has not"
+                    f"{where}: {placeholder.text} names a field of '{root}', "
+                    f"which is null in {kind} diffs"
                 )
             if root in ("after", "before") and len(placeholder.path) > 1:
                 column = placeholder.path[1]

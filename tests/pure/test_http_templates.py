@@ -84,7 +84,7 @@ def test_a_template_naming_a_field_the_query_does_not_return_is_refused_in_one_l
 )
 def test_a_row_the_change_kind_has_not_is_refused(kind: str, template: str, root: str) -> None:
     spec = _reaction(**{kind: HttpCall(url="/" + template)})
-    with pytest.raises(ConfigError, match=f"names '{root}', which a {kind} diff has not"):
+    with pytest.raises(ConfigError, match=f"names a field of '{root}', which is null in {kind}"):
         check_query(spec, "hot", ["id"])
 
 
