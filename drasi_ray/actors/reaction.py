@@ -23,10 +23,10 @@ import ray
 from drasi_ray.actors.names import COORDINATOR
 from drasi_ray.actors.runtime import tune_gc
 from drasi_ray.coordinator.registry import QueryRegistration
+from drasi_ray.host.runner import grouping_keys, make_engine
 from drasi_ray.model.backoff import Backoff
 from drasi_ray.model.keys import result_stream
 from drasi_ray.model.reaction_specs import HttpReaction, PlatformReaction, SseReaction
-from drasi_ray.query.runner import grouping_keys, make_engine
 from drasi_ray.reactions.base import stop_task
 from drasi_ray.reactions.http import HttpEndpoint, Token
 from drasi_ray.reactions.relay import RelayReport, RelaySettings, StreamRelay
