@@ -53,14 +53,15 @@ class SseClient:
         self.last_id: str | None = last_event_id
         self.status: int | None = None
         self._connection: http.client.HTTPConnection | None = None
+        self._response: http.client.HTTPResponse
         self._thread = threading.Thread(target=self._read, daemon=True)
 
     def __enter__(self) -> SseClient:
         self._connection = http.client.HTTPConnection(self._host, self._port, timeout=self._timeout)
         self._connection.request("GET", self._path, headers=self._headers)
-        response = self._connection.getresponse()
-        self.status = response.status
-        if response.status == 200:
+        self._response = self._connection.getresponse()
+        self.status = self._response.status
+        if self._response.status == 200:
             self._thread.start()
         return self
 
@@ -71,18 +72,19 @@ class SseClient:
         connection = self._connection
         if connection is not None and connection.sock is not None:
             with contextlib.suppress(OSError):
-                connection.sock.shutdown(socket.SHUT_RDWR)
-            connection.close()
+                connection.sock.shutdown(socket.SHUT_RDWR)  # the reader sees the end
         if self._thread.is_alive():
             self._thread.join(timeout=10)
+        if connection is not None:
+            connection.close()
 
     def _read(self) -> None:
-        assert self._connection is not None and self._connection.sock is not None
-        stream = self._connection.sock.makefile("rb")
+        """Parse events off the response (which decodes the chunked framing, and already
+        holds whatever arrived with the headers) until the connection closes."""
         kind, event_id = "message", None
         data: list[str] = []
         try:
-            for raw in stream:
+            while raw := self._response.readline():
                 line = raw.decode().rstrip("\r\n")
                 if not line:
                     if data:
@@ -99,7 +101,7 @@ class SseClient:
                         event_id = value
                     elif name == "data":
                         data.append(value)
-        except (OSError, ValueError):
+        except (OSError, ValueError, http.client.HTTPException):
             pass  # closed
 
     def _dispatch(self, event: Event) -> None:
