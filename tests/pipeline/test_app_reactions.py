@@ -36,6 +36,7 @@ from drasi_ray.reactions.feed import kind_of
 from drasi_ray.reactions.mirror import json_row
 from drasi_ray.source.decode import change_event, encode_cloud_event
 from drasi_ray.streams.publisher import Publisher
+from drasi_ray.testing import browser
 from drasi_ray.testing.apps import one_source_app
 from drasi_ray.testing.embedded_redis import EmbeddedRedis, free_port
 from drasi_ray.testing.http_sink import HttpSink, Received
@@ -379,3 +380,68 @@ def test_an_unreachable_endpoint_shows_in_status_and_holds_back_nothing_else(
     assert f"127.0.0.1:{port}" in nowhere["last_error"] and "\n" not in nowhere["last_error"]
     assert report["hooks"]["dead_lettered"] == 0  # the other reaction delivered it
     assert ("PATCH", "/hot/s1") in [(r.method, r.path) for r in scene.sink.received[-3:]]
+
+
+# -- the dashboard in a real browser ----------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def page(scene: Scene) -> Iterator[Any]:
+    reason = browser.missing_reason()
+    if reason is not None:
+        pytest.skip(reason)
+    with browser.chromium() as context:
+        page = context.new_page()
+        page.goto(scene.app.reaction_url("dashboard"))
+        page.wait_for_selector("#connection.live")
+        yield page
+
+
+def _sorted(rows: list[dict[str, str]]) -> list[dict[str, str]]:
+    return sorted(rows, key=lambda row: orjson.dumps(row, option=orjson.OPT_SORT_KEYS))
+
+
+def _page_shows_results(scene: Scene, page: Any, query_id: str) -> None:
+    expected = _sorted(browser.shown_rows(scene.app.results(query_id)))
+    wait_until(
+        lambda: _sorted(browser.table(page, query_id)) == expected,
+        30,
+        what=f"the page's {query_id} table to show {expected}",
+    )
+    count = page.locator(f'section.query[data-query="{query_id}"] .count').text_content()
+    assert count == str(len(expected))
+
+
+def test_the_dashboard_in_a_browser_follows_every_change_and_shows_markup_as_text(
+    scene: Scene, page: Any, tmp_path: Path
+) -> None:
+    for query_id in QUERIES:
+        _page_shows_results(scene, page, query_id)
+    scene.publish(sensor(Op.INSERT, "b1", "d", 91.5, 40, note=SCRIPT))
+    _page_shows_results(scene, page, "hot")
+    cell = page.locator(
+        'section.query[data-query="hot"] tr:has(td:text-is("b1")) td[data-column="note"]'
+    )
+    assert cell.text_content() == SCRIPT  # shown as text: nothing of it ran or was parsed
+    assert page.evaluate("window.pwned") is None
+    assert page.locator("section.query img, section.query tbody script").count() == 0
+    row = page.locator('section.query[data-query="hot"] tr:has(td:text-is("b1"))')
+    assert "row-added" in (row.get_attribute("class") or "")
+
+    scene.publish(sensor(Op.UPDATE, "b1", "d", 93.0, 41, note=SCRIPT))
+    _page_shows_results(scene, page, "hot")
+    assert "row-updated" in (row.get_attribute("class") or "")
+    _page_shows_results(scene, page, "zones")
+    groups = len(scene.app.results("zones"))
+    chart = page.locator('section.query[data-query="zones"] .chart svg rect')
+    assert chart.count() == min(groups, 12)
+
+    scene.publish(sensor(Op.DELETE, "b1", "d", 93.0, 42))
+    gone = page.locator('section.query[data-query="hot"] tr.row-deleted:has(td:text-is("b1"))')
+    gone.wait_for(state="attached", timeout=30_000)  # highlighted, then removed
+    _page_shows_results(scene, page, "hot")
+    _page_shows_results(scene, page, "zones")  # group d emptied: its row stays, count 0
+    changed = page.locator('section.query[data-query="hot"] .changed').text_content()
+    assert changed and changed != "no change yet"
+    page.screenshot(path=str(tmp_path / "dashboard.png"), full_page=True)
+    assert (tmp_path / "dashboard.png").stat().st_size > 10_000
