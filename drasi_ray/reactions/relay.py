@@ -41,7 +41,7 @@ from redis import exceptions as rexc
 
 from drasi_ray.model import encoding, keys
 from drasi_ray.model.backoff import Backoff
-from drasi_ray.reactions.base import stop_task
+from drasi_ray.reactions.base import end_tasks
 from drasi_ray.reactions.feed import ResultEntry, ResultFeed, id_order
 
 logger = logging.getLogger("drasi_ray.reaction")
@@ -205,6 +205,7 @@ class StreamRelay:
         self._dead_letters = keys.reaction_dead_letters(settings.app_id, settings.reaction_id)
         self._dlq_maxlen = settings.dead_letter_maxlen
         self._tasks: list[asyncio.Task[None]] = []
+        self._stopping = False
 
     def start(self) -> None:
         """One task per query on the running event loop."""
@@ -218,7 +219,7 @@ class StreamRelay:
         """Follow one query's stream for ever; Redis trouble is waited out with backoff."""
         progress = self.progress[query_id]
         backoff = Backoff(cap_s=self.settings.retry_max_ms / 1000)
-        while True:
+        while not self._stopping:
             try:
                 await self._follow_once(query_id)
             except asyncio.CancelledError:
@@ -234,7 +235,7 @@ class StreamRelay:
         progress = self.progress[query_id]
         await self._resume(query_id)
         progress.state = "running"
-        while True:
+        while not self._stopping:
             position = progress.position
             assert position is not None
             entries = await self.feed.read_after(
@@ -242,8 +243,8 @@ class StreamRelay:
             )
             if entries:
                 progress.latest_sequence = max(progress.latest_sequence, entries[-1].sequence)
-            for entry in entries:
-                await self._relay(entry, 0)
+            if entries:
+                await self._relay(entries)
 
     async def _resume(self, query_id: str) -> None:
         """Take the recorded position (first start: the stream's end, recorded at once) and
@@ -262,30 +263,32 @@ class StreamRelay:
         if not position.complete:
             entry = await self.feed.read_at(stream, position.entry_id, query_id)
             if entry is not None:
-                await self._relay(entry, position.done)
+                await self._relay([entry], position.done)
 
-    async def _relay(self, entry: ResultEntry, skip: int) -> None:
-        """Deliver ``entry``'s calls from the ``skip``-th on, recording the position."""
-        query_id = entry.query_id
-        if entry.error is not None:
-            await self._dead_letter_entry(entry)
-            await self._record(query_id, Position(entry.entry_id, entry.sequence))
-            return
-        if entry.control is not None:
-            await self._record(query_id, Position(entry.entry_id, entry.sequence))
-            return
-        calls = self.endpoint.calls(entry)
-        done = skip
+    async def _relay(self, entries: Sequence[ResultEntry], skip: int = 0) -> None:
+        """Deliver the calls of ``entries`` (of one query, in order; the first entry's from
+        the ``skip``-th on), ``batch_size`` at a time across entries, recording the position
+        after each send and at the last entry."""
+        query_id = entries[0].query_id
+        pending: list[tuple[ResultEntry, int, int, Call]] = []  # entry, index, its calls, call
+        for number, entry in enumerate(entries):
+            if entry.error is not None:
+                await self._dead_letter_entry(entry)
+            elif entry.control is None:
+                calls = self.endpoint.calls(entry)
+                start = skip if number == 0 else 0
+                pending += [(entry, i, len(calls), calls[i]) for i in range(start, len(calls))]
         size = self.endpoint.batch_size
-        while done < len(calls):
-            chunk = calls[done : done + size]
-            await self._deliver(entry, chunk)
-            done += len(chunk)
-            await self._record(query_id, Position(entry.entry_id, entry.sequence, done, len(calls)))
-        if not calls:
-            await self._record(query_id, Position(entry.entry_id, entry.sequence))
+        for at in range(0, len(pending), size):
+            chunk = pending[at : at + size]
+            await self._deliver([call for _entry, _index, _total, call in chunk])
+            entry, index, total, _call = chunk[-1]
+            await self._record(query_id, Position(entry.entry_id, entry.sequence, index + 1, total))
+        last = entries[-1]
+        if not pending or pending[-1][0] is not last:
+            await self._record(query_id, Position(last.entry_id, last.sequence))
 
-    async def _deliver(self, entry: ResultEntry, chunk: Sequence[Call]) -> None:
+    async def _deliver(self, chunk: Sequence[Call]) -> None:
         """Send ``chunk`` until delivered, refused or out of attempts (then dead-letter it)."""
         broken = [call for call in chunk if call.error is not None]
         for call in broken:
@@ -293,11 +296,12 @@ class StreamRelay:
         sendable = [call for call in chunk if call.error is None and call.payload is not None]
         if not sendable:
             return
-        progress = self.progress[entry.query_id]
+        first = sendable[0]
+        progress = self.progress[first.query_id]
         backoff = Backoff(self.settings.retry_initial_ms / 1000, self.settings.retry_max_ms / 1000)
         attempts = 0
         while True:
-            if progress.latest_sequence - entry.sequence > self.settings.max_lag:
+            if progress.latest_sequence - first.sequence > self.settings.max_lag:
                 reason = f"more than max_lag ({self.settings.max_lag}) results behind the newest"
                 await self._dead_letter(sendable, reason, attempts)
                 return
@@ -313,7 +317,7 @@ class StreamRelay:
                 return
             progress.state = "retrying"
             await backoff.wait()
-            last = await self.feed.last(self.settings.streams[entry.query_id], entry.query_id)
+            last = await self.feed.last(self.settings.streams[first.query_id], first.query_id)
             if last is not None:
                 progress.latest_sequence = max(progress.latest_sequence, last.sequence)
 
@@ -412,8 +416,8 @@ class StreamRelay:
 
     async def stop(self) -> None:
         """Stop following (the positions are recorded) and release the endpoint and Redis."""
-        for task in self._tasks:
-            await stop_task(task)
+        self._stopping = True
+        await end_tasks(self._tasks, self.settings.block_ms / 1000 + 0.5)
         for progress in self.progress.values():
             progress.state = "stopped"
         await self.endpoint.close()

@@ -48,7 +48,7 @@ from drasi_ray.model import encoding
 from drasi_ray.model.backoff import Backoff
 from drasi_ray.model.reaction_specs import SseReaction
 from drasi_ray.model.results import ControlSignal, now_ms
-from drasi_ray.reactions.base import stop_task
+from drasi_ray.reactions.base import end_tasks
 from drasi_ray.reactions.feed import ResultEntry, ResultFeed, id_order
 from drasi_ray.reactions.mirror import OutOfSync, ResultMirror, RowChange
 
@@ -188,6 +188,7 @@ class SseServer:
         self._runner: web.AppRunner | None = None
         self.url: str | None = None
         self.last_error: str | None = None
+        self._stopping = False
 
     # -- the HTTP server ------------------------------------------------------------------
 
@@ -356,7 +357,7 @@ class SseServer:
         """Follow one query's stream for ever; failures (Redis, the host restarting) are
         waited out with backoff, then the query is snapshotted again."""
         backoff = Backoff()
-        while True:
+        while not self._stopping:
             try:
                 await self._follow_once(channel, backoff)
             except asyncio.CancelledError:
@@ -371,7 +372,7 @@ class SseServer:
         feed = self._feeds[query.redis_url]
         await self._sync(channel, await feed.last_id(query.stream))
         backoff.reset()
-        while True:
+        while not self._stopping:
             entries = await feed.read_after(
                 query.stream, query.query_id, channel.position, PAGE, BLOCK_MS
             )
@@ -477,8 +478,8 @@ class SseServer:
         )
 
     async def stop(self) -> None:
-        for task in self._tasks.values():
-            await stop_task(task)
+        self._stopping = True
+        await end_tasks(list(self._tasks.values()), BLOCK_MS / 1000 + 0.5)
         for client in list(self._clients):
             client.cut_off = True
             with contextlib.suppress(asyncio.QueueFull):

@@ -259,3 +259,43 @@ def test_an_unreadable_result_entry_is_dead_lettered_with_its_reason(
     assert letter["reason"].startswith("unreadable result entry (JSONDecodeError")
     assert letter["orig:data"] == "{not json"
     assert [r.key for r in fresh_sink.received] == ["hot:2:0"]
+
+
+def test_with_batch_path_diffs_of_several_results_go_together_in_order(
+    redis_url: str, fresh_sink: HttpSink
+) -> None:
+    client = redis.Redis.from_url(redis_url)
+    spec = _spec(
+        fresh_sink.url,
+        batch_path="/batch",
+        max_batch=3,
+        max_attempts=1000,
+        retry_initial_ms=10,
+        retry_max_ms=20,
+    )
+
+    async def body(relay: StreamRelay) -> None:
+        fresh_sink.go_away()
+        try:
+            for sequence in range(1, 5):
+                _publish(client, sequence, _add(f"s{sequence}"))
+            _publish(client, 5, _add("s5"), {"type": "DELETE", "data": {"id": "s1", "t": 1}})
+            await wait_until_async(lambda: relay.progress["hot"].latest_sequence == 5)
+        finally:
+            fresh_sink.come_back()
+        await _flushed(relay)
+
+    _run(redis_url, spec, body)
+    batches = [[diff["idempotencyKey"] for diff in r.json()] for r in fresh_sink.delivered()]
+    assert {r.path for r in fresh_sink.delivered()} == {"/batch"}
+    keys = ["hot:1:0", "hot:2:0", "hot:3:0", "hot:4:0", "hot:5:0", "hot:5:1"]
+    assert [key for batch in batches for key in batch] == keys
+    assert max(len(batch) for batch in batches) == 3  # several results' diffs, up to max_batch
+    assert fresh_sink.delivered()[-1].json()[-1] == {
+        "queryId": "hot",
+        "sequence": 5,
+        "kind": "deleted",
+        "before": {"id": "s1", "t": 1},
+        "after": None,
+        "idempotencyKey": "hot:5:1",
+    }
