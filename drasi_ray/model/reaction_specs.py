@@ -344,7 +344,7 @@ class SseReaction(_AppReactionSpec):
         1000, ge=0, description="changes kept per query for clients that reconnect"
     )
     client_buffer: int = Field(
-        1000, ge=1, description="events queued per client; a client further behind is cut off"
+        10_000, ge=1, description="events queued per client; a client further behind is cut off"
     )
 
     def serves(self, query_id: str) -> bool:

@@ -55,6 +55,8 @@ from drasi_ray.reactions.mirror import OutOfSync, ResultMirror, RowChange
 logger = logging.getLogger("drasi_ray.reaction")
 
 KEEPALIVE_S = 15.0
+WRITE_EVENTS = 256
+"""Events queued for a client that go out in one write, at most."""
 RECONNECT_MS = 1000
 PAGE = 500
 BLOCK_MS = 1000
@@ -277,14 +279,21 @@ class SseServer:
                 self._offer_snapshot(client, channel)
 
     async def _stream_to(self, client: Client, response: web.StreamResponse) -> None:
+        """Write the client's events as they come: what queued meanwhile goes in one write
+        (one chunk, one send) rather than one each."""
         while not client.cut_off:
             try:
                 event = await asyncio.wait_for(client.queue.get(), KEEPALIVE_S)
             except asyncio.TimeoutError:
                 event = b": keepalive\n\n"
-            if not event:
+            chunk = [event]
+            while event and not client.queue.empty() and len(chunk) < WRITE_EVENTS:
+                event = client.queue.get_nowait()
+                chunk.append(event)
+            if not event:  # cut off or stopping: what is before it still goes
+                await response.write(b"".join(chunk))
                 break
-            await response.write(event)
+            await response.write(b"".join(chunk))
 
     # -- queueing events for clients -------------------------------------------------------
 
