@@ -13,12 +13,15 @@ from drasi_ray.model.clock import ManualClock, SystemClock
 from drasi_ray.model.config import (
     AnalyticsConfig,
     AppConfig,
+    CdcConfig,
+    CdcOrdering,
     DispatchMode,
     Placement,
     PlatformSourceConfig,
     QueryConfig,
     RayConfig,
     ScalingConfig,
+    SourceFormat,
     StateConfig,
 )
 from drasi_ray.model.errors import (
@@ -32,6 +35,7 @@ from drasi_ray.model.errors import (
     UnknownComponentError,
     UnsupportedQueryError,
 )
+from drasi_ray.model.query_specs import QueryLanguage
 from drasi_ray.model.reaction_specs import (
     CallbackReaction,
     HttpCall,
@@ -52,6 +56,8 @@ __all__ = [
     "AnalyticsConfig",
     "AppConfig",
     "CallbackReaction",
+    "CdcConfig",
+    "CdcOrdering",
     "ConfigError",
     "ControlResult",
     "ControlSignal",
@@ -73,10 +79,12 @@ __all__ = [
     "Query",
     "QueryConfig",
     "QueryError",
+    "QueryLanguage",
     "QueryResult",
     "QuerySyntaxError",
     "RayConfig",
     "ScalingConfig",
+    "SourceFormat",
     "SseReaction",
     "StateConfig",
     "StreamError",

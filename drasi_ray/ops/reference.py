@@ -66,11 +66,11 @@ PLATFORM_BUILDER_EXTRA: dict[str, str] = {
     "tombstone_sweep_ms": "`with_tombstone_ttl(ttl_ms, sweep_ms)`",
 }
 QUERY_BUILDER: dict[str, str] = {
-    "id": "`Query.cypher(id)`",
+    "id": "`Query.cypher(id)`, `Query.gql(id)`",
     "query": "`.query(text)`",
     "sources": "`.from_source(id)`; `.from_query(id)` adds a query's id, which `start()`"
     " refuses as an unknown source until query chaining lands",
-    "query_language": "",
+    "query_language": "`Query.gql(id)` (GQL), `Query.cypher(id)` (Cypher)",
     "parameters": "`.with_parameter(name, value)`, `.with_parameters(map)`",
     "auto_start": "`.with_auto_start(flag)`",
     "reactions": "`.with_reaction(reaction)`",
@@ -128,6 +128,11 @@ def sections() -> list[Section]:
                 "The Redis stream and its consumer group. In Python, the builder's "
                 "`with_<option>` methods or `PlatformSourceConfig(<option>=...)`.",
                 _platform_builder),
+        Section("CDC rows (`sources[].properties.cdc`)", config.CdcConfig,
+                "How a source of format `debezium` or `deltaforge` makes nodes of the rows "
+                "its CDC tool sends ([sources.md](sources.md), \"CDC tools' formats\"). In "
+                "Python, `with_cdc(<option>=...)`.",
+                lambda name: f"`with_cdc({name}=...)`"),
         Section("Query (`queries[]`)", config.QueryConfig,
                 "A continuous query. In YAML an entry of `sources` may also be "
                 "`{id, pipeline: [middleware name, ...]}`, as in Drasi; it fills `pipelines`.",

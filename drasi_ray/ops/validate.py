@@ -129,7 +129,9 @@ def _query_problems(
             where = f"queries.{index}.sources.{number}"
             problems.append(Problem(name, line, column, where, f"unknown source {source!r}"))
     try:
-        ContinuousQuery(query.id, query.query, query.parameters, query.joins)
+        ContinuousQuery(
+            query.id, query.query, query.parameters, query.joins, language=query.query_language
+        )
     except QueryError as exc:
         node = _locate(root, ("queries", index, "query"))
         line, column = _position(node)
