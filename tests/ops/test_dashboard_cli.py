@@ -97,3 +97,45 @@ def test_the_demo_shows_the_dashboard_url_first(ray_session: None) -> None:
     assert said[0].startswith("redis: ")
     assert said[1].startswith("dashboard: http://127.0.0.1:")
     assert said[-1 - len(rows)].startswith(f"current results ({len(rows)} rows)")
+
+
+def test_status_shows_an_http_reaction_s_lag_and_dead_letters_from_redis(
+    redis_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import redis
+
+    from drasi_ray.model import encoding, keys
+    from drasi_ray.model.results import QueryResult, platform_change_event
+    from drasi_ray.reactions.relay import Position
+
+    text = APP.format(url=redis_url) + (
+        "reactions:\n  - kind: http\n    id: hooks\n    base_url: http://127.0.0.1:9\n"
+        "    queries: {hot: null}\n"
+    )
+    path = tmp_path / "app.yaml"
+    path.write_text(text)
+    client = redis.Redis.from_url(redis_url)
+    for sequence in (1, 2, 3):
+        event = platform_change_event(QueryResult("hot", sequence, 0, 0, ()))
+        entry_id = client.xadd("hot-results", {"data": encoding.dumps(event)})
+        if sequence == 1:
+            position = Position(entry_id.decode(), 1)
+            client.hset(keys.reaction_positions("dash-app", "hooks"), "hot", position.dumps())
+    client.xadd(keys.reaction_dead_letters("dash-app", "hooks"), {"reason": "HTTP 400"})
+    assert cli.main(["status", str(path), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)["reactions"]["hooks"]
+    assert report["dead_letters"] == 1
+    assert report["queries"] == {"hot": {"sequence": 1, "stream_sequence": 3, "lag": 2}}
+    assert cli.main(["status", str(path)]) == 0
+    table = capsys.readouterr().out.splitlines()
+    assert table[-2].split() == [
+        "REACTION",
+        "QUERY",
+        "DELIVERED",
+        "TO",
+        "STREAM",
+        "SEQUENCE",
+        "LAG",
+        "DLQ",
+    ]
+    assert table[-1].split() == ["hooks", "hot", "1", "3", "2", "1"]
