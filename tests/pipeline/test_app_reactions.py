@@ -127,9 +127,19 @@ def sink() -> Iterator[HttpSink]:
         yield server
 
 
+TOKEN = "t0ken-from-a-file"
+
+
 @pytest.fixture(scope="module")
-def scene(ray_session: None, redis_server: EmbeddedRedis, sink: HttpSink) -> Iterator[Scene]:
+def scene(
+    ray_session: None,
+    redis_server: EmbeddedRedis,
+    sink: HttpSink,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[Scene]:
     url = redis_server.url
+    token_file = tmp_path_factory.mktemp("secrets") / "hooks-token"
+    token_file.write_text(TOKEN + "\n")
     redis.Redis.from_url(url).flushall()
     stream = f"sensors-{uuid.uuid4().hex[:6]}"
     clock = ManualClock(T0)
@@ -137,7 +147,14 @@ def scene(ray_session: None, redis_server: EmbeddedRedis, sink: HttpSink) -> Ite
     calls: dict[str, HttpQueryCalls | None] = {"hot": HOT_CALLS, "zones": None}
     calls.update({"homes": None, "steady": None})
     app.add_reaction(
-        HttpReaction(id="hooks", base_url=sink.url, queries=calls, retry_initial_ms=20)
+        HttpReaction(
+            id="hooks",
+            base_url=sink.url,
+            queries=calls,
+            retry_initial_ms=20,
+            token_file=str(token_file),
+            headers={"X-Sent-By": "drasi_ray"},
+        )
     )
     app.add_reaction(SseReaction(port=free_port()))  # fixed: a restarted server is there again
     app.start()
@@ -227,6 +244,9 @@ def test_every_kind_of_result_reaches_the_http_receiver_and_the_sse_client(
     assert kinds["steady"] == {"added": 2}
     script_row = next(r for r in scene.sink.first_receipts() if r.path == "/hot/s1")
     assert script_row.json()["note"] == SCRIPT  # escaped into valid JSON, written as sent
+    assert script_row.headers["Authorization"] == f"Bearer {TOKEN}"
+    assert script_row.headers["X-Sent-By"] == "drasi_ray"
+    assert script_row.headers["Content-Type"] == "application/json"
     report = scene.app.status()["reactions"]
     assert report["hooks"]["lag"] == 0 and report["hooks"]["dead_lettered"] == 0
     assert report["dashboard"]["url"] == scene.app.reaction_url("dashboard")
