@@ -139,3 +139,20 @@ def test_status_shows_an_http_reaction_s_lag_and_dead_letters_from_redis(
         "DLQ",
     ]
     assert table[-1].split() == ["hooks", "hot", "1", "3", "2", "1"]
+
+
+def test_validate_refuses_a_template_field_the_query_does_not_return(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "app.yaml"
+    path.write_text(
+        APP.format(url="redis://127.0.0.1:1")
+        + "reactions:\n  - kind: http\n    id: hooks\n    base_url: http://h\n    queries:\n"
+        + "      hot:\n        added: {url: '/s/{{after.temp}}'}\n"
+    )
+    assert cli.main(["validate", str(path)]) == 1
+    (line,) = capsys.readouterr().out.splitlines()
+    assert line == (
+        f"{path}:18:9: reactions.0.queries.hot: reaction 'hooks', query 'hot', added: "
+        "{{after.temp}} names field 'temp', which the query does not return (its fields: id)"
+    )
