@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from drasi_ray.model.config import AppConfig, QueryConfig
+from drasi_ray.model.config import AppConfig, QueryConfig, error_path
 from drasi_ray.model.errors import ConfigError, QueryError, QuerySyntaxError
 from drasi_ray.model.reaction_specs import HttpReaction
 from drasi_ray.ops import common
@@ -120,7 +120,8 @@ def _schema_problem(name: str, root: yaml.Node | None, error: Any) -> Problem:
     node = _locate(root, loc, key_of_last=error["type"] == "extra_forbidden")
     line, column = _position(node)
     message = "unknown key" if error["type"] == "extra_forbidden" else error["msg"]
-    return Problem(name, line, column, ".".join(str(p) for p in loc) or "(root)", message)
+    where = ".".join(str(part) for part in error_path(loc)) or "(root)"
+    return Problem(name, line, column, where, message)
 
 
 def _locate(root: yaml.Node | None, loc: tuple[Any, ...], key_of_last: bool = False) -> Any:
