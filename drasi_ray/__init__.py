@@ -44,7 +44,9 @@ from drasi_ray.model.reaction_specs import (
     JsonLinesReaction,
     LogReaction,
     PlatformReaction,
+    PostgresStoredProcReaction,
     SseReaction,
+    StoredProcCommands,
 )
 from drasi_ray.model.results import ControlResult, ControlSignal, QueryResult
 from drasi_ray.query.definition import Query
@@ -76,6 +78,7 @@ __all__ = [
     "PlatformReaction",
     "PlatformSource",
     "PlatformSourceConfig",
+    "PostgresStoredProcReaction",
     "Query",
     "QueryConfig",
     "QueryError",
@@ -87,6 +90,7 @@ __all__ = [
     "SourceFormat",
     "SseReaction",
     "StateConfig",
+    "StoredProcCommands",
     "StreamError",
     "Subscription",
     "SystemClock",

@@ -66,6 +66,7 @@ from drasi_ray.model.reaction_specs import (
     AnyReaction,
     HttpReaction,
     PlatformReaction,
+    PostgresStoredProcReaction,
     SseReaction,
 )
 from drasi_ray.query.engine import ContinuousQuery
@@ -208,7 +209,7 @@ class DrasiRay:
         HttpReaction`, :class:`~drasi_ray.model.reaction_specs.SseReaction`); the queries it
         names must be added first. Raises ConfigError naming the problem when it does not fit
         them (an unknown query, a template field the query does not return)."""
-        if isinstance(target, (HttpReaction, SseReaction)):
+        if isinstance(target, (HttpReaction, SseReaction, PostgresStoredProcReaction)):
             return self._add_app_reaction(target)
         if not isinstance(target, str) or reaction is None:
             raise TypeError("add_reaction(query_id, reaction) or add_reaction(app_reaction)")
@@ -241,13 +242,14 @@ class DrasiRay:
             self.add_reaction(query_id, PlatformReaction())
 
     def _start_app_reaction(self, spec: AnyAppReaction) -> None:
+        relayed = not isinstance(spec, SseReaction)
         streams = {
             query_id: self._result_stream(query)
             for query_id, query in self._queries.items()
-            if query_id in (spec.queries or ()) and isinstance(spec, HttpReaction)
+            if relayed and query_id in (spec.queries or ())
         }
         placement = {}
-        if isinstance(spec, HttpReaction):
+        if relayed:
             placement = self._placement().next_options(names.reaction_actor(spec.id))
         self._reactions.start(spec, streams, placement)
 

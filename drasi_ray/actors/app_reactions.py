@@ -19,15 +19,22 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from drasi_ray.actors import names
 from drasi_ray.actors.reaction import (
-    HttpReactionActor,
+    RelayReactionActor,
     SseReactionActor,
     actor_options,
     relay_settings,
 )
 from drasi_ray.model.config import RayConfig
 from drasi_ray.model.errors import ConfigError
-from drasi_ray.model.reaction_specs import AnyAppReaction, HttpReaction, SseReaction
-from drasi_ray.reactions.http import Token, check_query, resolve_token
+from drasi_ray.model.reaction_specs import (
+    AnyAppReaction,
+    HttpReaction,
+    PostgresStoredProcReaction,
+    RelayedReaction,
+    SseReaction,
+)
+from drasi_ray.reactions.http import Token, check_query, read_secret, resolve_token
+from drasi_ray.reactions.storedproc import check_commands, check_login
 
 logger = logging.getLogger("drasi_ray.app")
 
@@ -45,6 +52,12 @@ def serves(spec: AnyAppReaction, query_id: str) -> bool:
     return query_id in spec.queries
 
 
+def read_password(spec: PostgresStoredProcReaction) -> Token | None:
+    """A stored-procedure reaction's password (None: libpq's own ways, or none asked)."""
+    owner = f"reaction {spec.id!r}"
+    return read_secret(owner, "password", spec.password_env, spec.password_file)
+
+
 class AppReactions:
     """The app's reactions that run as actors: their specs, actors and URLs."""
 
@@ -56,6 +69,7 @@ class AppReactions:
         self.actors: dict[str, Any] = {}
         self.urls: dict[str, str] = {}
         self._tokens: dict[str, Token | None] = {}
+        self._columns: dict[str, dict[str, tuple[str, ...]]] = {}
 
     def add(self, spec: AnyAppReaction, columns: Mapping[str, Sequence[str]]) -> None:
         """Check ``spec`` against the app's queries (``columns``: query id -> its result
@@ -68,6 +82,10 @@ class AppReactions:
         if isinstance(spec, HttpReaction):
             for query_id in spec.queries:
                 check_query(spec, query_id, columns[query_id])
+        if isinstance(spec, PostgresStoredProcReaction):
+            for query_id in spec.queries:
+                check_commands(spec, query_id, columns[query_id])
+        self._columns[spec.id] = {query: tuple(columns[query]) for query in named_queries(spec)}
         self.specs[spec.id] = spec
 
     def covers(self, query_id: str) -> bool:
@@ -75,10 +93,14 @@ class AppReactions:
         return any(serves(spec, query_id) for spec in self.specs.values())
 
     def read_tokens(self) -> None:
-        """Read every HTTP reaction's token now (ConfigError when one is missing)."""
+        """Read every reaction's token or password now, and log in to every stored-procedure
+        reaction's database once (ConfigError, one line, when one is missing or refused)."""
         for spec in self.specs.values():
             if isinstance(spec, HttpReaction):
                 self._tokens[spec.id] = resolve_token(spec)
+            elif isinstance(spec, PostgresStoredProcReaction):
+                self._tokens[spec.id] = read_password(spec)
+                check_login(spec, self._tokens[spec.id])
 
     def start(
         self,
@@ -91,14 +113,14 @@ class AppReactions:
         result stream) of every query it reads."""
         if spec.id in self.actors:
             return
-        if isinstance(spec, HttpReaction):
-            self._start_http(spec, streams, placement)
-        else:
+        if isinstance(spec, SseReaction):
             self._start_sse(spec)
+        else:
+            self._start_relay(spec, streams, placement)
 
-    def _start_http(
+    def _start_relay(
         self,
-        spec: HttpReaction,
+        spec: RelayedReaction,
         streams: Mapping[str, tuple[str | None, str]],
         placement: Mapping[str, Any],
     ) -> None:
@@ -108,7 +130,9 @@ class AppReactions:
                 f"reaction {spec.id!r}: the result streams of its queries must be on one Redis "
                 "(set the queries' platform reaction redis_url, or state.redis_url)"
             )
-        token = self._tokens[spec.id] if spec.id in self._tokens else resolve_token(spec)
+        if spec.id not in self._tokens:
+            self.read_tokens()
+        secret = self._tokens[spec.id]
         settings = relay_settings(
             spec,
             self._app_id,
@@ -117,7 +141,9 @@ class AppReactions:
         )
         name = names.reaction_actor(spec.id)
         options = actor_options(name, self._namespace, self._ray.actor_num_cpus, **placement)
-        actor = HttpReactionActor.options(**options).remote(spec, settings, token)  # type: ignore[attr-defined]
+        actor = RelayReactionActor.options(**options).remote(  # type: ignore[attr-defined]
+            spec, settings, secret, self._columns[spec.id]
+        )
         self.actors[spec.id] = actor
         if not ray.get(actor.ready.remote()):
             logger.warning("reaction %s: not ready yet (is Redis reachable?)", spec.id)

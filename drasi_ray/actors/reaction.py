@@ -4,9 +4,11 @@ A reaction that leaves the process (an HTTP endpoint, browsers on the SSE server
 from the queries: it follows their result streams from a position of its own, so a slow or
 dead endpoint costs only itself. These are thin async actor shells (``max_restarts=-1``)
 around the Ray-free logic: :class:`~drasi_ray.reactions.relay.StreamRelay` with an
-:class:`~drasi_ray.reactions.http.HttpEndpoint`, and :class:`~drasi_ray.reactions.sse.
-SseServer`. A restarted HTTP reaction resumes at the position it recorded in Redis; a
-restarted SSE server takes fresh snapshots from the query hosts and its clients reconnect.
+:class:`~drasi_ray.reactions.http.HttpEndpoint` or a
+:class:`~drasi_ray.reactions.storedproc.StoredProcEndpoint`, and
+:class:`~drasi_ray.reactions.sse.SseServer`. A restarted HTTP or stored-procedure reaction
+resumes at the position it recorded in Redis; a restarted SSE server takes fresh snapshots
+from the query hosts and its clients reconnect.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import asyncio
 import errno
 import logging
 import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,20 +29,26 @@ from drasi_ray.coordinator.registry import QueryRegistration
 from drasi_ray.host.runner import grouping_keys, make_engine
 from drasi_ray.model.backoff import Backoff
 from drasi_ray.model.keys import result_stream
-from drasi_ray.model.reaction_specs import HttpReaction, PlatformReaction, SseReaction
+from drasi_ray.model.reaction_specs import (
+    HttpReaction,
+    PlatformReaction,
+    RelayedReaction,
+    SseReaction,
+)
 from drasi_ray.reactions.base import stop_task
 from drasi_ray.reactions.http import HttpEndpoint, Token
-from drasi_ray.reactions.relay import RelayReport, RelaySettings, StreamRelay
+from drasi_ray.reactions.relay import Endpoint, RelayReport, RelaySettings, StreamRelay
 from drasi_ray.reactions.sse import SseReport, SseServer, WatchedQuery
+from drasi_ray.reactions.storedproc import StoredProcEndpoint
 
 logger = logging.getLogger("drasi_ray.reaction")
 
 
 def relay_settings(
-    spec: HttpReaction, app_id: str, redis_url: str, streams: dict[str, str]
+    spec: RelayedReaction, app_id: str, redis_url: str, streams: dict[str, str]
 ) -> RelaySettings:
-    """The relay settings of an HTTP reaction whose queries' result streams are ``streams``
-    (query id -> stream) on ``redis_url``."""
+    """The relay settings of an HTTP or stored-procedure reaction whose queries' result
+    streams are ``streams`` (query id -> stream) on ``redis_url``."""
     return RelaySettings(
         reaction_id=spec.id,
         kind=spec.kind,
@@ -54,13 +63,30 @@ def relay_settings(
     )
 
 
-@ray.remote
-class HttpReactionActor:
-    """An HTTP reaction: a :class:`StreamRelay` over the queries' result streams."""
+def endpoint(
+    spec: RelayedReaction, secret: Token | None, columns: Mapping[str, Sequence[str]]
+) -> Endpoint:
+    """Where a reaction delivers: HTTP calls or procedure calls."""
+    if isinstance(spec, HttpReaction):
+        return HttpEndpoint(spec, secret)
+    return StoredProcEndpoint(spec, secret, columns)
 
-    def __init__(self, spec: HttpReaction, settings: RelaySettings, token: Token | None) -> None:
+
+@ray.remote
+class RelayReactionActor:
+    """An HTTP or stored-procedure reaction: a :class:`StreamRelay` over the queries' result
+    streams, delivering to its endpoint. ``secret``: the token or password, read when the
+    app started; ``columns``: each query's result columns."""
+
+    def __init__(
+        self,
+        spec: RelayedReaction,
+        settings: RelaySettings,
+        secret: Token | None,
+        columns: Mapping[str, Sequence[str]],
+    ) -> None:
         tune_gc()
-        self._relay = StreamRelay(settings, HttpEndpoint(spec, token))
+        self._relay = StreamRelay(settings, endpoint(spec, secret, columns))
         self._relay.start()
 
     async def ready(self, timeout_s: float = 60.0) -> bool:

@@ -351,7 +351,92 @@ class SseReaction(_AppReactionSpec):
         return self.queries is None or query_id in self.queries
 
 
-AppReactionSpec = Annotated[HttpReaction | SseReaction, Field(discriminator="kind")]
+class StoredProcCommands(BaseModel):
+    """A query's procedure calls by change kind (Drasi's ``addedResultCommand`` ...). A kind
+    left out calls nothing."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    added_command: str | None = Field(None, description="e.g. 'CALL upsert_item(@id, @name)'")
+    updated_command: str | None = Field(None, description="called for an updated row")
+    deleted_command: str | None = Field(None, description="e.g. 'CALL delete_item(@id)'")
+
+    def command(self, kind: str) -> str | None:
+        found: str | None = getattr(self, f"{kind}_command")
+        return found
+
+
+class PostgresStoredProcReaction(_AppReactionSpec):
+    """Drasi's ``storedproc-postgres`` reaction: a PostgreSQL procedure call per result diff.
+
+    Per change kind a command, ``CALL proc(@field, ...)`` (``CALL`` may be left out, as in
+    Drasi): ``@field`` is a field of the row (after the change for ``added`` and ``updated``,
+    before it for ``deleted``), ``@after.field`` and ``@before.field`` name the row, and
+    ``@drasi.key`` is the diff's idempotency key (``<queryId>:<sequence>:<index>``),
+    ``@drasi.queryId`` and ``@drasi.sequence`` the result's. Values are bound as parameters,
+    never written into the SQL (a list or map as JSON). Each call is its own transaction.
+
+    Runs as an actor over the queries' result streams like :class:`HttpReaction`, with the
+    same order, positions, retries and dead-letter stream: connection losses, timeouts
+    (``command_timeout_ms``), deadlocks and serialization failures are retried; an error of
+    the call itself (an unknown procedure, a value of the wrong type, the procedure raising)
+    is dead-lettered at once. Delivery is at least once: a call can be made again after a
+    crash, so write procedures that do the same the second time (an upsert, a delete by key,
+    or a table of the ``@drasi.key`` values seen). The password (``password_env`` or
+    ``password_file``) is read, and a connection tried, when the reaction starts: a wrong
+    one is a one-line error then.
+    """
+
+    kind: Literal["storedproc-postgres"] = Field(
+        "storedproc-postgres", description="picks this reaction"
+    )
+    host: str = Field("localhost", min_length=1, description="the server's host")
+    port: int = Field(5432, ge=1, le=65535, description="the server's port")
+    database: str = Field(min_length=1, description="the database holding the procedures")
+    user: str = Field(min_length=1, description="the role that calls them")
+    password_env: str | None = Field(None, min_length=1, description="env variable: password")
+    password_file: str | None = Field(None, min_length=1, description="file: password")
+    ssl_mode: Literal["disable", "allow", "prefer", "require", "verify-ca", "verify-full"] = Field(
+        "prefer", description="libpq sslmode"
+    )
+    connect_timeout_s: int = Field(10, ge=1, description="to connect")
+    added_command: str | None = Field(None, description="called for an added row")
+    updated_command: str | None = Field(None, description="for an updated row (aggregations)")
+    deleted_command: str | None = Field(None, description="called for a deleted row")
+    queries: dict[str, StoredProcCommands | None] = Field(
+        min_length=1, description="query id -> its own commands (null: the ones above)"
+    )
+    command_timeout_ms: int = Field(30_000, ge=1, description="statement_timeout of a call")
+    max_attempts: int = Field(5, ge=1, description="attempts per call before dead-lettering")
+    retry_initial_ms: int = Field(200, ge=1, description="first retry delay (then doubling)")
+    retry_max_ms: int = Field(5000, ge=1, description="cap of the retry delay")
+    max_lag: int = Field(
+        10_000, ge=1, description="results behind the newest beyond which they are dead-lettered"
+    )
+    dead_letter_maxlen: int = Field(
+        100_000, ge=1, description="approximate cap of the dead-letter stream"
+    )
+
+    @model_validator(mode="after")
+    def _one_password_source(self) -> PostgresStoredProcReaction:
+        if self.password_env is not None and self.password_file is not None:
+            raise ValueError("set password_env or password_file, not both")
+        return self
+
+    def commands(self, query_id: str) -> StoredProcCommands:
+        """The commands of ``query_id`` (the reaction's own when it names none)."""
+        return self.queries.get(query_id) or StoredProcCommands(
+            added_command=self.added_command,
+            updated_command=self.updated_command,
+            deleted_command=self.deleted_command,
+        )
+
+
+AppReactionSpec = Annotated[
+    HttpReaction | SseReaction | PostgresStoredProcReaction, Field(discriminator="kind")
+]
 """A reaction of the app (YAML ``reactions:`` at the top level); ``kind`` picks the model."""
 
-AnyAppReaction = HttpReaction | SseReaction
+AnyAppReaction = HttpReaction | SseReaction | PostgresStoredProcReaction
+RelayedReaction = HttpReaction | PostgresStoredProcReaction
+"""The reactions of the app that deliver each diff somewhere (a relay with positions)."""

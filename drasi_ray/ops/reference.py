@@ -101,7 +101,8 @@ APP_PYTHON: dict[str, str] = {
     "analytics": "`DrasiRay(..., analytics_config=AnalyticsConfig(...))`",
     "state": "`DrasiRay(..., state_config=StateConfig(...))`",
     "scaling": "`DrasiRay(..., scaling_config=ScalingConfig(...))`",
-    "reactions": "`app.add_reaction(HttpReaction(...) or SseReaction(...))`",
+    "reactions": "`app.add_reaction(HttpReaction(...))` (or `SseReaction`, "
+    "`PostgresStoredProcReaction`)",
 }
 
 
@@ -209,6 +210,15 @@ def sections() -> list[Section]:
                 "`{{before.<column>}}`, `{{queryId}}`, `{{sequence}}`, `{{kind}}`, "
                 "`{{sourceTimeMs}}`, and `{{json <name>}}` for a value as JSON. "
                 "`HttpCall(...)`."),
+        Section("App reaction `kind: storedproc-postgres` (`reactions[]`)",
+                reaction.PostgresStoredProcReaction,
+                "Drasi's PostgreSQL stored-procedure reaction: a procedure call per diff, "
+                "`CALL proc(@field, ...)` with the row's fields bound as parameters; an actor "
+                "of its own, delivering as the HTTP reaction does. "
+                "In Python, `PostgresStoredProcReaction(...)`."),
+        Section("Procedure commands of a query (`reactions[].queries.<query id>`)",
+                reaction.StoredProcCommands,
+                "A query's own commands (else the reaction's); `StoredProcCommands(...)`."),
         Section("App reaction `kind: sse` (`reactions[]`)", reaction.SseReaction,
                 "Server-Sent Events of the queries' results and the live dashboard page, an "
                 "actor of its own. In Python, `SseReaction(...)`; `drasi-ray dashboard` adds "

@@ -22,7 +22,7 @@ import redis
 
 from drasi_ray.model import encoding, keys
 from drasi_ray.model.config import AppConfig, PostgresSourceSpec, QueryConfig, SourceSpec
-from drasi_ray.model.reaction_specs import HttpReaction, PlatformReaction
+from drasi_ray.model.reaction_specs import PlatformReaction, RelayedReaction, SseReaction
 from drasi_ray.model.results import diffs_from_platform_event
 from drasi_ray.ops import common
 from drasi_ray.streams import admin
@@ -166,7 +166,8 @@ class DeliveryStatus:
 
 @dataclass(frozen=True, slots=True)
 class ReactionStatus:
-    """An HTTP reaction of the app: per query its delivery, and its dead letters."""
+    """An HTTP or stored-procedure reaction of the app: per query its delivery, and its dead
+    letters."""
 
     kind: str
     dead_letters: int
@@ -218,14 +219,15 @@ def app_status(config: AppConfig) -> AppStatus:
         reactions={
             spec.id: reaction_status(config, spec)
             for spec in config.reactions
-            if isinstance(spec, HttpReaction)
+            if not isinstance(spec, SseReaction)
         },
     )
 
 
-def reaction_status(config: AppConfig, spec: HttpReaction) -> ReactionStatus:
-    """Where an HTTP reaction's recorded positions stand against its queries' result streams
-    (all on one Redis, which holds its positions and dead letters too)."""
+def reaction_status(config: AppConfig, spec: RelayedReaction) -> ReactionStatus:
+    """Where an HTTP or stored-procedure reaction's recorded positions stand against its
+    queries' result streams (all on one Redis, which holds its positions and dead letters
+    too)."""
     queries = {query.id: query for query in config.queries if query.id in spec.queries}
     deliveries: dict[str, DeliveryStatus] = {}
     url = None

@@ -19,10 +19,11 @@ from pydantic import ValidationError
 
 from drasi_ray.model.config import AppConfig, QueryConfig, error_path
 from drasi_ray.model.errors import ConfigError, QueryError, QuerySyntaxError
-from drasi_ray.model.reaction_specs import HttpReaction
+from drasi_ray.model.reaction_specs import HttpReaction, RelayedReaction, SseReaction
 from drasi_ray.ops import common
 from drasi_ray.query.engine import ContinuousQuery
 from drasi_ray.reactions.http import check_query
+from drasi_ray.reactions.storedproc import check_commands
 
 HELP = """\
 Validates APP_YAML: the schema (unknown keys are errors), that queries read existing sources,
@@ -87,16 +88,16 @@ def validate_file(path: str | Path) -> list[Problem]:
     for index, query in enumerate(config.queries):
         problems += _query_problems(name, text, root, config, index, query)
     for index, reaction in enumerate(config.reactions):
-        if isinstance(reaction, HttpReaction):
+        if not isinstance(reaction, SseReaction):
             problems += _template_problems(name, root, config, index, reaction)
     return problems
 
 
 def _template_problems(
-    name: str, root: Any, config: AppConfig, index: int, reaction: HttpReaction
+    name: str, root: Any, config: AppConfig, index: int, reaction: RelayedReaction
 ) -> list[Problem]:
-    """An HTTP reaction's templates against the fields of the queries they serve (a query
-    that does not parse is reported on its own)."""
+    """An HTTP reaction's templates (a stored-procedure reaction's commands) against the
+    fields of the queries they serve (a query that does not parse is reported on its own)."""
     problems: list[Problem] = []
     queries = {query.id: query for query in config.queries}
     for query_id in reaction.queries:
@@ -105,7 +106,10 @@ def _template_problems(
             engine = ContinuousQuery(
                 query.id, query.query, query.parameters, query.joins, language=query.query_language
             )
-            check_query(reaction, query_id, engine.column_names)
+            if isinstance(reaction, HttpReaction):
+                check_query(reaction, query_id, engine.column_names)
+            else:
+                check_commands(reaction, query_id, engine.column_names)
         except QueryError:
             continue
         except ConfigError as exc:

@@ -56,23 +56,35 @@ class Token:
 def resolve_token(spec: HttpReaction, environ: Mapping[str, str] = os.environ) -> Token | None:
     """The reaction's token from ``token_env`` or ``token_file``; ConfigError (one line,
     naming the variable or file, never the token) when it is missing or empty."""
-    where = f"reaction {spec.id!r}"
-    if spec.token_env is not None:
-        value = environ.get(spec.token_env, "").strip()
+    return read_secret(f"reaction {spec.id!r}", "token", spec.token_env, spec.token_file, environ)
+
+
+def read_secret(
+    owner: str,
+    what: str,
+    env_name: str | None,
+    file_name: str | None,
+    environ: Mapping[str, str] = os.environ,
+) -> Token | None:
+    """A secret from the variable ``env_name`` or the file ``file_name`` (stripped; None when
+    neither is given). ConfigError, one line starting with ``owner`` and naming the variable or
+    file (``<what>_env`` / ``<what>_file``), never the secret, when it is missing or empty."""
+    if env_name is not None:
+        value = environ.get(env_name, "").strip()
         if not value:
-            raise ConfigError(f"{where}: token_env {spec.token_env} is not set (or empty)")
+            raise ConfigError(f"{owner}: {what}_env {env_name} is not set (or empty)")
         return Token(value)
-    if spec.token_file is not None:
-        path = Path(spec.token_file)
+    if file_name is not None:
+        path = Path(file_name)
         try:
             value = path.read_text(encoding="utf-8").strip()
         except FileNotFoundError:
-            raise ConfigError(f"{where}: token_file {path} does not exist") from None
+            raise ConfigError(f"{owner}: {what}_file {path} does not exist") from None
         except (OSError, UnicodeDecodeError) as exc:
             reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
-            raise ConfigError(f"{where}: token_file {path} cannot be read ({reason})") from None
+            raise ConfigError(f"{owner}: {what}_file {path} cannot be read ({reason})") from None
         if not value:
-            raise ConfigError(f"{where}: token_file {path} is empty")
+            raise ConfigError(f"{owner}: {what}_file {path} is empty")
         return Token(value)
     return None
 
