@@ -48,9 +48,15 @@ if TYPE_CHECKING:
     from drasi_ray.model.query_specs import QueryLanguage
     from drasi_ray.model.reaction_specs import (
         CallbackReaction,
+        HttpCall,
+        HttpQueryCalls,
+        HttpReaction,
         JsonLinesReaction,
         LogReaction,
         PlatformReaction,
+        PostgresStoredProcReaction,
+        SseReaction,
+        StoredProcCommands,
     )
     from drasi_ray.model.results import ControlResult, ControlSignal, QueryResult
     from drasi_ray.query.definition import Query
@@ -79,7 +85,11 @@ _HOMES = {
     },
     **{
         name: "drasi_ray.model.reaction_specs"
-        for name in ("CallbackReaction", "JsonLinesReaction", "LogReaction", "PlatformReaction")
+        for name in (
+            "CallbackReaction", "HttpCall", "HttpQueryCalls", "HttpReaction",
+            "JsonLinesReaction", "LogReaction", "PlatformReaction", "PostgresStoredProcReaction",
+            "SseReaction", "StoredProcCommands",
+        )
     },
     **{
         name: "drasi_ray.model.results"
@@ -116,6 +126,9 @@ __all__ = [
     "DispatchMode",
     "DrasiRay",
     "DrasiRayError",
+    "HttpCall",
+    "HttpQueryCalls",
+    "HttpReaction",
     "JsonLinesReaction",
     "LogReaction",
     "ManualClock",
@@ -124,6 +137,7 @@ __all__ = [
     "PlatformReaction",
     "PlatformSource",
     "PlatformSourceConfig",
+    "PostgresStoredProcReaction",
     "Query",
     "QueryConfig",
     "QueryError",
@@ -133,7 +147,9 @@ __all__ = [
     "RayConfig",
     "ScalingConfig",
     "SourceFormat",
+    "SseReaction",
     "StateConfig",
+    "StoredProcCommands",
     "StreamError",
     "Subscription",
     "SubscriptionLostError",

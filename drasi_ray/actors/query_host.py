@@ -349,6 +349,10 @@ class QueryHostActor:
             raise UnknownComponentError(f"query {query_id!r} is not bootstrapped yet")
         return rows
 
+    async def snapshot(self, query_id: str) -> tuple[list[dict[str, Any]], int]:
+        """The query's rows and the sequence they are at (:meth:`HostedQuery.snapshot`)."""
+        return await self._hosted(query_id).snapshot()
+
     async def settle(self, query_id: str) -> int:
         """Run what is due on the query's clock now (:meth:`HostedQuery.settle`)."""
         return await self._hosted(query_id).settle()

@@ -17,7 +17,18 @@ from drasi_ray.streams.records import DeadLetter
 
 EXAMPLES = Path(__file__).parent.parent.parent / "examples"
 GROUP = keys.consumer_group("cli-app")
-SUBCOMMANDS = ["demo", "run", "validate", "publish", "status", "results", "dlq", "replay", "scale"]
+SUBCOMMANDS = [
+    "demo",
+    "run",
+    "dashboard",
+    "validate",
+    "publish",
+    "status",
+    "results",
+    "dlq",
+    "replay",
+    "scale",
+]
 
 APP = """\
 id: cli-app
