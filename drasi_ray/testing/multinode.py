@@ -17,9 +17,11 @@ report; ``tests/pipeline/test_multinode.py`` runs it. The steps:
    drained), the added node running the most actors is ended (its raylet and every worker on
    it: ``Cluster.remove_node``); the next four tenths are published at once. Ray marks the node
    dead, restarts the lost actors on the nodes left (the report waits for both before reading
-   where they went), the restarted shards reload from Redis, the restarted consumers re-read
-   their pending entries, the restarted hosts are bootstrapped again and open their
-   subscribers' buffers again. Then the last tenth is published.
+   where they went), each where the rule deals it (``expected_moved``: the lost node's actors,
+   in start order, dealt in turn over the nodes left from the one after it in the dealing
+   order: spread, not piled on the head). The restarted shards reload from Redis, the
+   restarted consumers re-read their pending entries, the restarted hosts are bootstrapped
+   again and open their subscribers' buffers again. Then the last tenth is published.
 4. The report compares every query's results and the element store with the one-node run and
    with an in-order replay of the stream, counts what is left pending, and checks that the
    subscription received results before the loss and after the restart, with sequences
@@ -80,6 +82,8 @@ class MultiNodeReport:
     lost_node: str = ""
     moved: dict[str, str] = field(default_factory=dict)
     """Actors of the lost node -> the node they were restarted on."""
+    expected_moved: dict[str, str] = field(default_factory=dict)
+    """Actors of the lost node -> the node the rule deals them when it is lost."""
     mismatched_vs_one_node: int = 0
     mismatched_vs_in_order: int = 0
     store_mismatches: int = 0
@@ -101,7 +105,7 @@ class MultiNodeReport:
             self.planned == self.expected_placement
             and not self.off_plan
             and bool(self.moved)
-            and self.lost_node not in self.moved.values()
+            and self.moved == self.expected_moved
             and self.mismatched_vs_one_node == 0
             and self.mismatched_vs_in_order == 0
             and self.store_mismatches == 0
@@ -188,6 +192,16 @@ def expected_placement(app: DrasiRay, order: Sequence[str]) -> dict[str, str]:
     return {name: order[i % len(order)] for i, name in enumerate(_actor_names(app))}
 
 
+def expected_moves(app: DrasiRay, order: Sequence[str], lost: str) -> dict[str, str]:
+    """Where the rule (docs/architecture.md) deals the actors of the ``lost`` node: in start
+    order, in turn over the nodes left, from the one after it in the dealing order."""
+    at = order.index(lost)
+    left = [*order[at + 1 :], *order[:at]]
+    planned = expected_placement(app, order)
+    victims = [name for name in _actor_names(app) if planned[name] == lost]
+    return {name: left[j % len(left)] for j, name in enumerate(victims)}
+
+
 class MultiNode:
     """The run (module docstring)."""
 
@@ -255,6 +269,7 @@ class MultiNode:
             report.nodes_used = len(set(report.placement.values()))
             before = subscription.drain()
             report.lost_node = _busiest(sorted(added), report.placement)
+            report.expected_moved = expected_moves(app, order, report.lost_node)
             lost = added[report.lost_node]
             cluster.remove_node(lost, allow_graceful=False)
             self._publish(stream, self.entries[half:tail])
