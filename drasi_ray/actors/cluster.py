@@ -57,13 +57,16 @@ class RayConnection:
         return f"the Ray at {self.address} ({self.origin})"
 
 
-def connect(config: RayConfig, namespace: str, timeout_s: float) -> RayConnection:
+def connect(
+    config: RayConfig, namespace: str, timeout_s: float, origin: str = "ray.address"
+) -> RayConnection:
     """Connect this process to the Ray ``config`` (or ``RAY_ADDRESS``) names, else start a
     local one; see the module doc. Raises :class:`RayUnavailableError` when a configured
-    address does not answer within ``timeout_s``."""
+    address does not answer within ``timeout_s``. ``origin``: where ``config.address`` came
+    from, for the messages."""
     if ray.is_initialized():
         return RayConnection(None, "ray.init", owned=False)
-    address, origin = config.address, "ray.address"
+    address = config.address
     if address is None and os.environ.get("RAY_ADDRESS"):
         address, origin = os.environ["RAY_ADDRESS"], "RAY_ADDRESS"
     options: dict[str, Any] = {"namespace": namespace, "log_to_driver": True}

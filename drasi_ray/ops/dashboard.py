@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import signal
 import threading
 from collections.abc import Callable
 from typing import Any
 
 from drasi_ray.model.config import AppConfig
 from drasi_ray.model.reaction_specs import SseReaction
-from drasi_ray.ops import common
+from drasi_ray.ops import common, foreground
 
 HELP = """\
 Runs APP_YAML as `drasi-ray run` does, with the dashboard: a page showing every query's
@@ -18,7 +17,8 @@ current results as tables that update live (rows highlighted as they are added, 
 deleted; a chart for aggregating queries), served with the queries' changes as Server-Sent
 Events (GET /events). The URL is printed once the app runs. The file's own `kind: sse`
 reaction is used if it has one (--host and --port override its address), else one is added.
-It listens on 127.0.0.1 unless told otherwise. Ctrl-C or SIGTERM stops the app cleanly.
+It listens on 127.0.0.1 unless told otherwise. Ctrl-C or SIGTERM stops it at any moment,
+start-up included, and the app cleanly (as `drasi-ray run`).
 
 examples:
   drasi-ray dashboard app.yaml                  # then open the printed URL
@@ -42,10 +42,7 @@ def add_parser(commands: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     config = with_dashboard(common.load_app(args.config, args.redis_url), args.host, args.port)
-    stop = threading.Event()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, lambda *_: stop.set())
-    return serve(config, stop)
+    return serve(config)
 
 
 def with_dashboard(config: AppConfig, host: str | None, port: int | None) -> AppConfig:
@@ -66,23 +63,22 @@ def with_dashboard(config: AppConfig, host: str | None, port: int | None) -> App
     return AppConfig.from_mapping(raw, origin="dashboard")
 
 
-def _say(text: str) -> None:
-    print(text, flush=True)
-
-
-def serve(config: AppConfig, stop: threading.Event, echo: Callable[[str], Any] = _say) -> int:
-    """Run the app until ``stop`` is set, printing each dashboard's URL once it listens."""
+def serve(
+    config: AppConfig,
+    stop: threading.Event | None = None,
+    echo: Callable[[str], Any] = foreground.say,
+) -> int:
+    """Run the app until ``stop`` is set or Ctrl-C / SIGTERM (start-up included: as ``run``,
+    :mod:`drasi_ray.ops.foreground`), printing each dashboard's URL once it listens."""
     from drasi_ray.app import DrasiRay
 
     app = DrasiRay.from_config(config)
-    app.start()
-    try:
+
+    def announce(_started: Any, stop: threading.Event) -> None:
         for reaction in config.reactions:
             if isinstance(reaction, SseReaction):
                 url = app.reaction_url(reaction.id)
                 echo(f"drasi-ray: app {app.app_id!r}: dashboard at {url} (Ctrl-C to stop)")
         stop.wait()
-    finally:
-        app.stop()
-        echo("drasi-ray: stopped")
-    return 0
+
+    return foreground.serve(app, app.start, announce, stop=stop, echo=echo)

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
 import threading
 import time
 from typing import IO, Any
 
-from drasi_ray.ops import common
+from drasi_ray.ops import common, foreground
 from drasi_ray.ops.status import source_status
 
 HELP = """\
@@ -53,66 +52,30 @@ def add_parser(commands: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run the app; the signal handlers it sets are put back when it returns."""
-    previous = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        return _run(args)
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
-
-
-def _run(args: argparse.Namespace) -> int:
+    """Run the app in the foreground (:mod:`drasi_ray.ops.foreground`: signals, clean stop)."""
     from drasi_ray.app import DrasiRay
 
     config = common.load_app(args.config, args.redis_url)
     app = DrasiRay.from_config(config)
-    stop = threading.Event()
-    interrupted = threading.Event()
 
-    def interrupt(signum: int, _frame: Any) -> None:
-        interrupted.set()
-        raise KeyboardInterrupt(signal.Signals(signum).name)
+    def loop(subscriptions: list[Any], stop: threading.Event) -> None:
+        connection = app.ray_connection
+        where = "" if connection is None else f" on {connection.describe()}"
+        print(f"drasi-ray: app {app.app_id!r} running{where}; Ctrl-C to stop", flush=True)
+        line = StatusLine(config, sys.stderr, args.status_interval)
+        if args.exit_when_idle:
+            threading.Thread(target=_stop_when_idle, args=(app, stop), daemon=True).start()
+        try:
+            while not stop.is_set():
+                _print_results(subscriptions, args.quiet)
+                line.maybe_show(app)
+            _print_results(subscriptions, args.quiet, wait=False)
+        finally:
+            for subscription in subscriptions:
+                subscription.close()
+            line.close()
 
-    # Until the app runs, Ctrl-C and SIGTERM interrupt whatever start-up is doing.
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, interrupt)
-    try:
-        subscriptions = _start(app)
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(signum, lambda *_: stop.set())
-        if interrupted.is_set():  # code that start-up ran swallowed the interrupt: honour it
-            raise KeyboardInterrupt
-    except (KeyboardInterrupt, SystemExit):  # SystemExit: Ray's own SIGTERM handler, which
-        # is in place while ray.init runs
-        _ignore_signals()
-        print("drasi-ray: interrupted during start-up; stopping", file=sys.stderr, flush=True)
-        app.stop()
-        print("drasi-ray: stopped", flush=True)
-        return 130
-    except BaseException:
-        _ignore_signals()
-        app.stop()
-        raise
-    connection = app.ray_connection
-    where = "" if connection is None else f" on {connection.describe()}"
-    print(f"drasi-ray: app {app.app_id!r} running{where}; Ctrl-C to stop", flush=True)
-    line = StatusLine(config, sys.stderr, args.status_interval)
-    if args.exit_when_idle:
-        threading.Thread(target=_stop_when_idle, args=(app, stop), daemon=True).start()
-    try:
-        while not stop.is_set():
-            _print_results(subscriptions, args.quiet)
-            line.maybe_show(app)
-        _print_results(subscriptions, args.quiet, wait=False)
-    finally:
-        _ignore_signals()
-        for subscription in subscriptions:
-            subscription.close()
-        line.close()
-        app.stop()
-        print("drasi-ray: stopped", flush=True)
-    return 0
+    return foreground.serve(app, lambda: _start(app), loop)
 
 
 def _start(app: Any) -> list[Any]:
@@ -122,12 +85,6 @@ def _start(app: Any) -> list[Any]:
     subscriptions = [app.subscribe(query_id) for query_id in app.query_ids]
     app.start_sources()
     return subscriptions
-
-
-def _ignore_signals() -> None:
-    """While stopping: a second Ctrl-C must not cut the clean stop short."""
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, signal.SIG_IGN)
 
 
 def _stop_when_idle(app: Any, stop: threading.Event) -> None:

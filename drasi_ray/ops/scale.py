@@ -14,8 +14,10 @@ HELP = """\
   drasi-ray scale SOURCE N APP_YAML      N consumer actors for SOURCE
   drasi-ray scale --shards K APP_YAML    the element store partitioned over K store shards
 
-Works on the running app of APP_YAML (its actors found by name in the Ray namespace
-drasi_ray.<app id>; connect with --address or RAY_ADDRESS, default: the local cluster).
+Works on the running app of APP_YAML: its actors are found by name in the Ray namespace
+drasi_ray.<app id> on the app's Ray, given by --address, else ray.address in APP_YAML, else
+RAY_ADDRESS (never whichever Ray runs here: one of them is needed; an address that does not
+answer within connect_timeout_s is one error naming it).
 
 Consumers: scaling up starts consumers <name>-<i> that read at once; scaling down stops the
 highest-numbered ones gracefully (the batch in hand is finished and acked), hands whatever is
@@ -29,7 +31,8 @@ consumers resume; nothing is lost or applied twice.
 examples:
   drasi-ray scale sensors 4 app.yaml
   drasi-ray scale --shards 3 app.yaml
-  RAY_ADDRESS=http://head:8265 drasi-ray scale sensors 1 app.yaml
+  drasi-ray scale sensors 4 app.yaml --address head:6379
+  RAY_ADDRESS=head:6379 drasi-ray scale sensors 1 app.yaml
 """
 
 
@@ -53,7 +56,11 @@ def add_parser(commands: Any) -> None:
         metavar="URL",
         help="use this Redis for every source (and state), overriding the file",
     )
-    parser.add_argument("--address", help="Ray cluster address (default: RAY_ADDRESS or auto)")
+    parser.add_argument(
+        "--address",
+        metavar="ADDRESS",
+        help="the app's Ray (default: ray.address in APP_YAML, else RAY_ADDRESS)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -68,9 +75,9 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError(f"scale: N must be a whole number, got {args.target[1]!r}")
     config = common.load_app(args.target[-1], args.redis_url)
     app = DrasiRay.from_config(config)
-    address = args.address or os.environ.get("RAY_ADDRESS") or "auto"
+    address, origin = app_ray(args.address, config.ray.address)
     ray_config = config.ray.model_copy(update={"address": address})
-    cluster.connect(ray_config, names.namespace(config.id), config.connect_timeout_s)
+    cluster.connect(ray_config, names.namespace(config.id), config.connect_timeout_s, origin)
     if args.shards is not None:
         before = app.scale_shards(args.shards)
         print(f"app {config.id}: {before} -> {args.shards} store shards")
@@ -79,3 +86,27 @@ def run(args: argparse.Namespace) -> int:
     before = app.scale(source, consumers)
     print(f"source {source}: {before} -> {consumers} consumers")
     return 0
+
+
+def app_ray(given: str | None, configured: str | None) -> tuple[str | None, str]:
+    """(address, where it came from) of the running app's Ray: ``--address``, else
+    ``ray.address``, else ``RAY_ADDRESS``; (None, ...) in a process already connected to Ray
+    (it keeps that one). ConfigError when none names one: a new local Ray holds no app, and
+    Ray's ``auto`` may attach to someone else's."""
+    import ray
+
+    from drasi_ray.actors.cluster import LOCAL
+
+    if ray.is_initialized():
+        return None, "ray.init"
+    for address, origin in (
+        (given, "--address"),
+        (configured, "ray.address"),
+        (os.environ.get("RAY_ADDRESS"), "RAY_ADDRESS"),
+    ):
+        if address and address != LOCAL:
+            return address, origin
+    raise ConfigError(
+        "scale works on a running app: give the address of its Ray with --address "
+        "(e.g. head:6379), ray.address in the app file, or RAY_ADDRESS"
+    )

@@ -66,6 +66,7 @@ def _commands(app: str) -> dict[str, list[str]]:
     return {
         "validate": ["validate", app],
         "run": ["run", app, "--exit-when-idle"],
+        "dashboard": ["dashboard", app, "--port", "0"],
         "status": ["status", app],
         "results": ["results", "hot", app],
         "dlq": ["dlq", "list", "sensors", app],
@@ -90,7 +91,9 @@ def _fails(argv: list[str], capsys: pytest.CaptureFixture[str], *expected: str) 
     return lines[0]
 
 
-COMMANDS = ["validate", "run", "status", "results", "dlq", "replay", "scale", "analytics"]
+COMMANDS = [
+    "validate", "run", "dashboard", "status", "results", "dlq", "replay", "scale", "analytics",
+]  # fmt: skip
 
 
 @pytest.mark.parametrize("command", COMMANDS)
@@ -102,7 +105,10 @@ def test_a_missing_or_unreadable_app_file(
     _fails(_commands(str(tmp_path))[command], capsys, f"{tmp_path}: Is a directory")
 
 
-@pytest.mark.parametrize("command", ["run", "status", "results", "dlq", "replay", "analytics"])
+REDIS_COMMANDS = ["run", "dashboard", "status", "results", "dlq", "replay", "analytics"]
+
+
+@pytest.mark.parametrize("command", REDIS_COMMANDS)
 def test_a_redis_that_does_not_answer(
     command: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -116,7 +122,7 @@ def test_a_redis_that_does_not_answer(
     assert PASSWORD not in line
 
 
-@pytest.mark.parametrize("command", ["run", "status", "results", "dlq", "replay", "analytics"])
+@pytest.mark.parametrize("command", REDIS_COMMANDS)
 def test_a_wrong_password(
     command: str, locked_redis: EmbeddedRedis, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -211,3 +217,26 @@ def test_the_binary_gives_one_line_and_debug_gives_the_traceback(tmp_path: Path)
     debug = _binary("status", app, "--debug")
     assert debug.returncode == 1 and "Traceback (most recent call last)" in debug.stderr
     assert "RedisUnavailableError" in debug.stderr
+
+
+def test_scale_needs_the_app_s_ray_and_names_one_that_does_not_answer(
+    redis_url: str, tmp_path: Path
+) -> None:
+    """``scale`` never attaches to whichever Ray runs here (Ray's ``auto``): with no address
+    it says where to give one; a given one that does not answer is named (issue #27, item 4)."""
+    app = _app(tmp_path, redis_url)
+    env = {name: value for name, value in os.environ.items() if name != "RAY_ADDRESS"}
+    done = _binary("scale", "sensors", "2", app, env=env)
+    assert done.returncode == 2 and done.stdout == "", done
+    assert done.stderr.splitlines() == [
+        "drasi-ray: error: scale works on a running app: give the address of its Ray with "
+        "--address (e.g. head:6379), ray.address in the app file, or RAY_ADDRESS"
+    ]
+    port = free_port()
+    started = time.monotonic()
+    done = _binary("scale", "sensors", "2", app, "--address", f"127.0.0.1:{port}", env=env)
+    assert time.monotonic() - started < DEADLINE_S
+    assert done.returncode == 2 and len(done.stderr.splitlines()) == 1, done
+    assert done.stderr.startswith(
+        f"drasi-ray: error: cannot reach the Ray at 127.0.0.1:{port} (--address) within 1s: "
+    ), done.stderr

@@ -1,7 +1,8 @@
 """``drasi-ray run`` as a process: it prints the results of what the streams held when it
 started, starts its own local Ray listening on loopback only, stops cleanly on Ctrl-C or
 SIGTERM at any moment (start-up included), leaves no Ray process behind, and stores no password
-in Redis (issue #27, items 1, 2, 4 and 5)."""
+in Redis (issue #27, items 1, 2, 4 and 5). ``drasi-ray dashboard`` runs its app the same way
+(drasi_ray/ops/foreground.py)."""
 
 from __future__ import annotations
 
@@ -67,15 +68,19 @@ def locked_redis() -> Iterator[EmbeddedRedis]:
         yield server
 
 
-class Run:
-    """``drasi-ray run APP`` in its own session, its output collected as it comes."""
+OPTIONS = {"run": ["--status-interval", "0"], "dashboard": ["--port", "0"]}
 
-    def __init__(self, app: Path) -> None:
+
+class Run:
+    """``drasi-ray run APP`` (or another command running an app: ``dashboard``) in its own
+    session, its output collected as it comes."""
+
+    def __init__(self, app: Path, command: str = "run") -> None:
         env = {**os.environ, "REDIS_PASSWORD": PASSWORD}
         env.pop("RAY_ADDRESS", None)
-        command = [str(Path(sys.executable).parent / "drasi-ray"), "run", str(app)]
+        binary = str(Path(sys.executable).parent / "drasi-ray")
         self.process = subprocess.Popen(
-            [*command, "--status-interval", "0"],
+            [binary, command, str(app), *OPTIONS[command]],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -176,18 +181,46 @@ def test_run_prints_the_backlog_and_stops_on_sigterm_storing_no_password(
     assert all(PASSWORD not in line for line in run.out + run.err)
 
 
-@pytest.mark.parametrize("after_s", [1.0, 5.0])
+@pytest.mark.parametrize(
+    ("command", "signum", "after_s"),
+    [
+        ("run", signal.SIGINT, 1.0),
+        ("run", signal.SIGINT, 5.0),
+        ("dashboard", signal.SIGTERM, 5.0),  # the same start-up (ops/foreground.py)
+    ],
+)
 def test_ctrl_c_during_start_up_stops_cleanly(
-    after_s: float, locked_redis: EmbeddedRedis, tmp_path: Path
+    command: str, signum: int, after_s: float, locked_redis: EmbeddedRedis, tmp_path: Path
 ) -> None:
     app = tmp_path / "app.yaml"
     app.write_text(APP.format(port=locked_redis.port))
-    run = Run(app)
+    run = Run(app, command)
     time.sleep(after_s)  # a moment of start-up: importing, checking Redis or starting Ray
-    code, spent = run.stop(signal.SIGINT, 60)
+    code, spent = run.stop(signum, 60)
     assert code == 130 and spent < 30, (code, spent, run.err)
     assert not any("Traceback" in line for line in run.err), run.err
     assert run.err[-1] in (
         "drasi-ray: interrupted",
         "drasi-ray: interrupted during start-up; stopping",
     )
+
+
+@pytest.mark.slow
+def test_the_dashboard_prints_its_url_and_stops_on_ctrl_c(
+    locked_redis: EmbeddedRedis, tmp_path: Path
+) -> None:
+    app = tmp_path / "app.yaml"
+    app.write_text(APP.format(port=locked_redis.port))
+    run = Run(app, "dashboard")
+    try:
+        line = wait_until(
+            lambda: next((line for line in run.out if "dashboard at http" in line), None),
+            timeout_s=120,
+            what="the dashboard's URL",
+        )
+    finally:
+        code, spent = run.stop(signal.SIGINT, 60)
+    assert line.startswith("drasi-ray: app 'signals': dashboard at http://127.0.0.1:"), line
+    assert code == 0 and spent < 30, (code, spent, run.err)
+    assert run.out[-1] == "drasi-ray: stopped"
+    assert not any("Traceback" in line for line in run.err), run.err
