@@ -33,8 +33,8 @@ from drasi_ray.model.reaction_specs import (
     RelayedReaction,
     SseReaction,
 )
-from drasi_ray.reactions.http import Token, check_query, read_secret, resolve_token
-from drasi_ray.reactions.storedproc import check_commands, check_login
+from drasi_ray.reactions.http import Token, check_query, resolve_token
+from drasi_ray.reactions.storedproc import check_commands, check_login, read_password
 
 logger = logging.getLogger("drasi_ray.app")
 
@@ -50,12 +50,6 @@ def serves(spec: AnyAppReaction, query_id: str) -> bool:
     if isinstance(spec, SseReaction):
         return spec.serves(query_id)
     return query_id in spec.queries
-
-
-def read_password(spec: PostgresStoredProcReaction) -> Token | None:
-    """A stored-procedure reaction's password (None: libpq's own ways, or none asked)."""
-    owner = f"reaction {spec.id!r}"
-    return read_secret(owner, "password", spec.password_env, spec.password_file)
 
 
 class AppReactions:

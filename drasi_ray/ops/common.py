@@ -118,6 +118,18 @@ def result_location(config: AppConfig, query: QueryConfig) -> tuple[str, str] | 
     return url, reaction.stream or keys.result_stream(query.id)
 
 
+def result_stream(config: AppConfig, query: QueryConfig) -> tuple[str, str]:
+    """(redis url, stream) of the query's results: its platform reaction's, else the one a
+    reaction of the app gives it (the default platform reaction)."""
+    location = result_location(config, query)
+    if location is not None:
+        return location
+    with_stream = query.model_copy(update={"reactions": (*query.reactions, PlatformReaction())})
+    found = result_location(config, with_stream)
+    assert found is not None
+    return found
+
+
 def state_url(config: AppConfig) -> str | None:
     """The Redis holding the app's durable state (:meth:`StateConfig.state_redis_url`)."""
     first = config.sources[0].properties.redis_url if config.sources else None
@@ -127,6 +139,13 @@ def state_url(config: AppConfig) -> str | None:
 def _source_url(config: AppConfig, source_id: str) -> str | None:
     spec = next((s for s in config.sources if s.id == source_id), None)
     return None if spec is None else spec.properties.redis_url
+
+
+def require_present(client: redis.Redis, key: str, ids: list[str]) -> None:
+    """ConfigError naming the ``ids`` that are not in the dead-letter stream ``key``."""
+    missing = [dlq_id for dlq_id in ids if not client.xrange(key, dlq_id, dlq_id)]
+    if missing:
+        raise ConfigError(f"no dead letter {', '.join(missing)} in {key} (see dlq list)")
 
 
 def text(value: Any) -> str:

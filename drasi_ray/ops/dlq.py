@@ -17,9 +17,15 @@ from typing import Any
 import orjson
 import redis
 
-from drasi_ray.model.config import PlatformSourceConfig, SourceFormat
-from drasi_ray.model.errors import ConfigError
-from drasi_ray.ops import common
+from drasi_ray.model.config import (
+    AppConfig,
+    PlatformSourceConfig,
+    PostgresSourceSpec,
+    SourceFormat,
+    SourceSpec,
+)
+from drasi_ray.model.errors import ConfigError, UnknownComponentError
+from drasi_ray.ops import common, reaction_dlq
 from drasi_ray.ops.publish import event_payload, parse_event_line
 from drasi_ray.source.decode import entry_problem
 from drasi_ray.source.formats import decoder_for
@@ -44,11 +50,21 @@ source's dead-letter stream (<first stream key>:dlq unless dead_letter_stream is
 
 A dead-letter id that is not there is an error, for every action.
 
+With --reaction, the dead letters of an HTTP or stored-procedure reaction of the app
+(drasi:<app>:reaction:<id>:dlq: diffs it could not deliver, with the request and the reason).
+`list` and `show` print each with its diff; `replay` renders each diff again with the reaction
+as APP_YAML configures it now (templates, headers, token or password read from this process's
+environment or files) and sends it with the same Idempotency-Key and the reaction's retries:
+a delivered one is deleted, one that fails again is kept and printed (exit status 1). The app
+need not run. `purge` deletes them.
+
 examples:
   drasi-ray dlq list sensors app.yaml
   drasi-ray dlq show sensors app.yaml --id 1700000000000-0
   drasi-ray dlq replay sensors app.yaml --id 1700000000000-0 --payload fixed.json
   drasi-ray dlq purge sensors app.yaml --id 1700000000000-0
+  drasi-ray dlq list hooks app.yaml --reaction
+  drasi-ray dlq replay hooks app.yaml --reaction          # once the endpoint is fixed
 """
 
 PAYLOAD_PREVIEW = 300
@@ -63,7 +79,9 @@ def add_parser(commands: Any) -> None:
         HELP,
     )
     parser.add_argument("action", choices=("list", "show", "replay", "purge"))
-    parser.add_argument("source", metavar="SOURCE", help="source id in APP_YAML")
+    parser.add_argument(
+        "source", metavar="SOURCE", help="source id in APP_YAML (with --reaction: a reaction id)"
+    )
     common.add_app_arguments(parser)
     parser.add_argument(
         "--id",
@@ -81,17 +99,24 @@ def add_parser(commands: Any) -> None:
     parser.add_argument(
         "--force", action="store_true", help="replay: also entries a consumer would reject"
     )
+    parser.add_argument(
+        "--reaction",
+        action="store_true",
+        help="SOURCE names an HTTP or stored-procedure reaction: act on its dead letters",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
     config = common.load_app(args.config, args.redis_url)
-    props = common.source_spec(config, args.source).stream_settings(config.id)
     ids = _checked_ids(args.ids)
+    if args.reaction:
+        return reaction_dlq.run(args, config, ids)
+    props = _source(config, args.source).stream_settings(config.id)
     payload = _corrected_payload(args, ids)
     _check_payload_format(props, payload)
     with common.connect(config, props.redis_url, f"source {args.source!r}") as client:
         if ids is not None:
-            _require_present(client, props, ids)
+            common.require_present(client, props.dead_letter_key, ids)
         if args.action == "list":
             for line in list_lines(client, props, args.limit, ids):
                 print(line)
@@ -107,6 +132,18 @@ def run(args: argparse.Namespace) -> int:
             purged = purge(client, props, ids)
             print(f"purged {purged} dead letter(s) from {props.dead_letter_key}")
     return 0
+
+
+def _source(config: AppConfig, source_id: str) -> SourceSpec | PostgresSourceSpec:
+    """The source ``source_id``; for a reaction's id, the error says to add ``--reaction``."""
+    try:
+        return common.source_spec(config, source_id)
+    except UnknownComponentError as exc:
+        if source_id in reaction_dlq.relayed_reactions(config):
+            raise UnknownComponentError(
+                f"{exc}; {source_id!r} is a reaction: add --reaction for its dead letters"
+            ) from None
+        raise
 
 
 def _checked_ids(ids: list[str] | None) -> list[str] | None:
@@ -137,14 +174,6 @@ def _check_payload_format(props: PlatformSourceConfig, payload: bytes | None) ->
         raise ConfigError(
             f"--payload takes a platform change event; this source reads "
             f"{props.format.value} entries: fix the producer, then replay or purge"
-        )
-
-
-def _require_present(client: redis.Redis, props: PlatformSourceConfig, ids: list[str]) -> None:
-    missing = [dlq_id for dlq_id in ids if not client.xrange(props.dead_letter_key, dlq_id, dlq_id)]
-    if missing:
-        raise ConfigError(
-            f"no dead letter {', '.join(missing)} in {props.dead_letter_key} (see dlq list)"
         )
 
 
@@ -296,7 +325,7 @@ def purge(client: redis.Redis, props: PlatformSourceConfig, ids: list[str] | Non
     """Delete the given dead letters (all when ``ids`` is None); returns how many. An id that
     is not there is a ConfigError, before anything is deleted."""
     if ids:
-        _require_present(client, props, ids)
+        common.require_present(client, props.dead_letter_key, ids)
         return int(client.xdel(props.dead_letter_key, *ids))
     count = int(client.xlen(props.dead_letter_key))
     client.delete(props.dead_letter_key)

@@ -22,7 +22,7 @@ import redis
 
 from drasi_ray.model import encoding, keys
 from drasi_ray.model.config import AppConfig, PostgresSourceSpec, QueryConfig, SourceSpec
-from drasi_ray.model.reaction_specs import PlatformReaction, RelayedReaction, SseReaction
+from drasi_ray.model.reaction_specs import RelayedReaction, SseReaction
 from drasi_ray.model.results import diffs_from_platform_event
 from drasi_ray.ops import common
 from drasi_ray.streams import admin
@@ -233,7 +233,7 @@ def reaction_status(config: AppConfig, spec: RelayedReaction) -> ReactionStatus:
     deliveries: dict[str, DeliveryStatus] = {}
     url = None
     for query_id, query in queries.items():
-        url, stream = _result_stream(config, query)
+        url, stream = common.result_stream(config, query)
         with common.client(url) as client:
             raw: Any = client.hget(keys.reaction_positions(config.id, spec.id), query_id)
             last = _last_sequence(client, stream)
@@ -246,18 +246,6 @@ def reaction_status(config: AppConfig, spec: RelayedReaction) -> ReactionStatus:
         with common.client(url) as client:
             dead = int(client.xlen(dead_letter_stream))
     return ReactionStatus(spec.kind, dead, dead_letter_stream, deliveries)
-
-
-def _result_stream(config: AppConfig, query: QueryConfig) -> tuple[str, str]:
-    """The query's result stream: its platform reaction's, else the one a reaction of the
-    app gives it (the default platform reaction)."""
-    location = common.result_location(config, query)
-    if location is not None:
-        return location
-    with_stream = query.model_copy(update={"reactions": (*query.reactions, PlatformReaction())})
-    found = common.result_location(config, with_stream)
-    assert found is not None
-    return found
 
 
 def _last_sequence(client: redis.Redis, stream: str) -> int | None:

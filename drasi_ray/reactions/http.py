@@ -158,32 +158,33 @@ class HttpEndpoint:
         self._session: aiohttp.ClientSession | None = None
 
     def calls(self, entry: ResultEntry) -> list[Call]:
-        plan = self._plans[entry.query_id]
-        calls: list[Call] = []
-        for index, diff in enumerate(entry.diffs):
-            kind, before, after = kind_of(diff)
-            key = f"{entry.query_id}:{entry.sequence}:{index}"
-            call = Call(key, entry.query_id, entry.sequence, kind, diff)
-            compiled = plan[kind]
-            if compiled is None:
-                calls.append(call)
-                continue
-            context = {
-                "after": after,
-                "before": before,
-                "queryId": entry.query_id,
-                "sequence": entry.sequence,
-                "kind": kind,
-                "sourceTimeMs": entry.source_time_ms,
-            }
-            try:
-                payload = self._render(compiled, context, key)
-            except Exception as exc:  # a value no template can write: dead-letter this diff
-                error = f"render: {type(exc).__name__}: {exc}"
-                calls.append(dataclasses.replace(call, error=error))
-                continue
-            calls.append(dataclasses.replace(call, payload=payload))
-        return calls
+        return [
+            self.render(entry.query_id, entry.sequence, index, diff, entry.source_time_ms)
+            for index, diff in enumerate(entry.diffs)
+        ]
+
+    def render(
+        self, query_id: str, sequence: int, index: int, diff: Mapping[str, Any], source_time_ms: int
+    ) -> Call:
+        kind, before, after = kind_of(diff)
+        key = f"{query_id}:{sequence}:{index}"
+        call = Call(key, query_id, sequence, kind, diff, source_time_ms=source_time_ms)
+        compiled = self._plans[query_id][kind]
+        if compiled is None:
+            return call
+        context = {
+            "after": after,
+            "before": before,
+            "queryId": query_id,
+            "sequence": sequence,
+            "kind": kind,
+            "sourceTimeMs": source_time_ms,
+        }
+        try:
+            payload = self._render(compiled, context, key)
+        except Exception as exc:  # a value no template can write: dead-letter this diff
+            return dataclasses.replace(call, error=f"render: {type(exc).__name__}: {exc}")
+        return dataclasses.replace(call, payload=payload)
 
     def _render(
         self, compiled: CompiledCall, context: Mapping[str, Any], key: str

@@ -14,10 +14,12 @@ once, and exactly once for a receiver that drops a repeated key.
 Failures: a call the endpoint answers with a retryable failure is retried with capped
 exponential backoff up to ``max_attempts``, then dead-lettered; a refused one (and one that
 cannot be rendered) is dead-lettered at once. The dead-letter stream
-(``drasi:<app>:reaction:<id>:dlq``) holds per diff its query, sequence, key, kind, the request
-and the reason. A query whose results are more than ``max_lag`` behind the newest has the calls
-of the results it is behind on dead-lettered unsent: the stream, not memory, buffers what the
-endpoint has not taken, and that buffer is bounded. Redis being down stops the relay (with
+(``drasi:<app>:reaction:<id>:dlq``, :mod:`drasi_ray.reactions.dead_letters`) holds per diff
+its query, sequence, key, kind, the diff, the request and the reason: enough to render and
+send it again (``drasi-ray dlq replay --reaction``). A query whose results are more than
+``max_lag`` behind the newest has the calls of the results it is behind on dead-lettered
+unsent: the stream, not memory, buffers what the endpoint has not taken, and that buffer is
+bounded. Redis being down stops the relay (with
 backoff) but loses nothing: it resumes from its recorded position. Nothing of this blocks a
 query: the query only writes its result stream.
 
@@ -39,9 +41,10 @@ from typing import Any, Protocol
 import orjson
 from redis import exceptions as rexc
 
-from drasi_ray.model import encoding, keys
+from drasi_ray.model import keys
 from drasi_ray.model.backoff import Backoff
 from drasi_ray.reactions.base import end_tasks
+from drasi_ray.reactions.dead_letters import ReactionDeadLetter
 from drasi_ray.reactions.feed import ResultEntry, ResultFeed, id_order
 
 logger = logging.getLogger("drasi_ray.reaction")
@@ -82,6 +85,7 @@ class Call:
     diff: Mapping[str, Any]
     payload: Any = None
     error: str | None = None
+    source_time_ms: int = 0
 
 
 class Verdict(enum.Enum):
@@ -104,7 +108,13 @@ class Endpoint(Protocol):
     batch_size: int
 
     def calls(self, entry: ResultEntry) -> list[Call]:
-        """One call per diff of ``entry``, in order (pure)."""
+        """One call per diff of ``entry``, in order (pure): :meth:`render` of each."""
+        ...
+
+    def render(
+        self, query_id: str, sequence: int, index: int, diff: Mapping[str, Any], source_time_ms: int
+    ) -> Call:
+        """The call of the ``index``-th diff of a query's result ``sequence`` (pure)."""
         ...
 
     async def send(self, calls: Sequence[Call]) -> Outcome:
@@ -340,18 +350,19 @@ class StreamRelay:
     async def _dead_letter(self, calls: Sequence[Call], reason: str, attempts: int) -> None:
         pipe = self.feed.client.pipeline(transaction=False)
         for call in calls:
-            fields: dict[Any, Any] = {
-                "reaction": self.settings.reaction_id,
-                "query": call.query_id,
-                "sequence": str(call.sequence),
-                "key": call.key,
-                "kind": call.kind,
-                "reason": reason,
-                "attempts": str(attempts),
-                "request": self.endpoint.describe(call) if call.payload is not None else "",
-                "diff": encoding.dumps(dict(call.diff)),
-                "at_ms": str(time.time_ns() // 1_000_000),
-            }
+            letter = ReactionDeadLetter.for_call(
+                self.settings.reaction_id,
+                call.query_id,
+                call.sequence,
+                call.key,
+                call.kind,
+                call.diff,
+                reason=reason,
+                attempts=attempts,
+                request=self.endpoint.describe(call) if call.payload is not None else "",
+                source_time_ms=call.source_time_ms,
+            )
+            fields: Any = letter.to_fields()
             pipe.xadd(self._dead_letters, fields, maxlen=self._dlq_maxlen, approximate=True)
         await pipe.execute()
         self.progress[calls[0].query_id].dead_lettered += len(calls)
@@ -364,14 +375,10 @@ class StreamRelay:
         )
 
     async def _dead_letter_entry(self, entry: ResultEntry) -> None:
-        fields: dict[Any, Any] = {
-            "reaction": self.settings.reaction_id,
-            "query": entry.query_id,
-            "entry": entry.entry_id,
-            "reason": entry.error or "",
-            "orig:data": entry.raw,
-            "at_ms": str(time.time_ns() // 1_000_000),
-        }
+        letter = ReactionDeadLetter.for_entry(
+            self.settings.reaction_id, entry.query_id, entry.entry_id, entry.error or "", entry.raw
+        )
+        fields: Any = letter.to_fields()
         await self.feed.client.xadd(
             self._dead_letters, fields, maxlen=self._dlq_maxlen, approximate=True
         )

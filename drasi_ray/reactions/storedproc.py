@@ -30,7 +30,7 @@ import psycopg2.extras
 from drasi_ray.model.errors import ConfigError
 from drasi_ray.model.reaction_specs import CHANGE_KINDS, PostgresStoredProcReaction
 from drasi_ray.reactions.feed import ResultEntry, kind_of
-from drasi_ray.reactions.http import Token
+from drasi_ray.reactions.http import Token, read_secret
 from drasi_ray.reactions.relay import Call, Outcome, Verdict
 
 _NAME = re.compile(r"@([A-Za-z_][A-Za-z0-9_]*)(?:\.([A-Za-z_][A-Za-z0-9_]*))?")
@@ -138,6 +138,12 @@ def connect_options(spec: PostgresStoredProcReaction, password: Token | None) ->
     return options
 
 
+def read_password(spec: PostgresStoredProcReaction) -> Token | None:
+    """A stored-procedure reaction's password (None: libpq's own ways, or none asked)."""
+    owner = f"reaction {spec.id!r}"
+    return read_secret(owner, "password", spec.password_env, spec.password_file)
+
+
 def where(spec: PostgresStoredProcReaction) -> str:
     """``database 'shop' at db:5432 as 'drasi'``: what the errors name."""
     return f"database {spec.database!r} at {spec.host}:{spec.port} as {spec.user!r}"
@@ -173,19 +179,23 @@ class StoredProcEndpoint:
         self._thread = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix=spec.id)
 
     def calls(self, entry: ResultEntry) -> list[Call]:
-        plan = self._plans[entry.query_id]
-        calls: list[Call] = []
-        for index, diff in enumerate(entry.diffs):
-            kind, before, after = kind_of(diff)
-            key = f"{entry.query_id}:{entry.sequence}:{index}"
-            command = plan[kind]
-            payload = None
-            if command is not None:
-                drasi = {"key": key, "queryId": entry.query_id, "sequence": entry.sequence}
-                context = {"after": after, "before": before, "drasi": drasi}
-                payload = (command, command.parameters(context))
-            calls.append(Call(key, entry.query_id, entry.sequence, kind, diff, payload))
-        return calls
+        return [
+            self.render(entry.query_id, entry.sequence, index, diff, entry.source_time_ms)
+            for index, diff in enumerate(entry.diffs)
+        ]
+
+    def render(
+        self, query_id: str, sequence: int, index: int, diff: Mapping[str, Any], source_time_ms: int
+    ) -> Call:
+        kind, before, after = kind_of(diff)
+        key = f"{query_id}:{sequence}:{index}"
+        command = self._plans[query_id][kind]
+        payload = None
+        if command is not None:
+            drasi = {"key": key, "queryId": query_id, "sequence": sequence}
+            context = {"after": after, "before": before, "drasi": drasi}
+            payload = (command, command.parameters(context))
+        return Call(key, query_id, sequence, kind, diff, payload, source_time_ms=source_time_ms)
 
     async def send(self, calls: Sequence[Call]) -> Outcome:
         command, parameters = calls[0].payload
