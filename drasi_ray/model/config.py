@@ -585,8 +585,8 @@ class RayConfig(_Model):
         description=(
             "where the pipeline's actors run: round_robin deals the coordinator, the store "
             "shards, the query hosts and the consumers over the cluster's alive nodes in turn "
-            "(soft node affinity plus 1 byte of Ray's `memory` resource, which makes Ray keep "
-            "to it; an actor whose node is lost is restarted on another); spread "
+            "(each requires its node's ray.io/node-id label; the actors of a lost node are "
+            "restarted over the nodes left by the same rule, from a fallback list); spread "
             "leaves it to Ray's SPREAD strategy; pack to Ray's default (fill a node first)"
         ),
     )
