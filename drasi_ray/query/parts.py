@@ -46,7 +46,7 @@ over every evaluation and never takes a value back).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeAlias, TypeVar
 
@@ -469,6 +469,14 @@ class ProjectingPart:
 
     def results(self) -> list[dict[str, Any]]:
         return [dict(row) for row in self._reported.values()]
+
+    def keyed_results(self) -> Iterable[tuple[Key | None, dict[str, Any]]]:
+        """The result rows with the keys they are held by (a last part's)."""
+        return self._reported.items()
+
+    def row(self, key: Key | None) -> dict[str, Any] | None:
+        """The result row held by ``key`` (None: there is none)."""
+        return self._reported.get(key)
 
 
 def _unchanged(context: Context) -> bool:
@@ -951,6 +959,14 @@ class AggregatingPart:
 
     def results(self) -> list[dict[str, Any]]:
         return [dict(row) for row in self._results.values()]
+
+    def keyed_results(self) -> Iterable[tuple[Hashable, dict[str, Any]]]:
+        """The group rows with the keys they are held by (a last part's)."""
+        return self._results.items()
+
+    def row(self, key: Hashable) -> dict[str, Any] | None:
+        """The group row held by ``key`` (None: there is none)."""
+        return self._results.get(key)
 
 
 def _output_recipe(
