@@ -12,12 +12,13 @@ sources.md).
 
 The text is a JSON array:
 
-- a MATCH row: the ids of the elements its variables bind, in the order the pattern names the
-  variables (anonymous ones included), ``null`` where an OPTIONAL MATCH bound nothing:
-  ``["s1"]``, ``["a1", "r7", "b2"]``, ``["a1", null]``;
+- a MATCH row: the ids of the elements its variables bind (anonymous ones included), in the
+  order the variables first appear, each path's nodes before its relations, the OPTIONAL MATCH
+  clauses' own variables last, ``null`` where an OPTIONAL MATCH bound nothing: ``["s1"]``;
+  ``["a1","b2","r7"]`` for ``(a)-[r]->(b)``; ``["a1",null,null]``;
 - an aggregation's row: its grouping values, in the order the aggregating clause lists them,
   written as the row writes them but with an element as its id and a whole Float as the Integer
-  it equals (``2`` and ``2.0`` are one group): ``["r9"]``, ``["r9", true]``, ``[]`` for an
+  it equals (``2`` and ``2.0`` are one group): ``["r9"]``, ``["r9",true]``, ``[]`` for an
   aggregation without grouping values.
 
 In a query of several sources an element id names its source too: ``"<source>:<id>"``.

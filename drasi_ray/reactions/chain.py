@@ -114,6 +114,10 @@ class RowLedger:
     def rows(self) -> dict[str, Row]:
         return {node_id: orjson.loads(row) for node_id, row in self._rows.items()}
 
+    def contents(self) -> dict[str, bytes]:
+        """The rows as the hash holds them (node id -> :func:`content`)."""
+        return dict(self._rows)
+
     def plan_changes(self, batches: Iterable[tuple[RowChanges, int]]) -> Plan:
         """The node changes that bring the published rows to what ``batches`` (row changes
         with their time, in order) leave: per node the last state, if it differs."""

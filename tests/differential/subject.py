@@ -76,8 +76,14 @@ class DrasiRaySubject:
     ) -> dict[str, list[dict[str, Any]]]:
         """The diffs of each query for the platform ``event`` at stream ``position`` of
         ``source``."""
-        entry_id = f"{position + 1}-0"
-        entry = decode_entry(entry_id, {b"data": encode_cloud_event([event])})
+        return self.apply_payload(f"{position + 1}-0", encode_cloud_event([event]), source)
+
+    def apply_payload(
+        self, entry_id: str, payload: bytes, source: str
+    ) -> dict[str, list[dict[str, Any]]]:
+        """The diffs of each query for the stream entry ``entry_id`` of ``source`` whose
+        ``data`` field is ``payload`` (a CloudEvent of any number of events)."""
+        entry = decode_entry(entry_id, {b"data": payload})
         routed, _report = self.coordinator.apply_entries(source, [entry], json_values=True)
         diffs: dict[str, list[dict[str, Any]]] = {}
         for query_id, items in routed.items():

@@ -1,0 +1,488 @@
+"""Query chaining's composition check (issue #33): a chained query equals its composition.
+
+A *pair* is an upstream query ``u`` and a downstream query ``d`` that reads ``u``'s results
+(``.from_query(u)``), both drawn from the differential catalogue (tests/differential/
+catalogue.py, catalogue_sources.py for joins and middleware, and :data:`FUTURE_QUERIES` for
+Drasi's future and stateful functions, which the catalogue leaves out: drasi-lib runs them on
+its wall clock). ``d`` is a catalogue query over single nodes whose labels are rewritten to
+``u``'s id (:func:`chained_text`) and that reads at least one of ``u``'s columns.
+
+The check: over a random change stream (tests/differential/generator.py) the downstream's
+final result set through the chain equals ``d`` run over a graph built from ``u``'s final
+result set (:func:`oracle_results`: a node per row, named by its row id); and along the way
+every diff ``d`` emits is consistent with its result set (:class:`ResultReplay`: the diffs
+applied in order to an empty result set give the result set after each change). The in-process
+run (:class:`InProcessChain`) also checks, after every change, that the chain's rows are the
+upstream's current result set by row id and that the downstream's store of the chain source
+holds exactly those nodes.
+
+Where Drasi's incremental results legitimately depend on the order rows came (the order of a
+``collect`` list), the aggregate columns' lists are compared as multisets; downstreams whose
+result depends on history (``retainHistory``) or on the nodes' times (``drasi.changeDateTime``,
+the query clocks) are not drawn: a graph built from a final result set has neither.
+"""
+
+from __future__ import annotations
+
+import functools
+import random
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from drasi_ray.model.encoding import dumps
+from drasi_ray.model.results import QueryResult
+from drasi_ray.query import ast
+from drasi_ray.query.engine import ContinuousQuery
+from drasi_ray.query.expressions import contains_aggregate
+from drasi_ray.query.runner import grouping_keys
+from drasi_ray.reactions.chain import NodeChange, RowLedger, entry_payloads, platform_events
+from drasi_ray.source.decode import decode_entry, encode_cloud_event
+from drasi_ray.testing.conformance import values_equal
+from tests.differential.catalogue import CATALOGUE
+from tests.differential.catalogue_sources import SOURCES_CATALOGUE
+from tests.differential.subject import DrasiRaySubject, as_users_read
+from tests.oracle.model import Case, QuerySpec
+
+Row = dict[str, Any]
+
+UPSTREAM_PREFIX = "u_"
+"""Upstream query ids are the catalogue's with this prefix (their chained nodes' label)."""
+
+FUTURE_QUERIES: tuple[QuerySpec, ...] = (
+    QuerySpec(
+        "true_for",
+        "MATCH (a:A) WHERE drasi.trueFor(a.flag = true, duration({seconds: 3})) "
+        "RETURN a.name AS name, a.x AS x, a.flag AS flag",
+    ),
+    QuerySpec(
+        "true_for_grouped",
+        "MATCH (a:A) WHERE drasi.trueFor(a.x > 1, duration({seconds: 4})) "
+        "RETURN a.flag AS flag, count(a) AS n, sum(a.x) AS total",
+    ),
+    QuerySpec(
+        "true_later",
+        "MATCH (b:B) WHERE drasi.trueLater(b.y > 0, b.ts * 1000) "
+        "RETURN b.name AS name, b.y AS y, b.s AS s",
+    ),
+    QuerySpec(
+        "true_until",
+        "MATCH (c:C) WHERE drasi.trueUntil(c.x > 0, c.ts * 1000 - 86400000) "
+        "RETURN c.name AS name, c.x AS x",
+    ),
+    QuerySpec(
+        "previous_value",
+        "MATCH (c:C) RETURN c.name AS name, c.x AS x, drasi.previousValue(c.x) AS y",
+    ),
+    QuerySpec(
+        "sliding_window",
+        "MATCH (a:A) RETURN a.flag AS flag, "
+        "drasi.slidingWindow(duration({seconds: 10}), count(a)) AS n",
+    ),
+)
+"""Upstreams with Drasi's future and stateful functions: rows that appear (or leave) when a
+re-evaluation comes due, not with a change."""
+
+UNDRAWN_DOWNSTREAMS = frozenset(
+    {"change_date_time", "max_change_time", "transaction_clock", "retain_history"}
+)
+"""Catalogue queries not drawn as downstreams: their results depend on the nodes' times or on
+history, which a graph built from a final result set does not have."""
+
+FALLBACK_DOWNSTREAMS = ("label_alternatives", "count_values")
+"""Downstreams for an upstream none of whose columns a catalogue query reads: every node's
+id and name, and counts of its nodes."""
+
+_LABEL = re.compile(r":[ABC]\b")
+_PROPERTY = re.compile(r"\b[a-z]\w*\.(\w+)")
+
+
+@dataclass(frozen=True, slots=True)
+class Pair:
+    """An upstream query and a downstream query that reads its results."""
+
+    upstream: QuerySpec
+    downstream: QuerySpec
+    kinds: frozenset[str]
+    """What the upstream is: ``aggregating``, ``with``, ``optional``, ``future``, ``join``,
+    ``middleware`` (any of them), else ``plain``."""
+
+
+def upstream_specs() -> tuple[QuerySpec, ...]:
+    """Every query that can be an upstream, with its upstream id."""
+    specs = CATALOGUE + SOURCES_CATALOGUE + FUTURE_QUERIES
+    return tuple(
+        QuerySpec(UPSTREAM_PREFIX + s.id, s.text, s.joins, s.middleware, s.pipelines, s.sources)
+        for s in specs
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Facts:
+    columns: frozenset[str]
+    aggregate_columns: frozenset[str]
+    kinds: frozenset[str]
+    single_nodes: bool
+    """Whether the required MATCH patterns are single nodes."""
+
+
+@functools.cache
+def _facts(text: str) -> _Facts:
+    """What the composition check reads of a query text (parsed once)."""
+    engine = ContinuousQuery("q", text)
+    parts = engine.query.parts
+    items = engine.query.returns.items
+    found = {
+        "aggregating": any(_aggregates(part.projection) for part in parts),
+        "with": len(parts) > 1,
+        "optional": any(match.optional for match in parts[0].matches),
+        "future": engine.stateful,
+    }
+    required = [match for match in parts[0].matches if not match.optional]
+    return _Facts(
+        frozenset(engine.column_names),
+        frozenset(item.name for item in items if contains_aggregate(item.expression)),
+        frozenset(kind for kind, present in found.items() if present),
+        all(not path.relations for match in required for path in match.paths),
+    )
+
+
+def kinds_of(spec: QuerySpec) -> frozenset[str]:
+    """What kind of upstream ``spec`` is (:attr:`Pair.kinds`)."""
+    kinds = set(_facts(spec.text).kinds)
+    if spec.joins:
+        kinds.add("join")
+    if any(spec.pipelines.values()):
+        kinds.add("middleware")
+    return frozenset(kinds) or frozenset({"plain"})
+
+
+def _aggregates(projection: ast.Projection) -> bool:
+    return any(contains_aggregate(item.expression) for item in projection.items)
+
+
+@functools.cache
+def downstream_specs() -> dict[str, QuerySpec]:
+    """The catalogue queries that can read a chained query: their required MATCH patterns
+    are single nodes (a chain holds nodes only), and they are not in
+    :data:`UNDRAWN_DOWNSTREAMS`."""
+    return {
+        spec.id: spec
+        for spec in CATALOGUE
+        if spec.id not in UNDRAWN_DOWNSTREAMS and _facts(spec.text).single_nodes
+    }
+
+
+def chained_text(text: str, upstream_id: str) -> str:
+    """``text`` reading ``upstream_id``'s rows: its labels ``A``, ``B``, ``C`` become the
+    upstream's id."""
+    return _LABEL.sub(":" + upstream_id, text)
+
+
+def columns_of(spec: QuerySpec) -> frozenset[str]:
+    return _facts(spec.text).columns
+
+
+def properties_read(spec: QuerySpec) -> frozenset[str]:
+    """The property names ``spec`` reads (every ``x.name`` in its text)."""
+    return frozenset(_PROPERTY.findall(spec.text))
+
+
+def draw_pairs(seed: int, per_upstream: int = 2) -> list[Pair]:
+    """For every upstream, ``per_upstream`` downstreams drawn at random among those that read
+    one of its columns (else :data:`FALLBACK_DOWNSTREAMS`)."""
+    rng = random.Random(seed)
+    downstreams = downstream_specs()
+    pairs: list[Pair] = []
+    for upstream in upstream_specs():
+        columns = columns_of(upstream)
+        readers = sorted(i for i, d in downstreams.items() if properties_read(d) & columns)
+        candidates = readers or list(FALLBACK_DOWNSTREAMS)
+        kinds = kinds_of(upstream)
+        for down_id in rng.sample(candidates, min(per_upstream, len(candidates))):
+            pairs.append(Pair(upstream, chained_downstream(upstream.id, down_id), kinds))
+    return pairs
+
+
+def chained_downstream(upstream_id: str, downstream_id: str) -> QuerySpec:
+    """Catalogue query ``downstream_id`` reading ``upstream_id``'s rows."""
+    text = downstream_specs()[downstream_id].text
+    query_id = f"d_{upstream_id[len(UPSTREAM_PREFIX) :]}__{downstream_id}"
+    return QuerySpec(query_id, chained_text(text, upstream_id), sources=(upstream_id,))
+
+
+# ------------------------------------------------------------------------- the oracle
+
+
+def oracle_results(downstream: QuerySpec, upstream_rows: Mapping[str, Row]) -> list[Row]:
+    """``downstream`` run in process over a graph built from an upstream's result set: a node
+    per row (id: the row id, label: the upstream's id, properties: the row's columns), read
+    through the platform decoder as any source's nodes are."""
+    (label,) = downstream.sources
+    engine = ContinuousQuery(downstream.id, downstream.text)
+    elements = []
+    if upstream_rows:
+        changes = [NodeChange("i", node_id, row, 0) for node_id, row in upstream_rows.items()]
+        payload = encode_cloud_event(platform_events(label, changes))
+        entry = decode_entry("1-0", {b"data": payload})
+        elements = [change.element for change in entry.changes]
+    engine.bootstrap(elements)
+    rows: list[Row] = as_users_read(engine.results())
+    return rows
+
+
+def mismatches(downstream: QuerySpec, expected: Sequence[Row], actual: Sequence[Row]) -> str:
+    """What differs between the oracle's result set of ``downstream`` and the chain's (empty:
+    nothing). Rows compare exactly (types included), the lists of aggregate columns as
+    multisets (a ``collect`` follows the order its rows came in). The chain's result set may
+    hold more groups at their identity values: a group emptied along the way stays, as in
+    Drasi, where a graph built from the final rows never had it."""
+    unordered = _aggregate_columns(downstream)
+    want = Counter(_canonical(row, unordered) for row in expected)
+    got = Counter(
+        _canonical(row, unordered)
+        for row in actual
+        if not (unordered and _emptied(row, unordered)) or _canonical(row, unordered) in want
+    )
+    if want == got:
+        return ""
+    missing = list((want - got).elements())[:5]
+    extra = list((got - want).elements())[:5]
+    return f"{downstream.id}: missing {missing}, extra {extra}"
+
+
+def _emptied(row: Row, aggregates: frozenset[str]) -> bool:
+    """Whether every aggregate column of ``row`` reads as an empty group's (0, null, [])."""
+    return all(row.get(name) in (0, None, []) for name in aggregates)
+
+
+def _aggregate_columns(spec: QuerySpec) -> frozenset[str]:
+    return _facts(spec.text).aggregate_columns
+
+
+def _canonical(row: Row, unordered: frozenset[str]) -> bytes:
+    shown = {
+        name: sorted(value, key=lambda v: dumps(v, sort_keys=True))
+        if name in unordered and isinstance(value, list)
+        else value
+        for name, value in row.items()
+    }
+    return dumps(shown, sort_keys=True)
+
+
+class ResultReplay:
+    """A query's result set rebuilt from its diffs alone, checking each diff against it: a
+    DELETE or an UPDATE names a row there is (numbers by value), an aggregation updates its
+    group's row (found by the grouping columns) or adds it. An aggregation's ``before`` is not
+    compared: Drasi reads ``min`` and ``max`` back there in its own way (docs/semantics.md)."""
+
+    def __init__(self, query_id: str, grouping: Sequence[str], aggregating: bool) -> None:
+        self.query_id = query_id
+        self.grouping = tuple(grouping)
+        self.aggregating = aggregating
+        self.rows: list[Row] = []
+        self.errors: list[str] = []
+
+    def apply(self, diffs: Iterable[Mapping[str, Any]]) -> None:
+        for diff in diffs:
+            kind = diff["type"]
+            if kind == "ADD":
+                self.rows.append(diff["data"])
+            elif kind == "DELETE":
+                self._take(diff["data"], diff)
+            elif kind == "UPDATE":
+                self._take(diff["before"], diff)
+                self.rows.append(diff["after"])
+            else:
+                self._group(diff)
+
+    def _take(self, row: Row, diff: Mapping[str, Any]) -> None:
+        index = next((i for i, held in enumerate(self.rows) if values_equal(held, row)), None)
+        if index is None:
+            self.errors.append(f"{self.query_id}: {diff} names a row the results do not hold")
+        else:
+            self.rows.pop(index)
+
+    def _group(self, diff: Mapping[str, Any]) -> None:
+        after = diff["after"]
+        key = [after.get(name) for name in self.grouping]
+        for index, held in enumerate(self.rows):
+            if values_equal([held.get(name) for name in self.grouping], key):
+                self.rows[index] = after
+                return
+        self.rows.append(after)
+
+    def mismatch(self, results: Sequence[Row]) -> str:
+        """Empty if the rebuilt result set is ``results`` (numbers by value)."""
+        unmatched = list(results)
+        for row in self.rows:
+            index = next((i for i, got in enumerate(unmatched) if values_equal(row, got)), None)
+            if index is None:
+                return f"{self.query_id}: diffs give {row}, the results do not hold it"
+            unmatched.pop(index)
+        if unmatched:
+            return f"{self.query_id}: the results hold {unmatched[0]}, no diff gave it"
+        return ""
+
+
+def replay_for(engine: ContinuousQuery) -> ResultReplay:
+    aggregating = engine.is_aggregating
+    keys = grouping_keys(engine) if aggregating else []
+    return ResultReplay(engine.query_id, keys, aggregating)
+
+
+def diffs_of(results: Iterable[Any]) -> list[dict[str, Any]]:
+    """The diffs of delivered items (control signals skipped), in order."""
+    return [diff for item in results if isinstance(item, QueryResult) for diff in item.results]
+
+
+# ------------------------------------------------------------------------- in process
+
+
+@dataclass(slots=True)
+class ChainReport:
+    """What an in-process run did and found."""
+
+    changes: int = 0
+    node_changes: int = 0
+    chain_entries: int = 0
+    restarts: int = 0
+    downstream_diffs: int = 0
+    errors: list[str] = field(default_factory=list)
+
+
+class InProcessChain:
+    """Pairs run in process along the app's path: the upstreams on the decoder, a store shard's
+    core and their engines; each upstream's row changes through a :class:`RowLedger` into chain
+    stream entries (:func:`entry_payloads`), which go through the decoder and a store shard's
+    core of their own to the downstreams' engines. Due re-evaluations fire at the time of the
+    change that reaches them (and all of them after the last change); ``restarts`` upstreams
+    are rebuilt mid-stream from the store, as a restarted host rebuilds them, and their chain
+    reconciled."""
+
+    END_MS = 10 * 86_400_000
+    """How far past the last change the clock moves at the end (every due re-evaluation)."""
+
+    def __init__(self, pairs: Sequence[Pair]) -> None:
+        self.pairs = list(pairs)
+        specs = {pair.upstream.id: pair.upstream for pair in pairs}
+        self.specs = specs
+        self.upstream = DrasiRaySubject(list(specs.values()))
+        for engine in self.upstream.engines.values():
+            engine.track_rows()
+        self.downstream = DrasiRaySubject([pair.downstream for pair in pairs])
+        self.ledgers = {query_id: RowLedger(query_id, {}) for query_id in specs}
+        self.replays = {q: replay_for(e) for q, e in self.downstream.engines.items()}
+        self._entries: Counter[str] = Counter()
+        self.report = ChainReport()
+        problems = {**self.upstream.refused, **self.downstream.refused}
+        assert not problems, problems
+
+    def run(self, case: Case, restarts: int = 0, seed: int = 0) -> ChainReport:
+        rng = random.Random(seed)
+        points = set(rng.sample(range(len(case.changes)), min(restarts, len(case.changes))))
+        for position, change in enumerate(case.changes):
+            self._fire_due(change.effective_from)
+            self.upstream.apply(position, change.platform_event(), change.source)
+            for query_id, engine in self.upstream.engines.items():
+                self._publish(query_id, engine.take_row_changes(), change.effective_from)
+            if position in points:
+                self._restart(rng.choice(sorted(self._restartable())), change.effective_from)
+            self.report.changes += 1
+            self._check(f"change {position}")
+        if case.changes:
+            self._fire_due(case.changes[-1].effective_from + self.END_MS)
+        self._check("the end")
+        self._compare()
+        return self.report
+
+    def _fire_due(self, now_ms: int) -> None:
+        for query_id, engine in self.upstream.engines.items():
+            if engine.stateful:
+                engine.fire_due_timed(
+                    now_ms,
+                    after_each=lambda due, q=query_id, e=engine: self._publish(  # type: ignore[misc]
+                        q, e.take_row_changes(), due
+                    ),
+                )
+
+    def _publish(self, query_id: str, changes: Mapping[str, Row | None], time_ms: int) -> None:
+        plan = self.ledgers[query_id].plan_changes([(changes, time_ms)])
+        self._write(query_id, plan.changes)
+
+    def _write(self, query_id: str, changes: Sequence[Any]) -> None:
+        if not changes:
+            return
+        self.report.node_changes += len(changes)
+        for payload in entry_payloads(query_id, changes):
+            self._entries[query_id] += 1
+            self.report.chain_entries += 1
+            entry_id = f"{self._entries[query_id]}-0"
+            for down_id, diffs in self.downstream.apply_payload(
+                entry_id, payload, query_id
+            ).items():
+                self.report.downstream_diffs += len(diffs)
+                self.replays[down_id].apply(diffs)
+
+    def _restartable(self) -> list[str]:
+        """Upstreams a host restart rebuilds from the store alone (no pipeline to re-run)."""
+        return [q for q, spec in self.specs.items() if not any(spec.pipelines.values())]
+
+    def _restart(self, query_id: str, time_ms: int) -> None:
+        """Rebuild ``query_id``'s engine from the store (its function state kept, as a
+        restarted query reloads it), reload its ledger as a restarted publisher reads the
+        hash, and reconcile."""
+        spec = self.specs[query_id]
+        old = self.upstream.engines[query_id]
+        state = old.state
+        state.restored = True
+        joins = [j for j in old.joins]
+        engine = ContinuousQuery(query_id, spec.text, joins=joins, state=state)
+        engine.track_rows()
+        engine.bootstrap(self.upstream.coordinator.snapshot(query_id, spec.sources))
+        self.upstream.engines[query_id] = engine
+        held = self.ledgers[query_id]
+        ledger = self.ledgers[query_id] = RowLedger(query_id, held.contents())
+        plan = ledger.plan_reconcile(engine.results_by_id(), time_ms)
+        self._write(query_id, plan.changes)
+        self.report.restarts += 1
+
+    def _check(self, when: str) -> None:
+        errors = self.report.errors
+        for query_id, engine in self.upstream.engines.items():
+            current = as_users_read(engine.results_by_id())
+            if len(current) != len(engine.results()):
+                errors.append(f"{when}: {query_id}: two rows share a row id")
+            if self.ledgers[query_id].rows() != current:
+                errors.append(f"{when}: {query_id}: the chain does not hold the results")
+            stored = {
+                element.id: as_users_read(dict(element.properties))
+                for element in self.downstream.coordinator.store(query_id).elements()
+            }
+            if stored != current:
+                errors.append(f"{when}: {query_id}: the chain source's store differs")
+        for down_id, replay in self.replays.items():
+            problem = replay.mismatch(self.downstream.results(down_id))
+            if problem:
+                errors.append(f"{when}: {problem}")
+            errors.extend(f"{when}: {error}" for error in replay.errors)
+            replay.errors.clear()
+
+    def _compare(self) -> None:
+        for pair in self.pairs:
+            rows = as_users_read(self.upstream.engines[pair.upstream.id].results_by_id())
+            expected = oracle_results(pair.downstream, rows)
+            problem = mismatches(
+                pair.downstream, expected, self.downstream.results(pair.downstream.id)
+            )
+            if problem:
+                self.report.errors.append(f"composition: {problem}")
+
+
+def upstream_rows(rows_hash: Mapping[bytes, bytes]) -> dict[str, Row]:
+    """A chain's rows hash as read from Redis (node id -> row)."""
+    return {key.decode(): orjson.loads(value) for key, value in rows_hash.items()}
