@@ -12,7 +12,7 @@ What is written, and the guarantees:
 
 - A row's node is named by the row's id (:mod:`drasi_ray.query.row_ids`): the elements its
   MATCH binds, or the grouping values of the aggregation that made it. The publisher is handed
-  the rows each change of ``a`` changed, by id (:meth:`~drasi_ray.query.runner.QueryRunner.
+  the rows each change of ``a`` changed, by id (:meth:`~drasi_ray.host.runner.QueryRunner.
   watch_rows`), whatever diff reported them (ADD, UPDATE, DELETE, an aggregation's update of
   its group, or none: an OPTIONAL MATCH null row that comes back silently), and writes each
   node as its row now is: an insert (``i``, which replaces the whole node) of a new or changed
@@ -216,7 +216,7 @@ class ChainPublisher:
 
     def rows_changed(self, changes: RowChanges, time_ms: int) -> None:
         """Queue the rows one change of the query changed (a
-        :data:`~drasi_ray.query.runner.RowWatcher`)."""
+        :data:`~drasi_ray.host.runner.RowWatcher`)."""
         self._push(_Rows(changes, time_ms))
 
     def bootstrapped(self, rows: Mapping[str, Row], time_ms: int) -> None:

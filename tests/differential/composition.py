@@ -34,12 +34,12 @@ from typing import Any
 
 import orjson
 
+from drasi_ray.host.runner import grouping_keys
 from drasi_ray.model.encoding import dumps
 from drasi_ray.model.results import QueryResult
 from drasi_ray.query import ast
 from drasi_ray.query.engine import ContinuousQuery
 from drasi_ray.query.expressions import contains_aggregate
-from drasi_ray.query.runner import grouping_keys
 from drasi_ray.reactions.chain import NodeChange, RowLedger, entry_payloads, platform_events
 from drasi_ray.source.decode import decode_entry, encode_cloud_event
 from drasi_ray.testing.conformance import values_equal
@@ -443,7 +443,7 @@ class InProcessChain:
         joins = [j for j in old.joins]
         engine = ContinuousQuery(query_id, spec.text, joins=joins, state=state)
         engine.track_rows()
-        engine.bootstrap(self.upstream.coordinator.snapshot(query_id, spec.sources))
+        engine.bootstrap(self.upstream.shard.snapshot(query_id, spec.sources))
         self.upstream.engines[query_id] = engine
         held = self.ledgers[query_id]
         ledger = self.ledgers[query_id] = RowLedger(query_id, held.contents())
@@ -461,7 +461,7 @@ class InProcessChain:
                 errors.append(f"{when}: {query_id}: the chain does not hold the results")
             stored = {
                 element.id: as_users_read(dict(element.properties))
-                for element in self.downstream.coordinator.store(query_id).elements()
+                for element in self.downstream.shard.store(query_id).elements()
             }
             if stored != current:
                 errors.append(f"{when}: {query_id}: the chain source's store differs")
