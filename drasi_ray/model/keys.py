@@ -43,9 +43,9 @@ key                               what it holds
                                   keeps a history (JSON).
 ``drasi:<app>:chain:<query_id>``  a stream: a query's result rows as node changes, the source
                                   of the queries that read that query (query chaining).
-``drasi:<app>:chain:<query_id>:rows`` a hash: node id -> the row it holds, as written to the
-                                  chain stream, with ``:next`` (the next node number) and
-                                  ``:token`` (the last batch written) beside it.
+``drasi:<app>:chain:<query_id>:rows`` a hash: row id (the node's id) -> the row, as written
+                                  to the chain stream, with ``:token`` (the last batch
+                                  written) beside it.
 ================================  ===============================================================
 
 Consumer names inside a group are ``<base>-<i>`` (``i`` = 0, 1, ...): stable across actor

@@ -15,12 +15,13 @@ What is written, and the guarantees:
   the rows each change of ``a`` changed, by id (:meth:`~drasi_ray.host.runner.QueryRunner.
   watch_rows`), whatever diff reported them (ADD, UPDATE, DELETE, an aggregation's update of
   its group, or none: an OPTIONAL MATCH null row that comes back silently), and writes each
-  node as its row now is: an insert (``i``, which replaces the whole node) of a new or changed
-  row, a delete of a row gone. So a group's node is updated in place and deleted only when
-  ``a``'s result set loses the row (Drasi keeps an emptied group of the last part at its
-  identity values), and two rows of equal values (Drasi's multiset) are two nodes. A node's
-  time is the time of the change (or the due time of the re-evaluation) that last changed
-  its row.
+  node as its row now is: an insert (``i``) of a new row, an update (``u``, every column: the
+  whole row) of a changed one, a delete (``d``) of a row gone; a held row whose columns are
+  not the row's (the query's text changed between runs) is replaced by an insert, which
+  replaces a node whole. So a group's node is updated in place and deleted only when ``a``'s
+  result set loses the row (Drasi keeps an emptied group of the last part at its identity
+  values), and two rows of equal values (Drasi's multiset) are two nodes. A node's time is
+  the time of the change (or the due time of the re-evaluation) that last changed its row.
 - The rows written so far live in the hash ``drasi:<app>:chain:a:rows`` (node id -> the row's
   JSON), kept in the same Redis transaction (MULTI/EXEC) as the stream entries: the stream and
   the hash never disagree. A write that failed is retried until it succeeds, and a retry after
@@ -73,8 +74,8 @@ entry over its ``max_payload_bytes``, 4 MiB by default)."""
 
 @dataclass(frozen=True, slots=True)
 class NodeChange:
-    """One change of a row node: ``op`` is the platform code (``i`` replace, ``d`` delete);
-    ``time_ms`` the time of the change of the row."""
+    """One change of a row node: ``op`` is the platform code (``i`` insert, ``u`` update,
+    ``d`` delete); ``time_ms`` the time of the change of the row."""
 
     op: str
     node_id: str
@@ -150,7 +151,8 @@ class RowLedger:
         text = content(row)
         if text != held:
             self._rows[node_id] = plan.put[node_id] = text
-            plan.changes.append(NodeChange("i", node_id, dict(row), time_ms))
+            op = "u" if held is not None and orjson.loads(held).keys() == row.keys() else "i"
+            plan.changes.append(NodeChange(op, node_id, dict(row), time_ms))
 
 
 def platform_events(query_id: str, changes: Sequence[NodeChange]) -> list[dict[str, Any]]:

@@ -34,14 +34,15 @@ from typing import Any
 
 import orjson
 
-from drasi_ray.host.runner import grouping_keys
 from drasi_ray.model.encoding import dumps
+from drasi_ray.model.errors import QuerySyntaxError
+from drasi_ray.model.identity import graph_element
+from drasi_ray.model.query_specs import QueryJoin
 from drasi_ray.model.results import QueryResult
 from drasi_ray.query import ast
 from drasi_ray.query.engine import ContinuousQuery
 from drasi_ray.query.expressions import contains_aggregate
-from drasi_ray.reactions.chain import NodeChange, RowLedger, entry_payloads, platform_events
-from drasi_ray.source.decode import decode_entry, encode_cloud_event
+from drasi_ray.reactions.chain import NodeChange, RowLedger, entry_payloads
 from drasi_ray.testing.conformance import values_equal
 from tests.differential.catalogue import CATALOGUE
 from tests.differential.catalogue_sources import SOURCES_CATALOGUE
@@ -88,17 +89,27 @@ FUTURE_QUERIES: tuple[QuerySpec, ...] = (
 re-evaluation comes due, not with a change."""
 
 UNDRAWN_DOWNSTREAMS = frozenset(
-    {"change_date_time", "max_change_time", "transaction_clock", "retain_history"}
+    {
+        "change_date_time",
+        "max_change_time",
+        "transaction_clock",
+        "retain_history",
+        "aggregating_with",
+    }
 )
 """Catalogue queries not drawn as downstreams: their results depend on the nodes' times or on
-history, which a graph built from a final result set does not have."""
-
-FALLBACK_DOWNSTREAMS = ("label_alternatives", "count_values")
-"""Downstreams for an upstream none of whose columns a catalogue query reads: every node's
-id and name, and counts of its nodes."""
+history, which a graph built from a final result set does not have. ``aggregating_with``
+too: its WITH groups by an ``avg``, and Drasi takes a group whose row reads as its identity
+row (an average of 0.0) after a row left it for an emptied group, and deletes the row it fed
+(``_Signatures`` in drasi_ray/query/parts.py), so a group that came to 0.0 through changes is
+gone where a graph built from the final rows has it."""
 
 _LABEL = re.compile(r":[ABC]\b")
-_PROPERTY = re.compile(r"\b[a-z]\w*\.(\w+)")
+_PROPERTY = re.compile(r"\b([a-z]\w*)\.(\w+)")
+_NAMESPACES = frozenset(
+    {"coll", "drasi", "date", "datetime", "localdatetime", "localtime", "time", "duration"}
+)
+"""Function namespaces (``coll.distinct``): not a variable's property."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,7 +134,7 @@ def upstream_specs() -> tuple[QuerySpec, ...]:
 
 @dataclass(frozen=True, slots=True)
 class _Facts:
-    columns: frozenset[str]
+    columns: tuple[str, ...]
     aggregate_columns: frozenset[str]
     kinds: frozenset[str]
     single_nodes: bool
@@ -144,7 +155,7 @@ def _facts(text: str) -> _Facts:
     }
     required = [match for match in parts[0].matches if not match.optional]
     return _Facts(
-        frozenset(engine.column_names),
+        engine.column_names,
         frozenset(item.name for item in items if contains_aggregate(item.expression)),
         frozenset(kind for kind, present in found.items() if present),
         all(not path.relations for match in required for path in match.paths),
@@ -177,62 +188,97 @@ def downstream_specs() -> dict[str, QuerySpec]:
     }
 
 
-def chained_text(text: str, upstream_id: str) -> str:
+def chained_text(text: str, upstream_id: str, columns: Mapping[str, str] | None = None) -> str:
     """``text`` reading ``upstream_id``'s rows: its labels ``A``, ``B``, ``C`` become the
-    upstream's id."""
-    return _LABEL.sub(":" + upstream_id, text)
+    upstream's id, and each property it reads becomes the column ``columns`` maps it to."""
+    mapping = columns or {}
+
+    def column(match: re.Match[str]) -> str:
+        subject, name = match.group(1), match.group(2)
+        if subject in _NAMESPACES:
+            return match.group(0)
+        mapped = mapping.get(name, name)
+        return f"{subject}.{mapped}" if mapped == name else f"{subject}.`{mapped}`"
+
+    return _PROPERTY.sub(column, _LABEL.sub(":" + upstream_id, text))
 
 
 def columns_of(spec: QuerySpec) -> frozenset[str]:
-    return _facts(spec.text).columns
+    return frozenset(_facts(spec.text).columns)
 
 
 def properties_read(spec: QuerySpec) -> frozenset[str]:
-    """The property names ``spec`` reads (every ``x.name`` in its text)."""
-    return frozenset(_PROPERTY.findall(spec.text))
+    """The property names ``spec`` reads (every ``v.name`` in its text)."""
+    return frozenset(
+        name for subject, name in _PROPERTY.findall(spec.text) if subject not in _NAMESPACES
+    )
 
 
 def draw_pairs(seed: int, per_upstream: int = 2) -> list[Pair]:
-    """For every upstream, ``per_upstream`` downstreams drawn at random among those that read
-    one of its columns (else :data:`FALLBACK_DOWNSTREAMS`)."""
+    """For every upstream, ``per_upstream`` downstreams drawn at random, each reading the
+    upstream's columns (:func:`chained_downstream`)."""
     rng = random.Random(seed)
-    downstreams = downstream_specs()
+    downstream_ids = sorted(downstream_specs())
     pairs: list[Pair] = []
     for upstream in upstream_specs():
-        columns = columns_of(upstream)
-        readers = sorted(i for i, d in downstreams.items() if properties_read(d) & columns)
-        candidates = readers or list(FALLBACK_DOWNSTREAMS)
         kinds = kinds_of(upstream)
-        for down_id in rng.sample(candidates, min(per_upstream, len(candidates))):
-            pairs.append(Pair(upstream, chained_downstream(upstream.id, down_id), kinds))
+        drawn: list[QuerySpec] = []
+        for down_id in rng.sample(downstream_ids, len(downstream_ids)):
+            try:
+                drawn.append(chained_downstream(upstream, down_id, rng))
+            except QuerySyntaxError:  # the mapping made two columns of one name
+                continue
+            if len(drawn) == per_upstream:
+                break
+        pairs.extend(Pair(upstream, downstream, kinds) for downstream in drawn)
     return pairs
 
 
-def chained_downstream(upstream_id: str, downstream_id: str) -> QuerySpec:
-    """Catalogue query ``downstream_id`` reading ``upstream_id``'s rows."""
-    text = downstream_specs()[downstream_id].text
-    query_id = f"d_{upstream_id[len(UPSTREAM_PREFIX) :]}__{downstream_id}"
-    return QuerySpec(query_id, chained_text(text, upstream_id), sources=(upstream_id,))
+def chained_downstream(upstream: QuerySpec, downstream_id: str, rng: random.Random) -> QuerySpec:
+    """Catalogue query ``downstream_id`` reading ``upstream``'s rows: the properties it reads
+    that are not columns of the upstream are mapped to its other columns, drawn at random
+    (each once while there are columns left). Raises QuerySyntaxError if the text made so is
+    not a valid query."""
+    downstream = downstream_specs()[downstream_id]
+    columns = sorted(columns_of(upstream))
+    read = sorted(properties_read(downstream))
+    spare = [column for column in columns if column not in read]
+    rng.shuffle(spare)
+    mapping = {}
+    for name in read:
+        if name not in columns:
+            mapping[name] = spare.pop() if spare else rng.choice(columns)
+    text = chained_text(downstream.text, upstream.id, mapping)
+    _facts(text)  # parses it
+    query_id = f"d_{upstream.id[len(UPSTREAM_PREFIX) :]}__{downstream_id}"
+    return QuerySpec(query_id, text, sources=(upstream.id,))
 
 
 # ------------------------------------------------------------------------- the oracle
 
 
-def oracle_results(downstream: QuerySpec, upstream_rows: Mapping[str, Row]) -> list[Row]:
-    """``downstream`` run in process over a graph built from an upstream's result set: a node
-    per row (id: the row id, label: the upstream's id, properties: the row's columns), read
-    through the platform decoder as any source's nodes are."""
-    (label,) = downstream.sources
-    engine = ContinuousQuery(downstream.id, downstream.text)
-    elements = []
-    if upstream_rows:
-        changes = [NodeChange("i", node_id, row, 0) for node_id, row in upstream_rows.items()]
-        payload = encode_cloud_event(platform_events(label, changes))
-        entry = decode_entry("1-0", {b"data": payload})
-        elements = [change.element for change in entry.changes]
+def oracle_results(downstream: QuerySpec, rows: Mapping[str, Mapping[str, Row]]) -> list[Row]:
+    """``downstream`` run in process over a graph built from the result sets of the queries it
+    reads (``rows``: query id -> row id -> row): a node per row (id: the row id, label: the
+    query's id, properties: the row's columns), read through the platform decoder and a store
+    shard as any source's nodes are, and loaded whole (a bootstrap, with the downstream's
+    joins)."""
+    subject = DrasiRaySubject([])
+    for source, held in rows.items():
+        changes = [NodeChange("i", node_id, row, 0) for node_id, row in held.items()]
+        for number, payload in enumerate(entry_payloads(source, changes)):
+            subject.apply_payload(f"{number + 1}-0", payload, source)
+    several = len(set(downstream.sources)) > 1
+    elements = [
+        graph_element(source, element) if several else element
+        for source in downstream.sources
+        for element in subject.shard.store(source).elements()
+    ]
+    joins = [QueryJoin.model_validate(join) for join in downstream.joins]
+    engine = ContinuousQuery(downstream.id, downstream.text, joins=joins)
     engine.bootstrap(elements)
-    rows: list[Row] = as_users_read(engine.results())
-    return rows
+    found: list[Row] = as_users_read(engine.results())
+    return found
 
 
 def mismatches(downstream: QuerySpec, expected: Sequence[Row], actual: Sequence[Row]) -> str:
@@ -241,18 +287,30 @@ def mismatches(downstream: QuerySpec, expected: Sequence[Row], actual: Sequence[
     multisets (a ``collect`` follows the order its rows came in). The chain's result set may
     hold more groups at their identity values: a group emptied along the way stays, as in
     Drasi, where a graph built from the final rows never had it."""
-    unordered = _aggregate_columns(downstream)
+    unordered = aggregate_columns(downstream)
     want = Counter(_canonical(row, unordered) for row in expected)
     got = Counter(
         _canonical(row, unordered)
         for row in actual
         if not (unordered and _emptied(row, unordered)) or _canonical(row, unordered) in want
     )
+    return _differences(downstream.id, want, got)
+
+
+def row_mismatches(query_id: str, expected: Sequence[Row], actual: Sequence[Row]) -> str:
+    """What differs between two result sets that must be equal row for row (types and list
+    orders included), as multisets (empty: nothing)."""
+    want = Counter(_canonical(row, frozenset()) for row in expected)
+    got = Counter(_canonical(row, frozenset()) for row in actual)
+    return _differences(query_id, want, got)
+
+
+def _differences(query_id: str, want: Counter[bytes], got: Counter[bytes]) -> str:
     if want == got:
         return ""
     missing = list((want - got).elements())[:5]
     extra = list((got - want).elements())[:5]
-    return f"{downstream.id}: missing {missing}, extra {extra}"
+    return f"{query_id}: missing {missing}, extra {extra}"
 
 
 def _emptied(row: Row, aggregates: frozenset[str]) -> bool:
@@ -260,18 +318,31 @@ def _emptied(row: Row, aggregates: frozenset[str]) -> bool:
     return all(row.get(name) in (0, None, []) for name in aggregates)
 
 
-def _aggregate_columns(spec: QuerySpec) -> frozenset[str]:
+def aggregate_columns(spec: QuerySpec) -> frozenset[str]:
+    """The RETURN columns of ``spec`` that hold an aggregate."""
     return _facts(spec.text).aggregate_columns
 
 
-def _canonical(row: Row, unordered: frozenset[str]) -> bytes:
-    shown = {
-        name: sorted(value, key=lambda v: dumps(v, sort_keys=True))
-        if name in unordered and isinstance(value, list)
-        else value
-        for name, value in row.items()
-    }
+def _canonical(row: Row, aggregates: frozenset[str]) -> bytes:
+    """``row`` as compared. In a row of an aggregation numbers are compared by value (a group
+    shows the grouping value of the row that opened it, ``2`` or ``2.0``, and the row of a
+    group a row just left reads ``min`` and ``max`` back as Drasi does: Integers), and the
+    lists of aggregate columns as multisets."""
+    if not aggregates:
+        return dumps(row, sort_keys=True)
+    shown = {name: _by_value(value, sort=name in aggregates) for name, value in row.items()}
     return dumps(shown, sort_keys=True)
+
+
+def _by_value(value: Any, sort: bool) -> Any:
+    if isinstance(value, list):
+        items = [_by_value(item, sort) for item in value]
+        return sorted(items, key=lambda v: dumps(v, sort_keys=True)) if sort else items
+    if isinstance(value, dict):
+        return {key: _by_value(item, sort) for key, item in value.items()}
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) < 2**53:
+        return float(value)
+    return value
 
 
 class ResultReplay:
@@ -329,10 +400,11 @@ class ResultReplay:
         return ""
 
 
-def replay_for(engine: ContinuousQuery) -> ResultReplay:
-    aggregating = engine.is_aggregating
-    keys = grouping_keys(engine) if aggregating else []
-    return ResultReplay(engine.query_id, keys, aggregating)
+def replay_of(spec: QuerySpec) -> ResultReplay:
+    """An empty :class:`ResultReplay` of query ``spec``."""
+    facts = _facts(spec.text)
+    grouping = [name for name in facts.columns if name not in facts.aggregate_columns]
+    return ResultReplay(spec.id, grouping, bool(facts.aggregate_columns))
 
 
 def diffs_of(results: Iterable[Any]) -> list[dict[str, Any]]:
@@ -376,7 +448,7 @@ class InProcessChain:
             engine.track_rows()
         self.downstream = DrasiRaySubject([pair.downstream for pair in pairs])
         self.ledgers = {query_id: RowLedger(query_id, {}) for query_id in specs}
-        self.replays = {q: replay_for(e) for q, e in self.downstream.engines.items()}
+        self.replays = {pair.downstream.id: replay_of(pair.downstream) for pair in pairs}
         self._entries: Counter[str] = Counter()
         self.report = ChainReport()
         problems = {**self.upstream.refused, **self.downstream.refused}
@@ -475,7 +547,7 @@ class InProcessChain:
     def _compare(self) -> None:
         for pair in self.pairs:
             rows = as_users_read(self.upstream.engines[pair.upstream.id].results_by_id())
-            expected = oracle_results(pair.downstream, rows)
+            expected = oracle_results(pair.downstream, {pair.upstream.id: rows})
             problem = mismatches(
                 pair.downstream, expected, self.downstream.results(pair.downstream.id)
             )

@@ -20,13 +20,13 @@ def ops(plan: Plan) -> list[tuple[str, str, dict]]:
     return [(c.op, c.node_id, c.row) for c in plan.changes]
 
 
-def test_row_changes_become_node_changes_by_row_id() -> None:
+def test_row_changes_become_inserts_updates_and_deletes_of_nodes_by_row_id() -> None:
     ledger = RowLedger("up", {})
     added = ledger.plan_changes([({'["a"]': {"id": 1}, '["b"]': {"id": 1}}, 5)])
     assert ops(added) == [("i", '["a"]', {"id": 1}), ("i", '["b"]', {"id": 1})]
     assert [c.time_ms for c in added.changes] == [5, 5]
     updated = ledger.plan_changes([({'["b"]': {"id": 2}}, 6)])
-    assert ops(updated) == [("i", '["b"]', {"id": 2})]
+    assert ops(updated) == [("u", '["b"]', {"id": 2})]
     deleted = ledger.plan_changes([({'["a"]': None, '["gone"]': None}, 7)])
     assert ops(deleted) == [("d", '["a"]', {"id": 1})]
     assert deleted.dropped == ['["a"]']
@@ -38,7 +38,7 @@ def test_a_run_of_changes_writes_each_node_once_as_it_ends() -> None:
     first = ({'["k"]': {"k": "a", "n": 2}, '["new"]': {"k": "b", "n": 1}}, 1)
     second = ({'["k"]': {"k": "a", "n": 3}, '["new"]': None}, 2)
     plan = ledger.plan_changes([first, second])
-    assert ops(plan) == [("i", '["k"]', {"k": "a", "n": 3})]
+    assert ops(plan) == [("u", '["k"]', {"k": "a", "n": 3})]
     assert plan.changes[0].time_ms == 2
     assert plan.put == {'["k"]': content({"k": "a", "n": 3})}
     assert plan.dropped == []
@@ -48,8 +48,13 @@ def test_a_row_that_reads_the_same_is_not_written_again_but_a_float_for_an_integ
     ledger = RowLedger("up", {'["k"]': content({"n": 2, "top": 5.0})})
     assert ledger.plan_changes([({'["k"]': {"top": 5.0, "n": 2}}, 1)]).changes == []
     assert ops(ledger.plan_changes([({'["k"]': {"top": 5, "n": 2}}, 1)])) == [
-        ("i", '["k"]', {"top": 5, "n": 2})
+        ("u", '["k"]', {"top": 5, "n": 2})
     ]
+
+
+def test_a_held_row_of_other_columns_is_replaced_whole() -> None:
+    ledger = RowLedger("up", {'["k"]': content({"n": 2, "old": 1})})
+    assert ops(ledger.plan_reconcile({'["k"]': {"n": 2}}, 1)) == [("i", '["k"]', {"n": 2})]
 
 
 def test_reconciling_writes_only_the_difference() -> None:
@@ -59,7 +64,7 @@ def test_reconciling_writes_only_the_difference() -> None:
     plan = ledger.plan_reconcile(current, 9)
     assert ops(plan) == [
         ("d", '["1"]', {"id": 1}),
-        ("i", '["3"]', {"id": 3}),
+        ("u", '["3"]', {"id": 3}),
         ("i", '["4"]', {"id": 2}),
     ]
     assert plan.dropped == ['["1"]']
