@@ -138,6 +138,9 @@ class ContinuousQuery:
                 _make_part(part.projection, where, params, last, self._errors, self._context)
             )
             where = part.projection.where
+        for previous, following in zip(self._parts, self._parts[1:], strict=False):
+            if isinstance(previous, AggregatingPart):
+                following.follow(previous.grouping)
         self.history: ElementHistory | None = (
             ElementHistory(history) if _calls(self.query, PAST_FUNCTIONS) else None
         )
@@ -390,7 +393,7 @@ class ContinuousQuery:
             row = last.row(key)
             changes[row_id(key)] = None if row is None else dict(row)
         touched.clear()
-        return changes
+        return dict(sorted(changes.items()))  # in an order that is the same in every run
 
 
 def _first_context(change: RowChange) -> Context:

@@ -28,12 +28,17 @@ from drasi_ray import DrasiRay, PlatformSource, Query
 from drasi_ray.model import keys
 from drasi_ray.model.clock import ManualClock
 from drasi_ray.model.config import QueryConfig, RayConfig, ScalingConfig
+from drasi_ray.reactions.chain import NodeChange
 from drasi_ray.source.decode import encode_cloud_event
 from drasi_ray.streams.publisher import Publisher
 from drasi_ray.testing.waiting import wait_until
 from tests.differential.composition import (
+    HISTORY,
     Pair,
+    carried_changes,
+    compose,
     diffs_of,
+    judge,
     mismatches,
     oracle_results,
     replay_of,
@@ -72,6 +77,7 @@ class ChainOutcome:
     chain_entries: int = 0
     downstream_diffs: int = 0
     kills: list[str] = field(default_factory=list)
+    history_dependent: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
 
 
@@ -164,19 +170,15 @@ class ChainApp:
     # -- verification -----------------------------------------------------------------------
 
     def verify(self, replay: bool = True, timeout_s: float = 180.0) -> ChainOutcome:
-        """Wait until every pair converged (restarted actors catch up); then the outcome,
-        with what still differs in ``errors``."""
+        """Wait until every chain holds its upstream's results and its stream composes to
+        them (restarted actors catch up), then until every downstream equals its composition;
+        a downstream that does not is judged (:func:`judge`: Drasi over the chain's changes).
+        The outcome has what still differs in ``errors``."""
         self._settle()
-        problems: list[str] = []
-
-        def converged() -> bool:
-            problems[:] = _restartable(self._problems)
-            return not problems
-
-        try:
-            wait_until(converged, timeout_s, what="the chains converged", poll_s=0.5)
-        except TimeoutError:
-            self.outcome.errors.extend(problems)
+        self.outcome.errors.extend(self._until(self._chain_problems, timeout_s))
+        unjudged = self._until(lambda: self._composition_problems(judged=False), 30.0)
+        if unjudged:
+            self.outcome.errors.extend(_restartable(lambda: self._composition_problems(True)))
         if replay:
             self._replay()
         client = redis.Redis.from_url(self.url)
@@ -186,17 +188,58 @@ class ChainApp:
         )
         return self.outcome
 
-    def _problems(self) -> list[str]:
+    @staticmethod
+    def _until(problems_now: Callable[[], list[str]], timeout_s: float) -> list[str]:
+        """Poll ``problems_now`` until it finds none; what it found last (empty: none)."""
+        found: list[str] = []
+
+        def settled() -> bool:
+            found[:] = _restartable(problems_now)
+            return not found
+
+        try:
+            wait_until(settled, timeout_s, what="no problems", poll_s=0.5)
+        except TimeoutError:
+            return found
+        return []
+
+    def _rows(self, upstream_id: str) -> dict[str, dict[str, Any]]:
         client = redis.Redis.from_url(self.url)
+        return upstream_rows(client.hgetall(keys.chain_rows(self.app.app_id, upstream_id)))
+
+    def _carried(self, upstream_id: str) -> list[NodeChange]:
+        client = redis.Redis.from_url(self.url)
+        return carried_changes(client.xrange(keys.chain_stream(self.app.app_id, upstream_id)))
+
+    def _chain_problems(self) -> list[str]:
+        """Each chain's rows hash against its upstream's results, and its stream against the
+        hash (the stream's changes, applied in order, leave exactly its rows)."""
         found: list[str] = []
         for pair in self.pairs:
-            up, down = pair.upstream, pair.downstream
-            rows = upstream_rows(client.hgetall(keys.chain_rows(self.app.app_id, up.id)))
-            problem = row_mismatches(up.id, self.app.results(up.id), list(rows.values()))
+            up = pair.upstream.id
+            rows = self._rows(up)
+            problem = row_mismatches(up, self.app.results(up), list(rows.values()))
             if problem:
                 found.append(f"the chain of {problem}")
-            expected = oracle_results(down, {up.id: rows})
-            problem = mismatches(down, expected, self.app.results(down.id))
+            composed = compose(self._carried(up))
+            problem = row_mismatches(up, list(rows.values()), list(composed.values()))
+            if problem or composed.keys() != rows.keys():
+                found.append(f"the stream of the chain of {up} does not compose to its rows")
+        return found
+
+    def _composition_problems(self, judged: bool) -> list[str]:
+        found: list[str] = []
+        for pair in self.pairs:
+            up, down = pair.upstream.id, pair.downstream
+            rows = {up: self._rows(up)}
+            actual = self.app.results(down.id)
+            if not judged:
+                problem = mismatches(down, oracle_results(down, rows), actual)
+            else:
+                problem = judge(down, rows, actual, lambda up=up: self._carried(up))
+                if problem == HISTORY:
+                    self.outcome.history_dependent.append(down.id)
+                    problem = ""
             if problem:
                 found.append(f"composition: {problem}")
         return found
