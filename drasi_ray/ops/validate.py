@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from drasi_ray.model.config import AppConfig, QueryConfig
+from drasi_ray.model.config import AppConfig, QueryConfig, error_path
 from drasi_ray.model.errors import QueryError, QuerySyntaxError
 from drasi_ray.ops import common
 from drasi_ray.query.engine import ContinuousQuery
@@ -92,7 +92,8 @@ def _schema_problem(name: str, root: yaml.Node | None, error: Any) -> Problem:
     node = _locate(root, loc, key_of_last=error["type"] == "extra_forbidden")
     line, column = _position(node)
     message = "unknown key" if error["type"] == "extra_forbidden" else error["msg"]
-    return Problem(name, line, column, ".".join(str(p) for p in loc) or "(root)", message)
+    where = ".".join(str(part) for part in error_path(loc)) or "(root)"
+    return Problem(name, line, column, where, message)
 
 
 def _locate(root: yaml.Node | None, loc: tuple[Any, ...], key_of_last: bool = False) -> Any:
@@ -129,7 +130,9 @@ def _query_problems(
             where = f"queries.{index}.sources.{number}"
             problems.append(Problem(name, line, column, where, f"unknown source {source!r}"))
     try:
-        ContinuousQuery(query.id, query.query, query.parameters, query.joins)
+        ContinuousQuery(
+            query.id, query.query, query.parameters, query.joins, language=query.query_language
+        )
     except QueryError as exc:
         node = _locate(root, ("queries", index, "query"))
         line, column = _position(node)
