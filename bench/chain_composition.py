@@ -6,7 +6,8 @@
     python -m bench.chain_composition --no-record             # print only
 
 In process: for each of ``--cases`` seeds (from ``--first-seed``), every catalogue upstream
-paired with two downstreams drawn for that seed (about 220 pairs), over a two-source case of
+(Cypher and, unless ``--no-gql``, GQL) paired with two downstreams drawn for that seed (about
+390 pairs), over a two-source case of
 ``--changes`` changes with ``--restarts`` upstreams rebuilt mid-stream; after every change the
 chains, the chain sources' stores and the downstreams' diffs are checked, and at the end each
 downstream against itself over the upstream's final rows. End to end (``--e2e-runs``, on a
@@ -39,6 +40,7 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--first-seed", type=int, default=50_000)
     parser.add_argument("--e2e-runs", type=int, default=1)
     parser.add_argument("--e2e-changes", type=int, default=600)
+    parser.add_argument("--no-gql", action="store_true", help="leave the GQL upstreams out")
     parser.add_argument("--no-record", action="store_true", help="do not append to results.jsonl")
     return parser.parse_args(argv)
 
@@ -51,7 +53,7 @@ def in_process(args: argparse.Namespace) -> tuple[int, int, ChainReport, list[st
     pairs_per_case = 0
     started = time.perf_counter()
     for seed in range(args.first_seed, args.first_seed + args.cases):
-        pairs = draw_pairs(seed)
+        pairs = draw_pairs(seed, gql=not args.no_gql)
         pairs_per_case = max(pairs_per_case, len(pairs))
         case = generate_two_source_case(seed, args.changes)
         report = InProcessChain(pairs).run(case, restarts=args.restarts, seed=seed)

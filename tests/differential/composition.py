@@ -24,6 +24,7 @@ the query clocks) are not drawn: a graph built from a final result set has neith
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import random
 import re
@@ -37,7 +38,7 @@ import orjson
 from drasi_ray.model.encoding import dumps
 from drasi_ray.model.errors import QuerySyntaxError
 from drasi_ray.model.identity import graph_element
-from drasi_ray.model.query_specs import QueryJoin
+from drasi_ray.model.query_specs import QueryJoin, QueryLanguage
 from drasi_ray.model.results import QueryResult
 from drasi_ray.query import ast
 from drasi_ray.query.engine import ContinuousQuery
@@ -45,6 +46,7 @@ from drasi_ray.query.expressions import contains_aggregate
 from drasi_ray.reactions.chain import NodeChange, RowLedger, entry_payloads
 from drasi_ray.testing.conformance import values_equal
 from tests.differential.catalogue import CATALOGUE
+from tests.differential.catalogue_gql import GQL_CATALOGUE
 from tests.differential.catalogue_sources import SOURCES_CATALOGUE
 from tests.differential.subject import DrasiRaySubject, as_users_read
 from tests.oracle.cases import run_oracle
@@ -124,12 +126,15 @@ class Pair:
     ``middleware`` (any of them), else ``plain``."""
 
 
-def upstream_specs() -> tuple[QuerySpec, ...]:
-    """Every query that can be an upstream, with its upstream id."""
+def upstream_specs(gql: bool = False) -> tuple[QuerySpec, ...]:
+    """Every query that can be an upstream, with its upstream id (``gql``: the GQL catalogue's
+    too, ids ``u_gql_...``)."""
     specs = CATALOGUE + SOURCES_CATALOGUE + FUTURE_QUERIES
-    return tuple(
-        QuerySpec(UPSTREAM_PREFIX + s.id, s.text, s.joins, s.middleware, s.pipelines, s.sources)
-        for s in specs
+    cypher = tuple(dataclasses.replace(s, id=UPSTREAM_PREFIX + s.id) for s in specs)
+    if not gql:
+        return cypher
+    return cypher + tuple(
+        dataclasses.replace(s, id=f"{UPSTREAM_PREFIX}gql_{s.id}") for s in GQL_CATALOGUE
     )
 
 
@@ -143,9 +148,9 @@ class _Facts:
 
 
 @functools.cache
-def _facts(text: str) -> _Facts:
+def _facts(text: str, language: str = "cypher") -> _Facts:
     """What the composition check reads of a query text (parsed once)."""
-    engine = ContinuousQuery("q", text)
+    engine = ContinuousQuery("q", text, language=QueryLanguage(language))
     parts = engine.query.parts
     items = engine.query.returns.items
     found = {
@@ -165,7 +170,9 @@ def _facts(text: str) -> _Facts:
 
 def kinds_of(spec: QuerySpec) -> frozenset[str]:
     """What kind of upstream ``spec`` is (:attr:`Pair.kinds`)."""
-    kinds = set(_facts(spec.text).kinds)
+    kinds = set(_facts(spec.text, spec.language).kinds)
+    if spec.language != "cypher":
+        kinds.add(spec.language)
     if spec.joins:
         kinds.add("join")
     if any(spec.pipelines.values()):
@@ -205,7 +212,7 @@ def chained_text(text: str, upstream_id: str, columns: Mapping[str, str] | None 
 
 
 def columns_of(spec: QuerySpec) -> frozenset[str]:
-    return frozenset(_facts(spec.text).columns)
+    return frozenset(_facts(spec.text, spec.language).columns)
 
 
 def properties_read(spec: QuerySpec) -> frozenset[str]:
@@ -215,13 +222,13 @@ def properties_read(spec: QuerySpec) -> frozenset[str]:
     )
 
 
-def draw_pairs(seed: int, per_upstream: int = 2) -> list[Pair]:
-    """For every upstream, ``per_upstream`` downstreams drawn at random, each reading the
-    upstream's columns (:func:`chained_downstream`)."""
+def draw_pairs(seed: int, per_upstream: int = 2, gql: bool = False) -> list[Pair]:
+    """For every upstream (``gql``: GQL ones too), ``per_upstream`` downstreams drawn at
+    random, each reading the upstream's columns (:func:`chained_downstream`)."""
     rng = random.Random(seed)
     downstream_ids = sorted(downstream_specs())
     pairs: list[Pair] = []
-    for upstream in upstream_specs():
+    for upstream in upstream_specs(gql):
         kinds = kinds_of(upstream)
         drawn: list[QuerySpec] = []
         for down_id in rng.sample(downstream_ids, len(downstream_ids)):
@@ -522,7 +529,8 @@ class InProcessChain:
         state = old.state
         state.restored = True
         joins = [j for j in old.joins]
-        engine = ContinuousQuery(query_id, spec.text, joins=joins, state=state)
+        language = QueryLanguage(spec.language)
+        engine = ContinuousQuery(query_id, spec.text, joins=joins, state=state, language=language)
         engine.track_rows()
         engine.bootstrap(self.upstream.shard.snapshot(query_id, spec.sources))
         self.upstream.engines[query_id] = engine
