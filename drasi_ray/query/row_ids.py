@@ -22,6 +22,11 @@ The text is a JSON array:
   aggregation without grouping values.
 
 In a query of several sources an element id names its source too: ``"<source>:<id>"``.
+
+Two groups whose grouping values write alike would share an id: an element and a string equal
+to its id in one grouping column, the ``Awaiting`` of a future function and the text
+``"Awaiting"``, a NaN and the text ``"NaN"``. No query of the catalogues groups so; such a
+query's chain would hold one node for the two rows.
 """
 
 from __future__ import annotations
