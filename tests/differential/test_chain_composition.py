@@ -7,8 +7,8 @@ mid-stream: after every change the chain holds the upstream's result set by row 
 downstream's store holds those nodes and its diffs rebuild its result set; at the end each
 downstream equals itself run over a graph built from the upstream's final rows (or what
 drasi-lib gives over the chain's changes, where Drasi's result owes to its history). The
-end-to-end runs are tests/pipeline/test_chain_composition.py; ``python -m
-bench.chain_composition`` runs this at length.
+end-to-end runs are tests/pipeline/test_chain_composition.py; the long run is
+``python -m bench.chain_composition``.
 """
 
 from __future__ import annotations
