@@ -75,8 +75,8 @@ from bench.common import (
 from bench.results import Recorder
 from bench.sink import start_consumer
 from drasi_ray import DrasiRay
-from drasi_ray.actors.wire import EntryPacket
 from drasi_ray.model.config import PlatformSourceConfig
+from drasi_ray.model.wire import EntryPacket
 from drasi_ray.source.decode import decode_entry
 from drasi_ray.streams import admin
 from drasi_ray.testing.apps import one_source_app
@@ -331,7 +331,7 @@ def per_event_costs(payloads: Sequence[bytes]) -> list[tuple[str, float]]:
     """µs per event of each CPU step of one consumer batch (``BATCH`` entries).
 
     The consumer decodes each entry into the change model's structs (``decode_entry``) and
-    sends them as an :class:`~drasi_ray.actors.wire.EntryPacket` (MessagePack); the
+    sends them as an :class:`~drasi_ray.model.wire.EntryPacket` (MessagePack); the
     coordinator's unpickling decodes the structs back. A plain list of :class:`DecodedEntry`
     (Ray's own pickling of the structs) is measured for comparison.
     """

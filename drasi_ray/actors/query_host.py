@@ -7,7 +7,7 @@ process (and its ~150 MB of Python, Ray and drasi_ray) but nothing else.
 
 The store shards deliver to a host on direct lines (:mod:`drasi_ray.actors.line`), one call
 per shard per batch carrying every delta of the batch its queries need
-(:class:`~drasi_ray.actors.wire.HostPacket`). :meth:`QueryHostActor.deliver` returns once
+(:class:`~drasi_ray.model.wire.HostPacket`). :meth:`QueryHostActor.deliver` returns once
 every query concerned applied its share (results buffered for subscribers), which is what the
 shards' backpressure and the app's barriers wait on. Deliveries are ordered by the host's
 :class:`~drasi_ray.host.merge.DeliveryMerger` (each shard's in its order; the parts of one
@@ -41,7 +41,6 @@ from drasi_ray.actors import names
 from drasi_ray.actors.line import LineAddress, LineServer
 from drasi_ray.actors.query import HostedQuery, QuerySetup, Work
 from drasi_ray.actors.runtime import PIPELINE_NICENESS, tune_for_latency, tune_gc, was_restarted
-from drasi_ray.actors.wire import HostPacket, ResultBatch
 from drasi_ray.coordinator.registry import QueryRegistration, SubscriberSpec
 from drasi_ray.host.inbox import Item
 from drasi_ray.host.merge import Arrival, DeliveryMerger, Offered, Unit
@@ -51,6 +50,7 @@ from drasi_ray.model.clock import ClockSetting
 from drasi_ray.model.errors import StaleDeliveryError, UnknownComponentError
 from drasi_ray.model.reaction_specs import AnyReaction
 from drasi_ray.model.shards import BootstrapPart
+from drasi_ray.model.wire import HostPacket, ResultBatch
 from drasi_ray.shards.state import StateStore
 from drasi_ray.streams.records import Rejection
 

@@ -45,13 +45,13 @@ import ray
 from drasi_ray.actors import names
 from drasi_ray.actors.line import Line, LineAddress, LineServer
 from drasi_ray.actors.runtime import PIPELINE_NICENESS, tune_for_latency, tune_gc, was_restarted
-from drasi_ray.actors.wire import DeltaPacket, EntryPacket, HostPacket, PipedPacket
 from drasi_ray.coordinator.registry import QueryRegistration, TableCopy
 from drasi_ray.model.backoff import outlasting
 from drasi_ray.model.changes import DecodedEntry, Element, PipedChange
 from drasi_ray.model.errors import ShardMapChangedError, StaleDeliveryError
 from drasi_ray.model.history import ElementHistory
 from drasi_ray.model.shards import BatchTag, BootstrapPart, shard_of
+from drasi_ray.model.wire import DeltaPacket, EntryPacket, HostPacket, PipedPacket
 from drasi_ray.shards.core import (
     ApplyProbe,
     BatchReport,

@@ -3,7 +3,7 @@
 Every value here is a ``msgspec.Struct(frozen=True, gc=False)``: the one representation of a
 change from the decoder to the query engine. Structs are built in C (a fraction of a frozen
 dataclass's construction cost), compare and hash by field, pickle as themselves, and travel
-between actors as MessagePack (:mod:`drasi_ray.actors.wire`) with their field types kept.
+between actors as MessagePack (:mod:`drasi_ray.model.wire`) with their field types kept.
 ``gc=False``: they hold no reference cycles, so the garbage collector never walks them.
 
 A *change* is what a producer said happened to one graph element (docs/semantics.md §1). Where and

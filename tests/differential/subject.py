@@ -4,7 +4,7 @@ Each change is written as a platform CloudEvent and decoded by the consumer's de
 (:func:`drasi_ray.source.decode.decode_entry`, as the consumer decodes it), applied by a
 store shard's core (:class:`ShardCore`: the versioned element store, then routing by label;
 a query's pipelines run on what it is handed, as its host runs them),
-carried to each query as a pickled :class:`~drasi_ray.actors.wire.DeltaPacket` (what a call
+carried to each query as a pickled :class:`~drasi_ray.model.wire.DeltaPacket` (what a call
 carries) and applied by the query's
 :class:`~drasi_ray.query.engine.ContinuousQuery`. The diffs are then written as JSON by
 :func:`drasi_ray.model.encoding.dumps` and read back, so they hold exactly what a user reads:
@@ -22,13 +22,13 @@ from typing import Any
 
 import orjson
 
-from drasi_ray.actors.wire import DeltaPacket
 from drasi_ray.host.pipelines import SourcePipelines
 from drasi_ray.model.changes import ElementDelta, PipedChange
 from drasi_ray.model.encoding import dumps
 from drasi_ray.model.errors import ConfigError, QuerySyntaxError
 from drasi_ray.model.identity import reads_several
 from drasi_ray.model.query_specs import MiddlewareSpec, QueryJoin
+from drasi_ray.model.wire import DeltaPacket
 from drasi_ray.query.engine import ContinuousQuery
 from drasi_ray.query.expressions import contains_aggregate
 from drasi_ray.shards.core import ShardCore

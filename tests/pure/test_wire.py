@@ -1,4 +1,4 @@
-"""Batches crossing actor boundaries (drasi_ray.actors.wire) pickle compactly and come back
+"""Batches crossing actor boundaries (drasi_ray.model.wire) pickle compactly and come back
 as identical structs, every value type kept."""
 
 from __future__ import annotations
@@ -8,7 +8,6 @@ from typing import Any
 
 import ray.cloudpickle
 
-from drasi_ray.actors.wire import DeltaPacket, EntryPacket, ResultBatch
 from drasi_ray.model.changes import (
     DecodedEntry,
     ElementDelta,
@@ -19,6 +18,7 @@ from drasi_ray.model.changes import (
     relation,
 )
 from drasi_ray.model.results import ControlResult, ControlSignal, QueryResult
+from drasi_ray.model.wire import DeltaPacket, EntryPacket, ResultBatch
 from drasi_ray.shards.core import ShardCore
 from drasi_ray.source.decode import (
     change_event,
