@@ -38,7 +38,6 @@ from drasi_ray.actors.placement import Placer
 from drasi_ray.actors.query_host import QueryHostActor
 from drasi_ray.actors.shard import ShardActor, ShardSettings
 from drasi_ray.actors.subscription import Subscription
-from drasi_ray.coordinator.registry import QueryRegistration, SubscriberSpec
 from drasi_ray.host.runner import make_engine
 from drasi_ray.model import keys
 from drasi_ray.model.clock import Clock, ClockSetting, ManualClock
@@ -54,6 +53,7 @@ from drasi_ray.model.config import (
 )
 from drasi_ray.model.errors import ConfigError, NotRunningError, UnknownComponentError
 from drasi_ray.model.reaction_specs import AnyReaction
+from drasi_ray.model.registrations import QueryRegistration, SubscriberSpec
 from drasi_ray.query.engine import ContinuousQuery
 from drasi_ray.reactions.factory import resolve_specs
 from drasi_ray.shards.core import ApplyProbe

@@ -24,8 +24,9 @@ from typing import Any
 import ray
 
 from drasi_ray.actors.line import SyncLine
-from drasi_ray.coordinator.registry import SubscriberSpec
+from drasi_ray.model.registrations import SubscriberSpec
 from drasi_ray.model.results import Delivered, QueryResult
+from drasi_ray.shards.calls import HostCalls
 
 
 class Subscription:
@@ -44,7 +45,7 @@ class Subscription:
         self.query_id = spec.query_id
         self._host = host
         self._coordinator = coordinator
-        self._line = SyncLine(host)
+        self._line = SyncLine[HostCalls](host)
         self._subscriber_id = spec.subscriber_id
         self._include_control = include_control
         self._closed = False
@@ -56,12 +57,12 @@ class Subscription:
 
     def drain(self) -> list[QueryResult]:
         """Every result received since the last call, without blocking for new ones."""
-        items = self._line.call("take", self.query_id, self._subscriber_id, None, 0.0)
+        items = self._line.call(HostCalls.take, self.query_id, self._subscriber_id, None, 0.0)
         return self._keep(items)
 
     def next(self, timeout: float = 1.0) -> list[QueryResult]:
         """Wait up to ``timeout`` seconds for results; returns what arrived (maybe nothing)."""
-        items = self._line.call("take", self.query_id, self._subscriber_id, None, timeout)
+        items = self._line.call(HostCalls.take, self.query_id, self._subscriber_id, None, timeout)
         return self._keep(items)
 
     def __iter__(self) -> Iterator[QueryResult]:

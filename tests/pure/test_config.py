@@ -18,7 +18,8 @@ from drasi_ray import (
     QuerySyntaxError,
     StateConfig,
 )
-from drasi_ray.coordinator.registry import QueryRegistration, Registry, SubscriberSpec
+from drasi_ray.coordinator.registry import Registry
+from drasi_ray.model.registrations import QueryRegistration, SubscriberSpec
 
 YAML = """
 id: sensors-app

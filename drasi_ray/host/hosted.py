@@ -1,9 +1,10 @@
-"""One continuous query inside a query host (:mod:`drasi_ray.actors.query_host`).
+"""One continuous query inside a query host (:mod:`drasi_ray.host.core`), without Ray.
 
 A :class:`HostedQuery` holds everything that is one query's own: its
 :class:`~drasi_ray.host.runner.QueryRunner` (engine, result numbering, subscriber buffers),
-its reactions and metrics, its result-sequence lease, its clock and timer, its chain publisher,
-and its :class:`~drasi_ray.host.inbox.QueryInbox` (bootstrap rounds over the store shards).
+its reactions and metrics (handed in: Ray's in the app), its result-sequence lease, its clock
+and timer, its chain publisher, and its :class:`~drasi_ray.host.inbox.QueryInbox` (bootstrap
+rounds over the store shards).
 Its host hands it work in order (bootstrap parts, and the deltas of each delivery unit); it
 applies them one at a time in a task of its own, so a query whose subscriber is slow (a full
 ``channel`` buffer) holds back only itself, and a query that fails to apply a delivery records
@@ -38,7 +39,6 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
-from drasi_ray.actors.metrics import QueryMetrics
 from drasi_ray.host.footprint import deep_size
 from drasi_ray.host.inbox import Item, QueryInbox, Snapshot
 from drasi_ray.host.pipelines import SourcePipelines, source_view
@@ -75,15 +75,21 @@ def query_digest(config: QueryConfig) -> str:
     return digest((config.query, tuple(sorted((k, repr(v)) for k, v in config.parameters.items()))))
 
 
+BatchObserver = Callable[[list[Delivered]], None]
+"""Sees each batch of a query's results (its metrics)."""
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class QuerySetup:
-    """What a host gives each query besides its settings."""
+    """What a host gives each query besides its settings: ``metrics(query_id)`` makes the
+    observer that records the query's metrics (None: none recorded)."""
 
     host: str
     app_id: str
     state: StateStore | None
     clock: ClockSetting
     chain_url: str | None = None
+    metrics: Callable[[str], BatchObserver] | None = None
 
 
 class HostedQuery:
@@ -102,9 +108,9 @@ class HostedQuery:
             self._chain.start()
             self.runner.observers.append(self._feed_chain)
         self._reactions = ReactionSet(config.id, grouping_keys(self.runner.engine))
-        self._metrics = QueryMetrics(config.id)
         self.runner.observers.append(self._reactions.offer)
-        self.runner.batch_observers.append(self._metrics.observe)
+        if setup.metrics is not None:
+            self.runner.batch_observers.append(setup.metrics(config.id))
         self.inbox = QueryInbox()
         self._sequences = None if self._state is None else SequenceKeeper(self._state, config.id)
         self._turn = asyncio.Lock()  # the engine: one delivery or due re-evaluation at a time
