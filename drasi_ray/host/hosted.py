@@ -117,6 +117,8 @@ class HostedQuery:
         self._clock = ActorClock(setup.clock)
         self._bootstrapped = asyncio.Event()
         self.errors = 0
+        self.failure: BaseException | None = None
+        """The last delivery's failure, until someone takes it (the in-process app raises it)."""
         self.last_error: str | None = None
         self._pipes = SourcePipelines()  # the sources it sees through pipelines
         self._queue: asyncio.Queue[tuple[Work, asyncio.Future[list[Rejection]]]] = asyncio.Queue()
@@ -204,6 +206,7 @@ class HostedQuery:
                 rejected = await self._apply(work)
             except Exception as exc:  # this query's failure; the host and its peers go on
                 self.errors += 1
+                self.failure = exc
                 self.last_error = f"{type(exc).__name__}: {exc}"
                 logger.exception("query %s: a delivery failed", self.config.id)
             finally:
