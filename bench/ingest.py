@@ -306,7 +306,7 @@ def time_pipeline_live(url: str, payloads: Sequence[bytes], consumers: int) -> f
 
 
 def _check_pipeline(app: DrasiRay, events: int) -> None:
-    changes = app.status()["coordinator"]["changes"]
+    changes = app.status().totals.changes
     _check(changes, events, "pipeline")
     if not app.results("hot"):
         raise RuntimeError("pipeline: the filter query has no results")

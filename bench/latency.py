@@ -475,8 +475,8 @@ def timed_load(
 
 def coordinator_counters(app: DrasiRay) -> tuple[int, int]:
     """The coordinator's ``(batches, changes)`` so far."""
-    stats = app.status()["coordinator"]
-    return int(stats["batches"]), int(stats["changes"])
+    totals = app.status().totals
+    return totals.batches, totals.changes
 
 
 def changes_per_batch(before: tuple[int, int], after: tuple[int, int]) -> float:

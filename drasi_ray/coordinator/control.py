@@ -385,7 +385,7 @@ class ControlPlane:
         return [report for report in reports if report is not None]
 
     async def stats(self) -> ShardReport:
-        """Every shard's report added up (``DrasiRay.status()["coordinator"]``)."""
+        """Every shard's report added up (``DrasiRay.status().coordinator``)."""
         return combine_reports(await self.shard_stats())
 
     async def elements_by_shard(self, source_id: str) -> dict[int, list[Element]]:

@@ -56,7 +56,7 @@ DeliveryKey = tuple[int, int, int]
 
 @dataclass(frozen=True, slots=True)
 class HostReport:
-    """A query host's own status (``DrasiRay.status()["hosts"][name]``)."""
+    """A query host's own status (``DrasiRay.status().hosts[name]``)."""
 
     name: str
     incarnation: str

@@ -57,7 +57,7 @@ class SubscriberReport:
 
 @dataclass(frozen=True, slots=True)
 class QueryReport:
-    """A query's live status (``DrasiRay.status()["queries"][id]``). ``reactions`` are
+    """A query's live status (``DrasiRay.status().queries[id]``). ``reactions`` are
     :class:`~drasi_ray.reactions.base.ReactionReport` values in their plain-data form.
 
     ``host``: the query host it runs in; ``line_calls``: the calls that host answered on

@@ -84,8 +84,8 @@ class ShardStats:
 
 @dataclass(frozen=True, slots=True)
 class ShardReport:
-    """A store shard's live status (``DrasiRay.status()["shards"]``), or every shard's added
-    up (``DrasiRay.status()["coordinator"]``: :func:`combine_reports`).
+    """A store shard's live status (``DrasiRay.status().shards``), or every shard's added
+    up (``DrasiRay.status().coordinator``: :func:`combine_reports`).
 
     ``durable``: the counters kept in Redis per source (every shard adds to the same ones, so
     they count the whole app, across restarts; empty without durable state); ``elements`` and

@@ -86,7 +86,7 @@ class ConsumerStats:
 
 @dataclass(frozen=True, slots=True)
 class ConsumerReport:
-    """One consumer actor's live status (``DrasiRay.status()["sources"][id][i]``): its
+    """One consumer actor's live status (``DrasiRay.status().sources[id][i]``): its
     :class:`ConsumerStats` counters at one moment, and what only the actor knows."""
 
     stats: ConsumerStats

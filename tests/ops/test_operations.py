@@ -135,7 +135,7 @@ def test_replay_applies_history_the_group_skipped(
 
 def _applied(app: DrasiRay) -> int:
     """Changes the coordinator applied so far."""
-    applied: int = app.status()["coordinator"]["applied"]
+    applied: int = app.status().totals.applied
     return applied
 
 
@@ -184,7 +184,7 @@ def test_scale_up_and_down_while_changes_flow_loses_nothing(
             wait_until(lambda: _applied(app) >= applied + 100, what="changes through 1 consumer")
         app.wait_until_idle(60)
         rows = {row["id"]: row["temperature"] for row in app.results("all-sensors")}
-        consumers = app.status()["sources"]["sensors"]
+        consumers = app.status().consumers("sensors")
     finally:
         app.stop()
     assert rows == published  # every sensor at its last published value

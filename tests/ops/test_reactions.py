@@ -181,7 +181,7 @@ def _wait_for_failures(app: DrasiRay) -> list[dict[str, Any]]:
     """Reaction statuses once every healthy reaction caught up and the failing ones failed."""
 
     def settled() -> list[dict[str, Any]] | None:
-        statuses: list[dict[str, Any]] = app.status()["queries"]["hot"]["reactions"]
+        statuses: list[dict[str, Any]] = app.status().query("hot").reactions
         healthy = [s for s in statuses if s["state"] == "running"]
         failing = [s for s in statuses if s["failures"] > 0]
         caught_up = all(s["delivered"] >= 10 for s in healthy if s["kind"] != "log")

@@ -194,7 +194,7 @@ def test_redis_restart_mid_stream_loses_nothing(ray_session: None, stream: str) 
             app.wait_until_idle(timeout=120)
             _check_final(app, server.url, stream)
             status = app.status()
-            errors = sum(consumer["errors"] for consumer in status["sources"]["items"])
+            errors = sum(consumer.stats.errors for consumer in status.consumers("items"))
             assert errors >= 1, "the outage shows in the consumers' status"
         finally:
             app.stop()
@@ -245,7 +245,7 @@ def test_deleted_group_is_recreated_and_replayed(
         # Recreated at recreate_start_id "0": the retained stream is replayed, and the
         # versioned store turns what was already applied into no-ops.
         _check_final(app, redis_url, stream)
-        recreated = sum(c["group_recreated"] for c in app.status()["sources"]["items"])
+        recreated = sum(c.stats.group_recreated for c in app.status().consumers("items"))
         assert recreated >= 1
     finally:
         app.stop()
@@ -269,8 +269,7 @@ def test_duplicate_xadd_of_the_same_event_changes_nothing(
         _check_final(app, redis_url, stream)
         diffs = [diff for result in subscription.drain() for diff in result.results]
         assert len(diffs) == ITEMS * VERSIONS  # one ADD or UPDATE per change, none for retries
-        coordinator = app.status()["coordinator"]
-        assert coordinator["duplicates"] == ITEMS
+        assert app.status().totals.duplicates == ITEMS
     finally:
         app.stop()
 
@@ -322,10 +321,10 @@ def test_forgetting_tombstones_under_churn_and_a_coordinator_kill_loses_nothing(
         expected = [{"id": item, "value": last * ITEMS + item} for item in range(1, ITEMS, 2)]
         assert _sorted(app.results("items")) == expected
         wait_until(
-            lambda: app.status()["coordinator"]["tombstones"] == {"items": 0},
+            lambda: app.status().totals.tombstones == {"items": 0},
             what="every tombstone forgotten",
         )
-        assert app.status()["coordinator"]["elements"] == {"items": ITEMS // 2}
+        assert app.status().totals.elements == {"items": ITEMS // 2}
         client = redis.Redis.from_url(redis_url)
         assert client.hlen(keys.element_store(app.app_id, "items")) == ITEMS // 2
     finally:
