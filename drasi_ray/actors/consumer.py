@@ -28,7 +28,8 @@ from drasi_ray.actors.runtime import PIPELINE_NICENESS, tune_for_latency, tune_g
 from drasi_ray.model.changes import DecodedEntry
 from drasi_ray.model.config import PlatformSourceConfig
 from drasi_ray.shards.dispatch import ShardDispatcher
-from drasi_ray.source.consumer import ConsumerReport, Dispatch
+from drasi_ray.source.consumer import ConsumerReport
+from drasi_ray.source.dispatcher import Dispatch
 from drasi_ray.source.lanes import ConsumerLanes
 
 METRICS_INTERVAL_S = 5.0
