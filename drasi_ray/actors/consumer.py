@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import os
-from collections.abc import Sequence
 
 import psutil
 import ray
@@ -25,8 +25,8 @@ import ray
 from drasi_ray.actors.handles import GONE, CoordinatorHandle, shard_line
 from drasi_ray.actors.metrics import ConsumerMetrics, group_gauges
 from drasi_ray.actors.runtime import PIPELINE_NICENESS, tune_for_latency, tune_gc, was_restarted
-from drasi_ray.model.changes import DecodedEntry
 from drasi_ray.model.config import PlatformSourceConfig
+from drasi_ray.shards.core import BatchReport
 from drasi_ray.shards.dispatch import ShardDispatcher
 from drasi_ray.source.consumer import ConsumerReport
 from drasi_ray.source.dispatcher import Dispatch
@@ -51,6 +51,7 @@ class ConsumerActor:
         tune_for_latency(niceness)
         tune_gc()
         self._coordinator = CoordinatorHandle(namespace, f"consumer {consumer_name}")
+        self._metrics = ConsumerMetrics(source_id, consumer_name)
         several = len(settings.stream_keys) > 1
         self._shards = {
             stream: ShardDispatcher(
@@ -58,6 +59,7 @@ class ConsumerActor:
                 self._coordinator,
                 shard_line(namespace),
                 GONE,
+                self._observe,
             )
             for stream in settings.stream_keys
         }
@@ -66,20 +68,15 @@ class ConsumerActor:
             source_id, settings, consumer_name, self._dispatch_for, self._forget_tombstones
         )
         self._restarted = was_restarted()
-        self._metrics = ConsumerMetrics(source_id, consumer_name)
         self._consumer.start()
         self._metrics_task = asyncio.get_event_loop().create_task(self._record_metrics())
 
     def _dispatch_for(self, stream: str) -> Dispatch:
         """The dispatch of ``stream``'s lane: one call per shard per batch, never per event."""
-        shards = self._shards[stream]
+        return functools.partial(self._shards[stream].dispatch, self._source_id)
 
-        async def dispatch(entries: Sequence[DecodedEntry]) -> object:
-            report = await shards.dispatch(self._source_id, entries)
-            self._metrics.batch(len(entries), report.applied)
-            return report
-
-        return dispatch
+    def _observe(self, entries: int, report: BatchReport) -> None:
+        self._metrics.batch(entries, report.applied)
 
     async def _forget_tombstones(self, bound: tuple[int, int]) -> int:
         return await self._coordinator.forget_tombstones(self._source_id, bound)

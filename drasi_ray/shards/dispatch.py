@@ -70,12 +70,15 @@ class ShardDispatcher:
         control: DispatchControl,
         connect: Callable[[int], ShardConnection],
         gone: tuple[type[BaseException], ...] = (),
+        observe: Callable[[int, BatchReport], None] | None = None,
     ) -> None:
         """``connect(index)`` opens a connection to store shard ``index``; ``gone``: the errors
-        that mean a shard (or the control plane) is gone, waited for before a batch fails."""
+        that mean a shard (or the control plane) is gone, waited for before a batch fails;
+        ``observe(entries, report)`` sees each batch applied (the consumer's metrics)."""
         self._control = control
         self._connect = connect
         self._gone = gone
+        self._observe = observe
         self._incarnation = f"{consumer_name}#{uuid.uuid4().hex[:12]}"
         self._numbers = itertools.count()
         self._shards: list[ShardConnection] = []
@@ -96,7 +99,10 @@ class ShardDispatcher:
         self._active += 1
         self._idle.clear()
         try:
-            return await self._dispatch(source_id, entries)
+            report = await self._dispatch(source_id, entries)
+            if self._observe is not None:
+                self._observe(len(entries), report)
+            return report
         finally:
             self._active -= 1
             if self._active == 0:
