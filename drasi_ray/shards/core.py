@@ -173,7 +173,7 @@ class ShardCore:
         for source_id in sources:
             self.piped.setdefault(source_id, set()).add(query_id)
 
-    def apply_entries(
+    def apply_entries(  # noqa: C901  (the per-change hot loop, inline on purpose)
         self, source_id: str, entries: Sequence[DecodedEntry], json_values: bool = False
     ) -> tuple[dict[str, list[Routed]], BatchReport]:
         """Apply a batch to the store; return what each query must see, in order: deltas,
