@@ -206,7 +206,7 @@ def consumer_config(url: str, stream: str, max_batch: int | None = None) -> Plat
     """batch_size 500; reads grow up to ``max_batch`` (None: the source's default, 2,000)."""
     return PlatformSourceConfig(
         redis_url=url,
-        stream_key=stream,
+        stream_keys=(stream,),
         consumer_group=GROUP,
         batch_size=BATCH,
         max_batch_size=max_batch,

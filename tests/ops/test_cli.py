@@ -135,7 +135,7 @@ def test_dlq_list_replay_purge(
             f"1-{number}", "missing or invalid 'op' field", {b"data": b"x%d" % number},
             "sensor-changes", "sensors-0", 1,
         )  # fmt: skip
-        client.xadd("sensor-changes:dlq", letter.to_fields(1000))
+        client.xadd("sensor-changes:dlq", dict(letter.to_fields(1000)))  # type: ignore[arg-type]
     app = _app_file(tmp_path, redis_url)
     assert cli.main(["dlq", "list", "sensors", app]) == 0
     listing = capsys.readouterr().out
@@ -205,7 +205,7 @@ def test_a_partitioned_source_through_publish_status_dlq_and_replay(
 
     for number, stream in enumerate(["part-2", "part-1"]):
         letter = DeadLetter("1-0", "bad", {b"data": b"x%d" % number}, stream, "sensors-0", 1)
-        client.xadd("part-0:dlq", letter.to_fields(1000))
+        client.xadd("part-0:dlq", dict(letter.to_fields(1000)))  # type: ignore[arg-type]
     assert cli.main(["dlq", "replay", "sensors", app]) == 0
     assert client.xrange("part-2")[-1][1] == {b"data": b"x0"}
     assert client.xrange("part-1")[-1][1] == {b"data": b"x1"}

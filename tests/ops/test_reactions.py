@@ -158,7 +158,7 @@ def test_a_failing_reaction_blocks_neither_the_query_nor_the_others(
         statuses = _wait_for_failures(app)
     finally:
         app.stop()
-    by_kind = {}
+    by_kind: dict[str, list[dict[str, Any]]] = {}
     for status in statuses:
         by_kind.setdefault(status["kind"], []).append(status)
     failing_callback = by_kind["callback"][0]

@@ -59,7 +59,7 @@ def test_slow_subscriber_bounds_unacked_and_memory(ray_session: None, redis_url:
         subscription = app.subscribe("ticks")
         with Publisher(client) as publisher:
             publisher.publish(stream, _payloads())
-        received, max_pending, rss = 0, 0, []
+        received, max_pending, rss = 0, 0, list[int]()
         deadline = time.monotonic() + 300
         while received < CHANGES:
             assert time.monotonic() < deadline, f"only {received} results arrived"

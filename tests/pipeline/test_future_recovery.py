@@ -11,6 +11,7 @@ three machines.
 
 from __future__ import annotations
 
+import functools
 import uuid
 from collections import Counter
 from typing import Any
@@ -75,7 +76,7 @@ def _kill(app: DrasiRay, victim: str) -> None:
     for actor in actors:
         ray.kill(actor, no_restart=False)
     for actor, pid in zip(actors, pids, strict=True):
-        wait_until(lambda a=actor, p=pid: _new_pid(a, p), 120, what="the actor's restart")
+        wait_until(functools.partial(_new_pid, actor, pid), 120, what="the actor's restart")
 
 
 def _new_pid(actor: Any, old: int) -> bool:

@@ -76,7 +76,7 @@ def _publish_half(url: str, stream: str, first: bool) -> None:
         publisher.publish(stream, payloads[:half] if first else payloads[half:])
 
 
-def _sorted(rows: list[dict]) -> list[dict]:
+def _sorted(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return sorted(rows, key=lambda row: row["id"])
 
 
@@ -116,10 +116,10 @@ def _applied(app: DrasiRay) -> int:
     return applied
 
 
-def _pid(handle: object) -> int | None:
+def _pid(handle: Any) -> int | None:
     """The actor's process id, or None while it is down or restarting."""
     try:
-        pid: int = ray.get(handle.pid.remote(), timeout=5)  # type: ignore[attr-defined]
+        pid: int = ray.get(handle.pid.remote(), timeout=5)
     except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError):
         return None
     return pid

@@ -61,7 +61,7 @@ def test_builder_matches_config_object() -> None:
     )
     config = PlatformSourceConfig(
         redis_url="redis://localhost:6379",
-        stream_key="sensor-changes",
+        stream_keys=("sensor-changes",),
         consumer_group="drasi-consumers",
         consumer_name="consumer",
         consumers=3,
@@ -76,7 +76,7 @@ def test_builder_matches_config_object() -> None:
 
 
 def test_defaults_follow_drasi() -> None:
-    config = PlatformSourceConfig(redis_url="redis://h:1", stream_key="s")
+    config = PlatformSourceConfig(redis_url="redis://h:1", stream_keys=("s",))
     assert config.consumer_group == "drasi-core"
     assert (config.batch_size, config.block_ms, config.consumers) == (100, 5000, 1)
     assert config.start_id == "$"
@@ -174,14 +174,14 @@ def test_query_without_known_source_is_refused_at_start() -> None:
 
 
 def test_duplicate_ids_are_refused() -> None:
-    source = PlatformSource("s", PlatformSourceConfig(redis_url="redis://h:1", stream_key="k"))
+    source = PlatformSource("s", PlatformSourceConfig(redis_url="redis://h:1", stream_keys=("k",)))
     app = DrasiRay().add_source(source)
     with pytest.raises(ConfigError, match="already added"):
         app.add_source(source)
 
 
 def test_passwords_never_show_in_reprs() -> None:
-    config = PlatformSourceConfig(redis_url="redis://user:hunter2@host:6379/0", stream_key="s")
+    config = PlatformSourceConfig(redis_url="redis://user:hunter2@host:6379/0", stream_keys=("s",))
     source = PlatformSource("src", config)
     for text in (repr(config), str(config), repr(source)):
         assert "hunter2" not in text

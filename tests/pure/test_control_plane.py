@@ -25,13 +25,25 @@ from drasi_ray.model.changes import (
 )
 from drasi_ray.model.config import DispatchMode, QueryConfig
 from drasi_ray.model.registrations import QueryRegistration, SubscriberSpec
-from drasi_ray.shards.service import ShardService
+from drasi_ray.shards.service import HostConnection, ShardService
 
 QUERY = QueryConfig(id="q", query="MATCH (s:Sensor) RETURN count(s) AS n", sources=("s",))
 
 
 class Gone(Exception):
     """A peer that is gone (RayActorError in the app)."""
+
+
+class Connection:
+    """A shard's connection to a host in this loop."""
+
+    def __init__(self, host: QueryHost) -> None:
+        self._host = host
+        self.deliver = host.deliver
+        self.take = host.take
+
+    def close(self) -> None:
+        """Nothing to close."""
 
 
 class GonePeer:
@@ -55,8 +67,8 @@ class Cluster:
         self.shards = [ShardService(index, shards, self._connect) for index in range(shards)]
         self.gone: set[object] = set()
 
-    def _connect(self, name: str) -> QueryHost:
-        return self.hosts[name]
+    def _connect(self, name: str) -> HostConnection:
+        return Connection(self.hosts[name])
 
     def shard(self, index: int) -> Any:
         return GonePeer(f"shard {index}") if index in self.gone else self.shards[index]

@@ -133,12 +133,14 @@ def test_a_pipeline_failure_is_reported_for_its_entry_and_the_others_go_on() -> 
         assert [diff["data"] for item in results for diff in item.results] == [{"v": 1}]
 
 
-def test_a_query_that_fails_to_apply_a_change_raises_in_process() -> None:
+def test_a_query_that_fails_to_apply_a_change_raises_in_process(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     config = QueryConfig(id="q", query="MATCH (s:Sensor) RETURN s.t AS t", sources=("s",))
     with InProcessApp() as app:
         app.add_query(config)
         hosted = app.hosts["host-0"].hosted("q")
-        hosted.runner.engine.apply_batch = _fail  # type: ignore[method-assign]
+        monkeypatch.setattr(hosted.runner.engine, "apply_batch", _fail)
         with pytest.raises(RuntimeError, match="engine broke"):
             app.publish("s", change_event(Op.INSERT, node("s1", ["Sensor"], {"t": 1}), 1_000))
         assert hosted.errors == 1

@@ -99,7 +99,7 @@ def test_deliveries_of_a_replaced_link_are_refused() -> None:
 def test_a_part_that_comes_before_its_query_is_kept_until_the_query_is_added() -> None:
     async def scenario() -> None:
         host = QueryHost("host", "app")
-        early = [_part(), _packet(_insert("a", 1))]
+        early: list[HostPacket | BootstrapPart] = [_part(), _packet(_insert("a", 1))]
         deliveries = [asyncio.ensure_future(host.deliver(0, 10, n, p)) for n, p in enumerate(early)]
         await asyncio.gather(*deliveries)  # nobody hosts the query yet: nothing to wait for
         await host.add_query(REGISTRATION)
