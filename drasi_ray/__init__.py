@@ -13,12 +13,15 @@ from drasi_ray.model.clock import ManualClock, SystemClock
 from drasi_ray.model.config import (
     AnalyticsConfig,
     AppConfig,
+    CdcConfig,
+    CdcOrdering,
     DispatchMode,
     Placement,
     PlatformSourceConfig,
     QueryConfig,
     RayConfig,
     ScalingConfig,
+    SourceFormat,
     StateConfig,
 )
 from drasi_ray.model.errors import (
@@ -48,6 +51,8 @@ __all__ = [
     "AnalyticsConfig",
     "AppConfig",
     "CallbackReaction",
+    "CdcConfig",
+    "CdcOrdering",
     "ConfigError",
     "ControlResult",
     "ControlSignal",
@@ -70,6 +75,7 @@ __all__ = [
     "QuerySyntaxError",
     "RayConfig",
     "ScalingConfig",
+    "SourceFormat",
     "StateConfig",
     "StreamError",
     "Subscription",

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from drasi_ray.model.changes import DecodedEntry
 from drasi_ray.model.errors import DecodeError
-from drasi_ray.source.decode import decode_entry
+from drasi_ray.source.formats import decoder_for
 from drasi_ray.source.lane import LaneState
 from drasi_ray.streams.records import DeadLetter, StreamEntry
 
@@ -42,6 +42,7 @@ class Reader:
     def __init__(self, lane: LaneState) -> None:
         self._lane = lane
         self._read_size = lane.settings.batch_size  # adapts to load: _adapt_read_size
+        self._decode = decoder_for(lane.settings)  # the source's format: platform, debezium, ...
 
     async def ensure_group(self, recreating: bool) -> None:
         """Create the group if it is missing: at ``start_id`` at first, at
@@ -141,6 +142,7 @@ class Reader:
         decoded: list[DecodedEntry] = []
         add = decoded.append  # per-entry hot loop: names bound once
         dead: list[DeadLetter] = []
+        decode = self._decode
         limit = lane.settings.max_deliveries
         max_bytes = lane.settings.max_payload_bytes
         for entry in entries:
@@ -154,7 +156,7 @@ class Reader:
                 reason = self._refusal(size, deliveries, limit)
             else:
                 try:
-                    add(decode_entry(entry_id, fields))
+                    add(decode(entry_id, fields))
                     continue
                 except DecodeError as exc:
                     reason = exc.reason
