@@ -206,9 +206,9 @@ class HostedQuery:
                 rejected = await self._apply(work)
             except Exception as exc:  # this query's failure; the host and its peers go on
                 self.errors += 1
-                self.failure = exc
                 self.last_error = f"{type(exc).__name__}: {exc}"
                 logger.exception("query %s: a delivery failed", self.config.id)
+                self.failure = exc.with_traceback(None)  # logged; its frames need not live on
             finally:
                 self._busy = False
                 if not done.done():
