@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -87,7 +88,7 @@ def test_publish_wraps_change_events_and_passes_cloud_events(
     path.write_text("\n".join([*events, "", json.dumps(cloud_event)]) + "\n")
     argv = ["publish", "feed", str(path), "--redis-url", redis_url, "--batch", "2"]
     assert cli.main([*argv, "--progress", "always"]) == 0
-    entries = redis.Redis.from_url(redis_url).xrange("feed")
+    entries: Any = redis.Redis.from_url(redis_url).xrange("feed")
     documents = [orjson.loads(fields[b"data"]) for _, fields in entries]
     assert len(documents) == 6
     assert [doc["data"] for doc in documents[:5]] == [[json.loads(line)] for line in events]
@@ -140,12 +141,14 @@ def test_dlq_list_replay_purge(
     assert cli.main(["dlq", "list", "sensors", app]) == 0
     listing = capsys.readouterr().out
     assert "3 dead letter(s)" in listing and "missing or invalid 'op' field" in listing
-    first = client.xrange("sensor-changes:dlq")[0][0].decode()
+    letters: Any = client.xrange("sensor-changes:dlq")
+    first = letters[0][0].decode()
     assert cli.main(["dlq", "replay", "sensors", app, "--id", first]) == 0
     assert [f for _, f in client.xrange("sensor-changes")] == [{b"data": b"x0"}]
     assert client.xlen("sensor-changes:dlq") == 2
     assert cli.main(["dlq", "replay", "sensors", app]) == 0
-    assert [f[b"data"] for _, f in client.xrange("sensor-changes")] == [b"x0", b"x1", b"x2"]
+    replayed: Any = client.xrange("sensor-changes")
+    assert [f[b"data"] for _, f in replayed] == [b"x0", b"x1", b"x2"]
     client.xadd("sensor-changes:dlq", {"reason": "r", "entry_id": "1-9"})
     assert cli.main(["dlq", "purge", "sensors", app]) == 0
     assert client.xlen("sensor-changes:dlq") == 0
@@ -184,7 +187,8 @@ def test_a_partitioned_source_through_publish_status_dlq_and_replay(
     assert cli.main(publish) == 0
     placed: dict[str, list[int]] = {}
     for stream in streams:
-        for _, fields in client.xrange(stream):
+        written: Any = client.xrange(stream)
+        for _, fields in written:
             (event,) = orjson.loads(fields[b"data"])["data"]
             element = event["payload"]["after"]
             assert stream_for(element["id"], streams) == stream
@@ -207,6 +211,8 @@ def test_a_partitioned_source_through_publish_status_dlq_and_replay(
         letter = DeadLetter("1-0", "bad", {b"data": b"x%d" % number}, stream, "sensors-0", 1)
         client.xadd("part-0:dlq", dict(letter.to_fields(1000)))  # type: ignore[arg-type]
     assert cli.main(["dlq", "replay", "sensors", app]) == 0
-    assert client.xrange("part-2")[-1][1] == {b"data": b"x0"}
-    assert client.xrange("part-1")[-1][1] == {b"data": b"x1"}
+    part_2: Any = client.xrange("part-2")
+    part_1: Any = client.xrange("part-1")
+    assert part_2[-1][1] == {b"data": b"x0"}
+    assert part_1[-1][1] == {b"data": b"x1"}
     assert client.xlen("part-0:dlq") == 0

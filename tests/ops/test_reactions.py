@@ -41,7 +41,8 @@ SENSOR_QUERY = "MATCH (s:Sensor) WHERE s.temperature > 70 RETURN s.id AS id, s.t
 
 
 def _events(client: redis.Redis, stream: str) -> list[dict[str, Any]]:
-    return [orjson.loads(fields[b"data"]) for _, fields in client.xrange(stream)]
+    entries: Any = client.xrange(stream)
+    return [orjson.loads(fields[b"data"]) for _, fields in entries]
 
 
 def _app(redis_url: str, stream: str, source_id: str = "source") -> DrasiRay:

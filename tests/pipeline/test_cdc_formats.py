@@ -183,5 +183,5 @@ def test_cdc_streams_give_the_platform_results_and_duplicates_change_nothing(
 
 
 def _durable(app: DrasiRay) -> dict[str, dict[str, int]]:
-    durable: dict[str, dict[str, int]] = app.status()["coordinator"]["durable"]
+    durable: dict[str, dict[str, int]] = app.status().totals.durable
     return durable

@@ -251,7 +251,7 @@ def test_malformed_entries_are_dead_lettered_with_reasons(running: tuple[DrasiRa
     Publisher(client).publish("sensor-changes", [_sensor("s1", 75.0)])
     app.wait_until_idle(30)
 
-    dead = client.xrange("sensor-changes:dlq")
+    dead: Any = client.xrange("sensor-changes:dlq")
     reasons = {f[b"entry_id"].decode(): f[b"reason"].decode() for _, f in dead}
     assert set(reasons) == set(ids)
     for entry_id, fragment in ids.items():

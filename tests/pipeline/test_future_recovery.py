@@ -61,7 +61,8 @@ def _app(redis_url: str, stream: str, clock: ManualClock, consumers: int) -> Dra
 
 def _published(redis_url: str) -> list[dict[str, Any]]:
     client = redis.Redis.from_url(redis_url)
-    events = [orjson.loads(fields[b"data"]) for _, fields in client.xrange("hot-results")]
+    results: Any = client.xrange("hot-results")
+    events = [orjson.loads(fields[b"data"]) for _, fields in results]
     return [event["data"] for event in events if event["data"]["kind"] == "change"]
 
 

@@ -175,7 +175,7 @@ def test_change_whose_handling_always_crashes_is_dead_lettered(
             (poison_id,) = publisher.publish(stream, [poison])
             publisher.publish(stream, payloads[100:])
         app.wait_until_idle(timeout=180)
-        dead = redis.Redis.from_url(redis_url).xrange(f"{stream}:dlq")
+        dead: Any = redis.Redis.from_url(redis_url).xrange(f"{stream}:dlq")
         assert [fields[b"entry_id"].decode() for _, fields in dead] == [poison_id]
         assert b"max_deliveries (5)" in dead[0][1][b"reason"]
         _check_final(app, redis_url, stream)
