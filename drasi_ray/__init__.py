@@ -35,11 +35,18 @@ from drasi_ray.model.errors import (
     UnknownComponentError,
     UnsupportedQueryError,
 )
+from drasi_ray.model.query_specs import QueryLanguage
 from drasi_ray.model.reaction_specs import (
     CallbackReaction,
+    HttpCall,
+    HttpQueryCalls,
+    HttpReaction,
     JsonLinesReaction,
     LogReaction,
     PlatformReaction,
+    PostgresStoredProcReaction,
+    SseReaction,
+    StoredProcCommands,
 )
 from drasi_ray.model.results import ControlResult, ControlSignal, QueryResult
 from drasi_ray.query.definition import Query
@@ -60,6 +67,9 @@ __all__ = [
     "DispatchMode",
     "DrasiRay",
     "DrasiRayError",
+    "HttpCall",
+    "HttpQueryCalls",
+    "HttpReaction",
     "JsonLinesReaction",
     "LogReaction",
     "ManualClock",
@@ -68,15 +78,19 @@ __all__ = [
     "PlatformReaction",
     "PlatformSource",
     "PlatformSourceConfig",
+    "PostgresStoredProcReaction",
     "Query",
     "QueryConfig",
     "QueryError",
+    "QueryLanguage",
     "QueryResult",
     "QuerySyntaxError",
     "RayConfig",
     "ScalingConfig",
     "SourceFormat",
+    "SseReaction",
     "StateConfig",
+    "StoredProcCommands",
     "StreamError",
     "Subscription",
     "SystemClock",

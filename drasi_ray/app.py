@@ -27,12 +27,13 @@ import time
 import uuid
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 import ray
 import redis
 
 from drasi_ray.actors import barriers, launch, names, scaling
+from drasi_ray.actors.app_reactions import AppReactions
 from drasi_ray.actors.placement import Placer
 from drasi_ray.actors.shard import ShardSettings
 from drasi_ray.actors.status import AppStatus, gather_status
@@ -45,19 +46,33 @@ from drasi_ray.model.config import (
     AppConfig,
     DispatchMode,
     PlatformSourceConfig,
+    PostgresSourceSpec,
     QueryConfig,
     RayConfig,
     ScalingConfig,
     StateConfig,
 )
-from drasi_ray.model.errors import ConfigError, NotRunningError, UnknownComponentError
-from drasi_ray.model.reaction_specs import AnyReaction
+from drasi_ray.model.errors import (
+    ConfigError,
+    DrasiRayError,
+    NotRunningError,
+    UnknownComponentError,
+)
+from drasi_ray.model.reaction_specs import (
+    AnyAppReaction,
+    AnyReaction,
+    HttpReaction,
+    PlatformReaction,
+    PostgresStoredProcReaction,
+    SseReaction,
+)
 from drasi_ray.model.registrations import QueryRegistration, SubscriberSpec
 from drasi_ray.query.engine import ContinuousQuery
 from drasi_ray.reactions.factory import resolve_specs
 from drasi_ray.shards.core import ApplyProbe
 from drasi_ray.source.middleware import check_middleware
 from drasi_ray.source.platform import PlatformSource
+from drasi_ray.source.postgres.definition import PostgresSource
 from drasi_ray.streams import admin
 
 if TYPE_CHECKING:
@@ -97,6 +112,8 @@ class DrasiRay:
         self._analytics_config = analytics_config or AnalyticsConfig()
         self._analytics: Analytics | None = None  # while running with analytics enabled
         self._sources: dict[str, PlatformSource] = {}
+        self._postgres: dict[str, PostgresSource] = {}  # their consumers are in _sources
+        self._readers: dict[str, Any] = {}  # source id -> its PostgreSQL reader actor
         self._queries: dict[str, QueryConfig] = {}
         self._engines: dict[str, ContinuousQuery] = {}
         self._coordinator: Any = None
@@ -111,6 +128,7 @@ class DrasiRay:
         self._owns_ray = False
         self._clock = clock
         self._stop_listening: Callable[[], None] | None = None
+        self._reactions = AppReactions(self.namespace, app_id, self._ray)
 
     # -- configuration ------------------------------------------------------------------
 
@@ -124,9 +142,14 @@ class DrasiRay:
             scaling_config=config.scaling,
         )
         for spec in config.sources:
-            app.add_source(PlatformSource.from_spec(spec))
+            if isinstance(spec, PostgresSourceSpec):
+                app.add_source(PostgresSource.from_spec(spec))
+            else:
+                app.add_source(PlatformSource.from_spec(spec))
         for query in config.queries:
             app.add_query(query)
+        for reaction in config.reactions:
+            app.add_reaction(reaction)
         return app
 
     @classmethod
@@ -134,12 +157,18 @@ class DrasiRay:
         """Build an app from Drasi's YAML schema (``sources``) plus ``queries`` and ``ray``."""
         return cls.from_config(AppConfig.from_yaml(path))
 
-    def add_source(self, source: PlatformSource) -> DrasiRay:
+    def add_source(self, source: PlatformSource | PostgresSource) -> DrasiRay:
+        """Add a platform source, or a PostgreSQL source (its reader, and consumers of the
+        stream it writes)."""
         if source.id in self._sources:
             raise ConfigError(f"source {source.id!r} is already added")
-        self._sources[source.id] = source
+        if isinstance(source, PostgresSource):
+            self._postgres[source.id] = source
+            self._sources[source.id] = source.platform_source(self.app_id)
+        else:
+            self._sources[source.id] = source
         if self.running and source.auto_start:
-            self._start_source(source)
+            self._start_source(self._sources[source.id])
         return self
 
     def add_query(self, query: QueryConfig) -> DrasiRay:
@@ -153,10 +182,32 @@ class DrasiRay:
         if self.running and query.auto_start:
             self._check_sources(query)
             self._start_query(query)
+            self._reactions.refresh()
         return self
 
-    def add_reaction(self, query_id: str, reaction: AnyReaction) -> DrasiRay:
-        """Send a query's results to ``reaction`` too (from now on, if the app is running)."""
+    @overload
+    def add_reaction(self, target: str, reaction: AnyReaction) -> DrasiRay: ...
+
+    @overload
+    def add_reaction(self, target: AnyAppReaction) -> DrasiRay: ...
+
+    def add_reaction(
+        self, target: str | AnyAppReaction, reaction: AnyReaction | None = None
+    ) -> DrasiRay:
+        """Send a query's results to ``reaction`` too, from now on if the app is running:
+        ``add_reaction(query_id, reaction)`` for a reaction inside the query's host
+        (platform, jsonl, log, callback).
+
+        ``add_reaction(spec)`` adds a reaction of the app, an actor of its own over the
+        result streams of the queries it names (:class:`~drasi_ray.model.reaction_specs.
+        HttpReaction`, :class:`~drasi_ray.model.reaction_specs.SseReaction`); the queries it
+        names must be added first. Raises ConfigError naming the problem when it does not fit
+        them (an unknown query, a template field the query does not return)."""
+        if isinstance(target, (HttpReaction, SseReaction, PostgresStoredProcReaction)):
+            return self._add_app_reaction(target)
+        if not isinstance(target, str) or reaction is None:
+            raise TypeError("add_reaction(query_id, reaction) or add_reaction(app_reaction)")
+        query_id = target
         query = self._queries.get(query_id)
         if query is None:
             raise UnknownComponentError(f"unknown query {query_id!r}")
@@ -167,14 +218,74 @@ class DrasiRay:
             ray.get(self._query_host(query_id).add_reaction.remote(query_id, spec))
         return self
 
+    def _add_app_reaction(self, spec: AnyAppReaction) -> DrasiRay:
+        columns = {query_id: engine.column_names for query_id, engine in self._engines.items()}
+        self._reactions.add(spec, columns)
+        if self.running:
+            for query_id in self._host_of:
+                if self._reactions.covers(query_id):
+                    self._ensure_result_stream(query_id)
+            self._start_app_reaction(spec)
+            self._reactions.refresh()
+        return self
+
+    def _ensure_result_stream(self, query_id: str) -> None:
+        """Give a running query a platform reaction if it has none (a reaction of the app
+        reads its result stream)."""
+        if not any(isinstance(r, PlatformReaction) for r in self._queries[query_id].reactions):
+            self.add_reaction(query_id, PlatformReaction())
+
+    def _start_app_reaction(self, spec: AnyAppReaction) -> None:
+        relayed = not isinstance(spec, SseReaction)
+        streams = {
+            query_id: self._result_stream(query)
+            for query_id, query in self._queries.items()
+            if relayed and query_id in (spec.queries or ())
+        }
+        placement = {}
+        if relayed:
+            placement = self._placement().next_options(names.reaction_actor(spec.id))
+        self._reactions.start(spec, streams, placement)
+
+    def _result_stream(self, query: QueryConfig) -> tuple[str | None, str]:
+        """(Redis URL, stream) of the query's platform reaction, as the app resolves it."""
+        configured = self._with_reaction_defaults(query)
+        platform = next(r for r in configured.reactions if isinstance(r, PlatformReaction))
+        return platform.redis_url, platform.stream or keys.result_stream(query.id)
+
+    def reaction_url(self, reaction_id: str) -> str:
+        """The base URL an SSE reaction (the dashboard) listens at, once the app runs."""
+        if reaction_id not in self._reactions.specs:
+            raise UnknownComponentError(f"unknown reaction {reaction_id!r}")
+        if reaction_id not in self._reactions.urls:
+            raise NotRunningError(f"reaction {reaction_id!r} is not listening; call start()")
+        return self._reactions.urls[reaction_id]
+
+    @property
+    def reaction_ids(self) -> list[str]:
+        """The ids of the app's reactions that run as actors (HTTP, SSE)."""
+        return list(self._reactions.specs)
+
     def _reaction_redis_url(self, query: QueryConfig) -> str | None:
         """Where a platform reaction writes by default (:meth:`StateConfig.results_redis_url`)."""
         source = self._sources.get(query.sources[0])
         return self._state.results_redis_url(None if source is None else source.config.redis_url)
 
     def _with_reaction_defaults(self, query: QueryConfig) -> QueryConfig:
-        specs = resolve_specs(query.reactions, self._reaction_redis_url(query))
+        """The query's reactions with their defaults filled."""
+        specs = resolve_specs(
+            self._with_result_stream(query).reactions, self._reaction_redis_url(query)
+        )
         return query.model_copy(update={"reactions": tuple(specs)})
+
+    def _with_result_stream(self, query: QueryConfig) -> QueryConfig:
+        """The query with a platform reaction if a reaction of the app reads its result
+        stream and it has none."""
+        if not self._reactions.covers(query.id) or any(
+            isinstance(reaction, PlatformReaction) for reaction in query.reactions
+        ):
+            return query
+        return query.model_copy(update={"reactions": (*query.reactions, PlatformReaction())})
 
     def scale(self, source_id: str, consumers: int) -> int:
         """Run ``consumers`` consumer actors for ``source_id``; returns the previous count.
@@ -293,7 +404,9 @@ class DrasiRay:
         self._add_chain_sources()
         for query in self._queries.values():
             self._check_sources(query)
+        self._reactions.read_tokens()
         self._ensure_ray()
+        self._start_app_reactions()
         self._start_analytics()
         shards = self._scaling.shards
         self._coordinator, self._shards = launch.start_store(
@@ -312,10 +425,29 @@ class DrasiRay:
         for query in self._queries.values():
             if query.auto_start:
                 self._start_query(query)
-        for source in self._sources.values():
-            if source.auto_start:
-                self._start_source(source)
+        self._reactions.refresh()
+        try:
+            for source in self._sources.values():
+                if source.auto_start:
+                    self._start_source(source)
+        except DrasiRayError:
+            self.stop()  # a source that cannot start (a PostgreSQL error): nothing left running
+            raise
         return self
+
+    def _start_app_reactions(self) -> None:
+        """Start the reactions of the app first: an HTTP reaction's first position is then
+        before its queries' first result, and one that cannot start (a port in use) fails
+        the start before anything else runs (what did start is stopped)."""
+        try:
+            for spec in self._reactions.specs.values():
+                self._start_app_reaction(spec)
+        except BaseException:
+            self._reactions.stop()
+            if self._owns_ray:
+                ray.shutdown()
+                self._owns_ray = False
+            raise
 
     def _shard_settings(self, index: int, shards: int) -> ShardSettings:
         return ShardSettings(
@@ -465,6 +597,7 @@ class DrasiRay:
 
     def _start_query(self, query: QueryConfig) -> None:
         """Host the query, then register it: it returns bootstrapped from every shard."""
+        query = self._queries[query.id] = self._with_result_stream(query)
         engine = self._engines[query.id]
         host_name = self._host_name_for(query)
         host = self._host(host_name)
@@ -487,6 +620,21 @@ class DrasiRay:
         admin.ensure_group(self._client(config.redis_url), config)
         actors = launch.start_consumers(self.namespace, source, self._ray, self._placement())
         self._consumers[source.id] = actors
+        if source.id in self._postgres:
+            self._start_reader(self._postgres[source.id])
+
+    def _start_reader(self, source: PostgresSource) -> None:
+        """Start a PostgreSQL source's reader (after its consumers, so its snapshot is read
+        as it is written) and wait until it streams (:func:`~drasi_ray.actors.launch.
+        start_reader`: a startup error is raised as it is)."""
+        self._readers[source.id] = launch.start_reader(
+            self.namespace,
+            source,
+            self._sources[source.id].config.consumer_group,
+            self.app_id,
+            self._ray,
+            self._placement(),
+        )
 
     def stop(self) -> None:
         """Drain in-flight batches, stop every actor, and shut Ray down if we started it."""
@@ -496,7 +644,16 @@ class DrasiRay:
             self._stop_listening()
             self._stop_listening = None
         hosts = list(self._hosts.values())
-        launch.stop_actors(self.namespace, self._coordinator, self._shards, hosts, self._consumers)
+        launch.stop_actors(
+            self.namespace,
+            self._coordinator,
+            self._shards,
+            hosts,
+            self._consumers,
+            readers=list(self._readers.values()),
+            after_hosts=self._reactions.stop,  # what the hosts flushed is delivered
+        )
+        self._readers.clear()
         self._consumers.clear()
         self._hosts.clear()
         self._host_of.clear()
@@ -559,12 +716,14 @@ class DrasiRay:
         return self._hosts[self._host_of[query_id]]
 
     def flush_reactions(self, timeout: float = 30.0) -> None:
-        """Return once every query's reactions wrote every result produced so far.
+        """Return once every query's reactions wrote every result produced so far, and every
+        reaction of the app took in what the result streams then hold.
 
         Call after :meth:`wait_until_idle` to read a result stream or file deterministically.
         Raises TimeoutError if a reaction is still behind (e.g. failing) after ``timeout``.
         """
         hosts = list(self._hosts.values())
+        deadline = time.monotonic() + timeout
         behind = sorted(
             query_id
             for late in ray.get([host.flush_reactions.remote(timeout) for host in hosts])
@@ -572,6 +731,9 @@ class DrasiRay:
         )
         if behind:
             raise TimeoutError(f"reactions of {behind} not flushed within {timeout:.1f}s")
+        late = self._reactions.flush(max(deadline - time.monotonic(), 0.001))
+        if late:
+            raise TimeoutError(f"reactions {late} not flushed within {timeout:.1f}s")
 
     def wait_until_idle(self, timeout: float = 30.0) -> None:
         """Return once every entry appended to the source streams (every stream of each
@@ -592,6 +754,7 @@ class DrasiRay:
                 barriers.flush_chain(self._query_host, query_id, deadline, timeout)
 
     def _drain_once(self, deadline: float, timeout: float) -> None:
+        barriers.sync_readers(self._readers, deadline, timeout)
         sources = [
             (self._client(src.config.redis_url), src.config)
             for src in self._sources.values()
@@ -634,7 +797,13 @@ class DrasiRay:
         if not self.running:
             return AppStatus(self.app_id, False)
         return gather_status(
-            self.app_id, self._coordinator, self._hosts, self._host_of, self._consumers
+            self.app_id,
+            self._coordinator,
+            self._hosts,
+            self._host_of,
+            self._consumers,
+            readers=self._readers,
+            reactions=self._reactions.status(),
         )
 
     def coordinator_actor(self) -> Any:
@@ -667,6 +836,12 @@ class DrasiRay:
         """The name of the query host that runs ``query_id``."""
         self._query_host(query_id)
         return self._host_of[query_id]
+
+    def reader_actor(self, source_id: str) -> Any:
+        """The Ray handle of a PostgreSQL source's reader (for operations and tests)."""
+        if source_id not in self._readers:
+            raise UnknownComponentError(f"source {source_id!r} has no running reader")
+        return self._readers[source_id]
 
     def consumer_actors(self, source_id: str) -> list[Any]:
         """The Ray handles of a source's consumer actors (for operations and tests)."""

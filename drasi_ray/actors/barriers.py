@@ -2,6 +2,8 @@
 
 ``DrasiRay.wait_until_idle`` (:mod:`drasi_ray.app`) is these steps, by one deadline:
 
+0. :func:`sync_readers`: every PostgreSQL source's reader wrote what its database committed
+   before the call;
 1. :func:`drain_streams`: every entry appended to the sources' streams before the call is
    acked (a consumer acks a batch once every shard it touched applied it durably);
 2. :func:`flush_deliveries`: the coordinator's delivery barrier (every delivery made, every
@@ -15,7 +17,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import ray
@@ -27,6 +29,26 @@ from drasi_ray.streams import admin
 IDLE_POLL_S = 0.01
 RESTART_POLL_S = 0.05
 """First wait before calling again an actor that Ray is restarting (then doubling)."""
+
+
+def sync_readers(readers: Mapping[str, Any], deadline: float, timeout: float) -> None:
+    """Wait until every PostgreSQL reader (Ray handles by source id) wrote what its database
+    committed before now. A reader Ray is restarting is asked again (its new instance catches
+    up); its own failure to catch up is a TimeoutError with its reason."""
+    for source_id, reader in readers.items():
+        while True:
+            remaining = max(deadline - time.monotonic(), 0.001)
+            try:
+                ray.get(reader.sync.remote(remaining), timeout=remaining + 5)
+                break
+            except ray.exceptions.RayTaskError as exc:
+                raise TimeoutError(str(exc.cause)) from None
+            except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError) as exc:
+                if time.monotonic() > deadline:
+                    raise TimeoutError(
+                        f"the reader of {source_id!r} did not catch up within {timeout:.1f}s"
+                    ) from exc
+                time.sleep(IDLE_POLL_S)
 
 
 def drain_streams(

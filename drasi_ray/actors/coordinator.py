@@ -91,6 +91,9 @@ class CoordinatorActor:
     async def queries_of(self, host: str) -> list[QueryRegistration]:
         return await self._control.queries_of(host)
 
+    async def registrations(self) -> list[QueryRegistration]:
+        return await self._control.registrations()
+
     async def subscribe(self, spec: SubscriberSpec) -> None:
         await self._control.subscribe(spec)
 

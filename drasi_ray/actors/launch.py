@@ -20,11 +20,14 @@ from drasi_ray.actors import names, scaling
 from drasi_ray.actors.consumer import ConsumerActor
 from drasi_ray.actors.coordinator import CoordinatorActor
 from drasi_ray.actors.placement import Placer
+from drasi_ray.actors.postgres import PostgresReaderActor
 from drasi_ray.actors.query_host import QueryHostActor
 from drasi_ray.actors.shard import ShardActor, ShardSettings
 from drasi_ray.model.clock import ClockSetting
 from drasi_ray.model.config import RayConfig
+from drasi_ray.model.errors import DrasiRayError
 from drasi_ray.source.platform import PlatformSource
+from drasi_ray.source.postgres.definition import PostgresSource
 
 logger = logging.getLogger("drasi_ray.app")
 
@@ -118,25 +121,73 @@ def start_consumers(
     return actors
 
 
+def start_reader(
+    namespace: str,
+    source: PostgresSource,
+    group: str,
+    app_id: str,
+    ray_config: RayConfig,
+    placer: Placer,
+) -> Any:
+    """Start a PostgreSQL source's reader and return it once it streams. Its startup error
+    (credentials, a missing publication, a table without a key) is raised as it is: one
+    message naming the database and the fix; the actor is then ended."""
+    name = names.postgres_reader(source.id)
+    actor = PostgresReaderActor.options(  # type: ignore[attr-defined]
+        name=name,
+        namespace=namespace,
+        get_if_exists=True,
+        max_restarts=-1,
+        max_task_retries=0,
+        max_concurrency=8,  # ready, sync, report and stop beside each other
+        num_cpus=ray_config.actor_num_cpus,
+        **placer.next_options(name),
+    ).remote(
+        source.id,
+        source.config,
+        source.stream_key(app_id),
+        group,
+        app_id,
+        niceness=ray_config.actor_niceness,
+    )
+    try:
+        ray.get(actor.ready.remote(source.config.start_timeout_s))
+    except ray.exceptions.RayTaskError as exc:
+        best_effort(lambda: ray.kill(actor, no_restart=True))
+        cause = exc.cause
+        raise cause if isinstance(cause, DrasiRayError) else exc from None
+    return actor
+
+
 def stop_actors(
     namespace: str,
     coordinator: Any,
     shards: Sequence[Any],
     hosts: Sequence[Any],
     consumers: dict[str, list[Any]],
+    *,
+    readers: Sequence[Any] = (),
+    after_hosts: Callable[[], None] | None = None,
 ) -> None:
-    """Stop an app's actors without losing what is in flight: the consumers first (their
-    batches in hand finish and are acked), then every delivery is made, then the hosts signal
-    ``stopped`` and flush their reactions; then every actor is killed. Also those another
-    process started (``drasi-ray scale``), found by name."""
-    readers = [actor for actors in consumers.values() for actor in actors]
+    """Stop an app's actors without losing what is in flight: the PostgreSQL readers first
+    (nothing more is written), the consumers (their batches in hand finish and are acked),
+    then every delivery is made, then the hosts signal ``stopped`` and flush their reactions
+    (``after_hosts`` runs then: the app's reactions deliver what they flushed); then every
+    actor is killed. Also those another process started (``drasi-ray scale``), found by
+    name."""
+    best_effort(lambda: ray.get([r.stop.remote() for r in readers], timeout=STOP_TIMEOUT_S))
+    stream_consumers = [actor for actors in consumers.values() for actor in actors]
     for source_id, actors in consumers.items():
-        readers += scaling.find_consumers(namespace, source_id, len(actors))
-    best_effort(lambda: ray.get([a.stop.remote() for a in readers], timeout=STOP_TIMEOUT_S))
+        stream_consumers += scaling.find_consumers(namespace, source_id, len(actors))
+    best_effort(
+        lambda: ray.get([a.stop.remote() for a in stream_consumers], timeout=STOP_TIMEOUT_S)
+    )
     best_effort(lambda: ray.get(coordinator.flush_deliveries.remote(), timeout=STOP_TIMEOUT_S))
     best_effort(lambda: ray.get([h.stop.remote() for h in hosts], timeout=STOP_TIMEOUT_S))
+    if after_hosts is not None:
+        after_hosts()
     every_shard = [*shards, *scaling.find_shards(namespace, len(shards) + 1)]
-    for actor in [*readers, *hosts, *every_shard, coordinator]:
+    for actor in [*readers, *stream_consumers, *hosts, *every_shard, coordinator]:
         best_effort(functools.partial(ray.kill, actor))
 
 

@@ -112,6 +112,9 @@ class QueryHostActor:
     def results(self, query_id: str) -> list[dict[str, Any]]:
         return self._host.results(query_id)
 
+    async def snapshot(self, query_id: str) -> tuple[list[dict[str, Any]], int]:
+        return await self._host.snapshot(query_id)
+
     async def settle(self, query_id: str) -> int:
         return await self._host.settle(query_id)
 

@@ -3,11 +3,13 @@
 ``DrasiRay.status()`` asks every actor for its report: each consumer (its
 :class:`~drasi_ray.source.consumer.ConsumerReport`), every store shard
 (:class:`~drasi_ray.shards.core.ShardReport`, and their sum), each query host
-(:class:`~drasi_ray.host.core.HostReport`) and each query
-(:class:`~drasi_ray.host.runner.QueryReport`). An actor that does not answer (dead, restarting,
-or busy past the timeout) is reported :class:`Unavailable`, never raised. :meth:`AppStatus.
-as_dict` is the plain-data form (``drasi-ray run --json``, logs); the accessors
-(:meth:`AppStatus.query`, ...) return the typed reports.
+(:class:`~drasi_ray.host.core.HostReport`), each query
+(:class:`~drasi_ray.host.runner.QueryReport`), each PostgreSQL source's reader
+(:class:`~drasi_ray.source.postgres.reader.ReaderReport`) and the app's reactions. An actor
+that does not answer (dead, restarting, or busy past the timeout) is reported
+:class:`Unavailable`, never raised. :meth:`AppStatus.as_dict` is the plain-data form
+(``drasi-ray run --json``, logs); the accessors (:meth:`AppStatus.query`, ...) return the typed
+reports.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from drasi_ray.host.runner import QueryReport
 from drasi_ray.model.errors import NotRunningError, UnknownComponentError
 from drasi_ray.shards.core import ShardReport
 from drasi_ray.source.consumer import ConsumerReport
+from drasi_ray.source.postgres.reader import ReaderReport
 
 T = TypeVar("T")
 
@@ -48,7 +51,9 @@ class AppStatus:
 
     ``coordinator``: every store shard's report added up (None when the app does not run);
     ``shards``: each shard's, by index; ``sources``: each source's consumers, by index;
-    ``hosts``: each query host's, by name; ``queries``: each query's, by id.
+    ``hosts``: each query host's, by name; ``queries``: each query's, by id; ``readers``:
+    each PostgreSQL source's reader, by source id; ``reactions``: each app reaction's status
+    in its plain-data form (``state: unavailable`` when it did not answer), by id.
     """
 
     app: str
@@ -58,6 +63,8 @@ class AppStatus:
     sources: Mapping[str, tuple[ConsumerReport | Unavailable, ...]] = field(default_factory=dict)
     hosts: Mapping[str, HostReport | Unavailable] = field(default_factory=dict)
     queries: Mapping[str, QueryReport | Unavailable] = field(default_factory=dict)
+    readers: Mapping[str, ReaderReport | Unavailable] = field(default_factory=dict)
+    reactions: Mapping[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def totals(self) -> ShardReport:
@@ -74,6 +81,11 @@ class AppStatus:
     def host(self, name: str) -> HostReport:
         """The report of query host ``name`` (UnknownComponentError as for :meth:`query`)."""
         return _answered(self.hosts, name, "query host")
+
+    def reader(self, source_id: str) -> ReaderReport:
+        """The report of ``source_id``'s PostgreSQL reader (UnknownComponentError as for
+        :meth:`query`)."""
+        return _answered(self.readers, source_id, "reader of source")
 
     def consumers(self, source_id: str) -> list[ConsumerReport]:
         """The reports of ``source_id``'s consumers that answered."""
@@ -95,8 +107,10 @@ class AppStatus:
                 source_id: [report.as_dict() for report in reports]
                 for source_id, reports in self.sources.items()
             },
+            "readers": {source: report.as_dict() for source, report in self.readers.items()},
             "hosts": {name: report.as_dict() for name, report in self.hosts.items()},
             "queries": {query_id: report.as_dict() for query_id, report in self.queries.items()},
+            "reactions": dict(self.reactions),
         }
 
 
@@ -115,9 +129,13 @@ def gather_status(
     hosts: Mapping[str, Any],
     host_of: Mapping[str, str],
     consumers: Mapping[str, list[Any]],
+    *,
+    readers: Mapping[str, Any] | None = None,
+    reactions: Mapping[str, dict[str, Any]] | None = None,
 ) -> AppStatus:
     """Ask every actor of a running app for its report (Ray handles: the coordinator, the
-    query hosts by name, each query's host name, each source's consumers)."""
+    query hosts by name, each query's host name, each source's consumers, each PostgreSQL
+    reader by source id; ``reactions``: the app reactions' statuses, gathered already)."""
     queries: dict[str, QueryReport | Unavailable] = {}
     host_reports: dict[str, HostReport | Unavailable] = {}
     for name, host in hosts.items():
@@ -137,6 +155,8 @@ def gather_status(
         },
         hosts=host_reports,
         queries=queries,
+        readers={source_id: ask(reader.report) for source_id, reader in (readers or {}).items()},
+        reactions=dict(reactions or {}),
     )
 
 

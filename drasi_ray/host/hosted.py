@@ -49,6 +49,7 @@ from drasi_ray.model.changes import ElementDelta, PipedChange
 from drasi_ray.model.clock import ActorClock, ClockSetting
 from drasi_ray.model.config import DispatchMode, QueryConfig
 from drasi_ray.model.identity import reads_several
+from drasi_ray.model.query_specs import QueryLanguage
 from drasi_ray.model.reaction_specs import AnyReaction
 from drasi_ray.model.results import ControlSignal, Delivered
 from drasi_ray.model.shards import BootstrapPart
@@ -71,8 +72,12 @@ piped changes) by shard (each shard's in its order)."""
 
 def query_digest(config: QueryConfig) -> str:
     """What identifies the query a persisted function state belongs to: its text and
-    parameters (call sites are numbered from the text)."""
-    return digest((config.query, tuple(sorted((k, repr(v)) for k, v in config.parameters.items()))))
+    parameters (call sites are numbered from the text), and its language if not Cypher (so a
+    Cypher query's digest is what it was before GQL existed)."""
+    parameters = tuple(sorted((k, repr(v)) for k, v in config.parameters.items()))
+    if config.query_language is QueryLanguage.CYPHER:
+        return digest((config.query, parameters))
+    return digest((config.query, parameters, config.query_language.value))
 
 
 BatchObserver = Callable[[list[Delivered]], None]
@@ -342,6 +347,12 @@ class HostedQuery:
 
     def results(self) -> list[dict[str, Any]]:
         return self.runner.engine.results()
+
+    async def snapshot(self) -> tuple[list[dict[str, Any]], int]:
+        """The result rows and the sequence of the last result they include, taken together
+        (no delivery or re-evaluation is half applied: they run under the same turn)."""
+        async with self._turn:
+            return self.runner.engine.results(), self.runner.sequence
 
     def add_reaction(self, spec: AnyReaction) -> None:
         """Start one more reaction; it receives the results from now on."""

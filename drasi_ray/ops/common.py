@@ -8,7 +8,7 @@ from typing import Any
 import redis
 
 from drasi_ray.model import keys
-from drasi_ray.model.config import AppConfig, QueryConfig, SourceSpec
+from drasi_ray.model.config import AppConfig, PostgresSourceSpec, QueryConfig, SourceSpec
 from drasi_ray.model.errors import ConfigError, UnknownComponentError
 from drasi_ray.model.reaction_specs import PlatformReaction
 
@@ -52,7 +52,7 @@ def with_redis_url(config: AppConfig, redis_url: str) -> AppConfig:
     return AppConfig.from_mapping(raw, origin="--redis-url")
 
 
-def source_spec(config: AppConfig, source_id: str) -> SourceSpec:
+def source_spec(config: AppConfig, source_id: str) -> SourceSpec | PostgresSourceSpec:
     for spec in config.sources:
         if spec.id == source_id:
             return spec

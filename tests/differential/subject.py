@@ -22,7 +22,7 @@ import orjson
 from drasi_ray.model.config import QueryConfig
 from drasi_ray.model.encoding import dumps
 from drasi_ray.model.errors import ConfigError, QuerySyntaxError
-from drasi_ray.model.query_specs import MiddlewareSpec, QueryJoin
+from drasi_ray.model.query_specs import MiddlewareSpec, QueryJoin, QueryLanguage
 from drasi_ray.model.results import QueryResult
 from drasi_ray.query.engine import ContinuousQuery
 from drasi_ray.query.expressions import contains_aggregate
@@ -52,6 +52,7 @@ class DrasiRaySubject:
         config = QueryConfig(
             id=query.id,
             query=query.text,
+            query_language=QueryLanguage(query.language),
             sources=query.sources,
             joins=tuple(QueryJoin.model_validate(join) for join in query.joins),
             middleware=tuple(MiddlewareSpec.model_validate(spec) for spec in query.middleware),

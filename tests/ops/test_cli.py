@@ -15,7 +15,17 @@ from drasi_ray.ops import cli
 from drasi_ray.streams.records import DeadLetter
 
 EXAMPLES = Path(__file__).parent.parent.parent / "examples"
-SUBCOMMANDS = ["demo", "run", "validate", "publish", "status", "dlq", "replay", "scale"]
+SUBCOMMANDS = [
+    "demo",
+    "run",
+    "dashboard",
+    "validate",
+    "publish",
+    "status",
+    "dlq",
+    "replay",
+    "scale",
+]
 
 APP = """\
 id: cli-app
@@ -72,6 +82,19 @@ def test_validate_reports_a_bad_query_at_the_token(
     # the file's line 13 is "      RETURN s.id AS id ORDER BY s.id": ORDER starts at column 25
     assert "app.yaml:13:25: queries.0.query: ORDER BY is not supported" in out, out
     assert "(query line 1, column 61)" in out
+
+
+def test_validate_reads_a_gql_query_as_gql(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    gql = APP.replace("    query: >\n", "    query_language: GQL\n    query: >\n").replace(
+        "WHERE s.temperature > 70", "FILTER s.temperature > 70"
+    )
+    assert cli.main(["validate", _app_file(tmp_path, "redis://localhost:6379", gql)]) == 0
+    bad = gql.replace("RETURN s.id AS id", "RETURN toUpper(s.id) AS id")
+    assert cli.main(["validate", _app_file(tmp_path, "redis://localhost:6379", bad)]) == 1
+    out = capsys.readouterr().out.strip()
+    assert "app.yaml:14:14: queries.0.query: unknown GQL function 'toUpper'; GQL writes" in out
 
 
 def test_validate_accepts_the_example(capsys: pytest.CaptureFixture[str]) -> None:

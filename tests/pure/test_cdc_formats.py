@@ -292,6 +292,7 @@ queries:
         encoding="utf-8",
     )
     (spec,) = AppConfig.from_yaml(path).sources
+    assert isinstance(spec.properties, PlatformSourceConfig)
     assert spec.properties.format is SourceFormat.DEBEZIUM
     assert spec.properties.cdc == CdcConfig(
         labels={"customers": "Customer"}, keys={"orders": ("order_id", "line")}

@@ -112,6 +112,7 @@ def test_yaml_schema(tmp_path: Path) -> None:
     assert config.id == "sensors-app"
     (source,) = config.sources
     assert source.dispatch_mode is DispatchMode.BROADCAST
+    assert isinstance(source.properties, PlatformSourceConfig)
     assert source.properties.consumers == 3
     app = DrasiRay.from_yaml(path)
     assert app.source_ids == ["sensors"] and app.query_ids == ["hot"]
