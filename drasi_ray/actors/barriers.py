@@ -24,6 +24,7 @@ import ray
 import redis
 
 from drasi_ray.model.config import PlatformSourceConfig
+from drasi_ray.model.errors import ComponentUnavailableError, UnknownComponentError
 from drasi_ray.streams import admin
 
 IDLE_POLL_S = 0.01
@@ -132,3 +133,30 @@ def call_restartable(
                 raise TimeoutError(f"actors did not come back for {method} within {timeout:.1f}s")
             time.sleep(backoff)
             backoff = min(backoff * 2, 1.0)
+
+
+def read_restartable(call: Callable[[], Any], what: str, timeout: float) -> Any:
+    """``ray.get(call())``, made again while the actor restarts (it answers Ray's
+    RayActorError, or, a host not yet hosting its queries again, UnknownComponentError) until
+    ``timeout``; then ComponentUnavailableError naming ``what``. For reads and idempotent calls
+    only."""
+    deadline = time.monotonic() + timeout
+    pause = RESTART_POLL_S
+    while True:
+        try:
+            return ray.get(call(), timeout=max(deadline - time.monotonic(), 0.001))
+        except ray.exceptions.GetTimeoutError as exc:
+            raise ComponentUnavailableError(f"{what} did not answer within {timeout:g}s") from exc
+        except (ray.exceptions.RayActorError, ray.exceptions.RayTaskError) as exc:
+            restarting = isinstance(exc, ray.exceptions.RayActorError) or isinstance(
+                getattr(exc, "cause", None), UnknownComponentError
+            )
+            if not restarting:
+                raise
+            if time.monotonic() + pause > deadline:
+                raise ComponentUnavailableError(
+                    f"{what} is unavailable (restarting, or gone) after {timeout:g}s: "
+                    f"{type(exc).__name__}"
+                ) from exc
+        time.sleep(pause)
+        pause = min(pause * 2, 1.0)

@@ -39,7 +39,9 @@ class CoordinatorActor:
         self._service = shard_service(settings)
         url = settings.state_url
         state = None if url is None else StateStore.from_url(url, settings.app_id)
-        self._control = ControlPlane(self._service, RayCluster(settings.namespace), state, GONE)
+        self._control = ControlPlane(
+            self._service, RayCluster(settings.namespace), state, GONE, settings.credentials
+        )
         self._shard = LoadedShard(self._service, self._control.loaded)
         self._line_server = LineServer[ShardCalls](
             self._shard, ShardCalls, enabled=settings.direct_calls

@@ -128,8 +128,10 @@ class ChangeLogActor:
     def __init__(self, handle: Any) -> None:
         self._handle = handle
 
-    def append(self, source_id: str, records: list[ChangeRecord]) -> None:
-        self._handle.append.remote(source_id, records)
+    def append(
+        self, source_id: str, records: list[ChangeRecord], unapplied: list[ChangeRecord]
+    ) -> None:
+        self._handle.append.remote(source_id, records, unapplied)
 
     async def flush(self) -> int:
         rows: int = await self._handle.flush.remote()

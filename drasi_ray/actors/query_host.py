@@ -109,8 +109,8 @@ class QueryHostActor:
     ) -> ResultBatch:
         return await self._host.take(query_id, subscriber_id, max_items, timeout_s)
 
-    def results(self, query_id: str) -> list[dict[str, Any]]:
-        return self._host.results(query_id)
+    async def results(self, query_id: str, timeout_s: float = 30.0) -> list[dict[str, Any]]:
+        return await self._host.results(query_id, timeout_s)
 
     async def snapshot(self, query_id: str) -> tuple[list[dict[str, Any]], int]:
         return await self._host.snapshot(query_id)

@@ -42,6 +42,8 @@ class ShardSettings:
     probe: ApplyProbe | None = None
     analytics_actor: str | None = None
     direct_calls: bool = True
+    credentials: tuple[str, ...] = ()
+    """The app's Redis URLs with their passwords: stored registrations hold none."""
 
 
 def shard_service(settings: ShardSettings) -> ShardService:

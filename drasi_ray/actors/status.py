@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 
 import ray
 
+from drasi_ray.actors.barriers import read_restartable
 from drasi_ray.host.core import HostReport
 from drasi_ray.host.runner import QueryReport
 from drasi_ray.model.errors import NotRunningError, UnknownComponentError
@@ -132,10 +133,13 @@ def gather_status(
     *,
     readers: Mapping[str, Any] | None = None,
     reactions: Mapping[str, dict[str, Any]] | None = None,
+    timeout: float = HOST_TIMEOUT_S,
 ) -> AppStatus:
     """Ask every actor of a running app for its report (Ray handles: the coordinator, the
     query hosts by name, each query's host name, each source's consumers, each PostgreSQL
-    reader by source id; ``reactions``: the app reactions' statuses, gathered already)."""
+    reader by source id; ``reactions``: the app reactions' statuses, gathered already). An
+    actor that does not answer is reported :class:`Unavailable`; while the coordinator
+    restarts this waits, up to ``timeout``, then raises ComponentUnavailableError."""
     queries: dict[str, QueryReport | Unavailable] = {}
     host_reports: dict[str, HostReport | Unavailable] = {}
     for name, host in hosts.items():
@@ -143,11 +147,16 @@ def gather_status(
         reports = _ask_all(host.info)
         for query_id in [q for q, h in host_of.items() if h == name]:
             queries[query_id] = reports.get(query_id, Unavailable())
-    shards: list[ShardReport] = ray.get(coordinator.shard_stats.remote())
+    shards: list[ShardReport] = read_restartable(
+        lambda: coordinator.shard_stats.remote(), "the coordinator", timeout
+    )
+    stats: ShardReport = read_restartable(
+        lambda: coordinator.stats.remote(), "the coordinator", timeout
+    )
     return AppStatus(
         app_id,
         True,
-        coordinator=ray.get(coordinator.stats.remote()),
+        coordinator=stats,
         shards=tuple(shards),
         sources={
             source_id: tuple(ask(actor.stats) for actor in actors)

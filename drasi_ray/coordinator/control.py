@@ -17,8 +17,9 @@ other shards and the query hosts through a :class:`Cluster` (Ray handles in the 
 
 Resume contract: a restarted control plane reloads its shard's records, the table, the
 registrations and the shard count from Redis (without durable state: the shard count from the
-shards alive, the registrations from the query hosts), learns the live subscriptions from the
-query hosts (they are never persisted), then starts a new round for every query. While it is
+shards alive, the registrations from the query hosts), reloads the live subscriptions (kept in
+Redis with durable state) and learns those the query hosts hold, then starts a new round for
+every query. While it is
 down, the other shards and the query hosts go on; consumers wait for it only when a batch has
 changes of its elements or control events.
 """
@@ -125,10 +126,14 @@ class ControlPlane:
         cluster: Cluster,
         state: StateStore | None = None,
         gone: tuple[type[BaseException], ...] = (),
+        credentials: Sequence[str] = (),
     ) -> None:
         """``here``: store shard 0; ``state``: the durable state (None: in memory);
-        ``gone``: the errors that mean a shard or host is gone (its restart catches up)."""
+        ``gone``: the errors that mean a shard or host is gone (its restart catches up);
+        ``credentials``: the app's Redis URLs with their passwords (stored registrations hold
+        none: :meth:`QueryRegistration.from_json`)."""
         self.here = here
+        self._credentials = tuple(credentials)
         self._cluster = cluster
         self._state = state
         self._gone = gone
@@ -164,7 +169,8 @@ class ControlPlane:
         assert self._state is not None
         table = await self._state.load_table()
         registrations = [
-            QueryRegistration.from_json(record) for record in await self._state.load_registrations()
+            QueryRegistration.from_json(record, self._credentials)
+            for record in await self._state.load_registrations()
         ]
         self.registry.load(registrations, table)
         if self.here.restarted:
@@ -184,11 +190,20 @@ class ControlPlane:
         self.registry.load(registrations, None)
 
     async def _learn_subscribers(self) -> None:
-        """After a restart: the subscriptions the query hosts hold. A host restarting at the
-        same time holds none yet: its subscriptions are lost (their handles stay quiet)."""
+        """After a restart: the subscriptions kept in Redis (durable state) and those the
+        query hosts hold. Without durable state, a host restarting at the same time holds none
+        yet: its subscriptions are lost, and their handles raise SubscriptionLostError."""
         await self.control_loaded
         if not self.here.restarted:
             return
+        if self._state is not None:
+            records = await outlasting(
+                self._state.load_subscribers, REDIS_TRANSIENT, "coordinator: subscribers", logger
+            )
+            for record in records:
+                spec = SubscriberSpec.from_json(record)
+                if spec.query_id in self.registry.registrations:
+                    self.registry.subscribers[spec.subscriber_id] = spec
         for host in self.registry.hosts:
             try:
                 specs = await self._cluster.host(host).subscriber_specs()
@@ -263,12 +278,26 @@ class ControlPlane:
         if registration is None:
             raise UnknownComponentError(f"query {spec.query_id!r} is not registered")
         self.registry.subscribers[spec.subscriber_id] = spec
+        await self._save_subscriber(spec.subscriber_id, spec.to_json())
         await self._cluster.host(registration.host).subscribe(spec)
+
+    async def _save_subscriber(self, subscriber_id: str, record: bytes | None) -> None:
+        """Keep a subscription in Redis too: a coordinator restarted while its query's host
+        restarts still knows it (the host asks it which buffers to open)."""
+        if self._state is not None:
+            state = self._state
+            await outlasting(
+                lambda: state.save_subscriber(subscriber_id, record),
+                REDIS_TRANSIENT,
+                "coordinator: saving a subscription",
+                logger,
+            )
 
     async def unsubscribe(self, query_id: str, subscriber_id: str) -> None:
         """Close a subscriber's buffer and forget it (a host that is gone has lost it)."""
         await self._subscribers_known
         self.registry.subscribers.pop(subscriber_id, None)
+        await self._save_subscriber(subscriber_id, None)
         registration = self.registry.registrations.get(query_id)
         if registration is None:
             return

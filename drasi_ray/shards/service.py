@@ -78,8 +78,12 @@ class HostConnection(HostCalls, Protocol):
 class ChangeLogSink(Protocol):
     """Where a shard forwards the changes it applied (the analytics change log)."""
 
-    def append(self, source_id: str, records: list[ChangeRecord]) -> None:
-        """Fire and forget: one call per batch, never waited on."""
+    def append(
+        self, source_id: str, records: list[ChangeRecord], unapplied: list[ChangeRecord]
+    ) -> None:
+        """Fire and forget: one call per batch, never waited on. ``records`` the store
+        applied; ``unapplied`` valid changes it took nothing visible from (overtaken by a
+        newer change, or duplicates: the log drops the latter by their position)."""
 
     async def flush(self) -> int:
         """Seal what was appended so far (after every earlier append); the rows it holds."""
@@ -393,8 +397,13 @@ class ShardService:
         if not applied or self._change_log is None:
             return
         records = [change_record(entry_id, change, delta) for entry_id, change, delta in applied]
+        took = [delta is not None for _, _, delta in applied]
         applied.clear()
-        self._change_log.append(source_id, records)
+        self._change_log.append(
+            source_id,
+            [record for record, yes in zip(records, took, strict=True) if yes],
+            [record for record, yes in zip(records, took, strict=True) if not yes],
+        )
 
     async def _try_persist(self, source_id: str, report: BatchReport) -> Exception | None:
         try:

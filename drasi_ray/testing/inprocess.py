@@ -260,7 +260,7 @@ class InProcessApp:
 
     def results(self, query_id: str) -> list[dict[str, Any]]:
         """The query's current result rows."""
-        return self.hosts[self._placed[query_id]].results(query_id)
+        return self.engine(query_id).results()
 
     # -- changes ------------------------------------------------------------------------
 

@@ -110,7 +110,7 @@ def test_a_registration_bootstraps_the_query_from_every_shard() -> None:
         loaded = await control.register_query(QueryRegistration(QUERY, "host", ("Sensor",), None))
         assert loaded == 10
         await control.flush_deliveries()
-        assert cluster.hosts["host"].results("q") == [{"n": 10}]
+        assert await cluster.hosts["host"].results("q") == [{"n": 10}]
         assert (await control.stats()).elements == {"s": 10}
 
     asyncio.run(scenario())
@@ -162,7 +162,7 @@ def test_a_restarted_control_plane_learns_its_queries_and_subscribers_from_the_h
         assert list(again.registry.registrations) == ["q"]
         assert await again.subscribers_of("host") == [spec]
         await again.flush_deliveries()
-        assert cluster.hosts["host"].results("q") == []  # rebuilt from the shard, empty now
+        assert await cluster.hosts["host"].results("q") == []  # rebuilt from the shard, empty now
         cluster.gone.add("host")
         await again.unsubscribe("q", "sub")  # a host that is gone has lost it: no error
         assert await again.subscribers_of("host") == []

@@ -105,7 +105,7 @@ def test_a_part_that_comes_before_its_query_is_kept_until_the_query_is_added() -
         await host.add_query(REGISTRATION)
         await host.subscribe(SPEC)
         await host.deliver(0, 10, 2, _packet(_insert("b", 2)))
-        assert host.results("q") == [{"name": "a"}, {"name": "b"}]
+        assert await host.results("q") == [{"name": "a"}, {"name": "b"}]
 
     asyncio.run(scenario())
 
@@ -116,7 +116,7 @@ def test_unknown_queries_and_subscribers() -> None:
         assert list(await host.take("other", "sub", None, 0.0)) == []
         assert list(await host.take("q", "nobody", None, 0.0)) == []
         with pytest.raises(UnknownComponentError, match="'other' is not on host host"):
-            host.results("other")
+            await host.results("other")
         assert [spec.subscriber_id for spec in await host.subscriber_specs()] == ["sub"]
         await host.unsubscribe("q", "sub")
         assert await host.subscriber_specs() == []
