@@ -13,7 +13,11 @@ import pytest
 from drasi_ray.host.core import QueryHost
 from drasi_ray.model.changes import ElementDelta, node
 from drasi_ray.model.config import DispatchMode, QueryConfig
-from drasi_ray.model.errors import StaleDeliveryError, UnknownComponentError
+from drasi_ray.model.errors import (
+    StaleDeliveryError,
+    SubscriptionLostError,
+    UnknownComponentError,
+)
 from drasi_ray.model.registrations import QueryRegistration, SubscriberSpec
 from drasi_ray.model.results import QueryResult
 from drasi_ray.model.shards import BootstrapPart
@@ -113,8 +117,11 @@ def test_a_part_that_comes_before_its_query_is_kept_until_the_query_is_added() -
 def test_unknown_queries_and_subscribers() -> None:
     async def scenario() -> None:
         host = await _host_with_query()
-        assert list(await host.take("other", "sub", None, 0.0)) == []
-        assert list(await host.take("q", "nobody", None, 0.0)) == []
+        # a read is never answered with silence: a buffer nobody keeps is lost, and says so
+        with pytest.raises(SubscriptionLostError, match="query 'other' is not on host host"):
+            await host.take("other", "sub", None, 0.0)
+        with pytest.raises(SubscriptionLostError, match="subscription nobody to query 'q'"):
+            await host.take("q", "nobody", None, 0.0)
         with pytest.raises(UnknownComponentError, match="'other' is not on host host"):
             await host.results("other")
         assert [spec.subscriber_id for spec in await host.subscriber_specs()] == ["sub"]
