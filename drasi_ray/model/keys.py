@@ -121,6 +121,12 @@ def element_store(app: str, source_id: str) -> str:
     return f"{NAMESPACE}:{_require_app(app)}:store:{_require('source_id', source_id)}"
 
 
+def subscribers(app: str) -> str:
+    """The hash of an app's live subscriptions (subscriber id -> spec):
+    ``drasi:<app>:subscribers``."""
+    return f"{NAMESPACE}:{_require_app(app)}:subscribers"
+
+
 def subscriptions(app: str) -> str:
     """The subscription-table hash of an app: ``drasi:<app>:subscriptions``."""
     return f"{NAMESPACE}:{_require_app(app)}:subscriptions"
@@ -171,25 +177,22 @@ def history_limits(app: str) -> str:
     return f"{NAMESPACE}:{_require_app(app)}:history-limits"
 
 
+DEFAULT_CONSUMER_GROUP = "drasi_ray"
+"""The group of a source config used outside any app (tests, benchmarks)."""
+
+
+def consumer_group(app_id: str) -> str:
+    """The consumer group of an app's source that names none: ``drasi_ray.<app id>``, so two
+    apps reading one stream each see every entry (sharing a group is a choice made by naming
+    it)."""
+    return f"{DEFAULT_CONSUMER_GROUP}.{_require('app_id', app_id)}"
+
+
 def consumer_name(base: str, index: int) -> str:
     """The name of consumer number ``index`` (>= 0) in a group: ``<base>-<index>``."""
     if index < 0:
         raise ConfigError(f"consumer index must be >= 0 (got {index})")
     return f"{_require('base', base)}-{index}"
-
-
-def consumer_index(base: str, name: str) -> int | None:
-    """The inverse of :func:`consumer_name`: the index, or None if ``name`` is not ours.
-
-    Lets a supervisor recognise its own consumers among ``XINFO CONSUMERS`` (and spot ghosts).
-    """
-    prefix = f"{base}-"
-    if not name.startswith(prefix):
-        return None
-    digits = name[len(prefix) :]
-    if not (digits.isascii() and digits.isdigit()) or (len(digits) > 1 and digits[0] == "0"):
-        return None
-    return int(digits)
 
 
 def chain_stream(app: str, query_id: str) -> str:

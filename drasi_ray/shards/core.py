@@ -84,8 +84,8 @@ class ShardStats:
 
 @dataclass(frozen=True, slots=True)
 class ShardReport:
-    """A store shard's live status (``DrasiRay.status()["shards"]``), or every shard's added
-    up (``DrasiRay.status()["coordinator"]``: :func:`combine_reports`).
+    """A store shard's live status (``DrasiRay.status().shards``), or every shard's added
+    up (``DrasiRay.status().coordinator``: :func:`combine_reports`).
 
     ``durable``: the counters kept in Redis per source (every shard adds to the same ones, so
     they count the whole app, across restarts; empty without durable state); ``elements`` and
@@ -149,8 +149,10 @@ class ShardCore:
         self.piped: dict[str, set[str]] = {}
         self.stats = ShardStats()
         self._probe = probe
-        # (entry id, change, delta) of each applied change, for the change log; None: not kept.
-        self.applied: list[tuple[str, ElementChange, ElementDelta]] | None = None
+        # (entry id, change, delta) of each valid change, for the change log (delta None: the
+        # store took nothing visible from it: overtaken by a newer change, or a duplicate,
+        # which the log drops by its position); None: not kept.
+        self.applied: list[tuple[str, ElementChange, ElementDelta | None]] | None = None
         # Every property value in the stores is a JSON value (they come from decoded JSON and
         # from the orjson state), so deltas may travel as MessagePack; False for good once a
         # batch of built entries (any Python values) was applied.
@@ -173,7 +175,7 @@ class ShardCore:
         for source_id in sources:
             self.piped.setdefault(source_id, set()).add(query_id)
 
-    def apply_entries(
+    def apply_entries(  # noqa: C901  (the per-change hot loop, inline on purpose)
         self, source_id: str, entries: Sequence[DecodedEntry], json_values: bool = False
     ) -> tuple[dict[str, list[Routed]], BatchReport]:
         """Apply a batch to the store; return what each query must see, in order: deltas,
@@ -199,6 +201,8 @@ class ShardCore:
                 delta = store.apply(change)
                 if delta is None:
                     report.duplicates += 1
+                    if self.applied is not None:  # overtaken changes are history too
+                        self.applied.append((entry.entry_id, change, None))
                     continue
                 report.applied += 1
                 if self.applied is not None:

@@ -566,7 +566,9 @@ class InProcessChain:
             up, down = pair.upstream.id, pair.downstream
             rows = as_users_read(self.upstream.engines[up].results_by_id())
             actual = self.downstream.results(down.id)
-            verdict = judge(down, {up: rows}, actual, lambda up=up: self.carried[up])
+            verdict = judge(
+                down, {up: rows}, actual, functools.partial(self.carried.__getitem__, up)
+            )
             if verdict == HISTORY:
                 self.report.history_dependent.append(down.id)
             elif verdict:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping
+from typing import Any
 
 import pytest
 
@@ -54,7 +55,9 @@ class _NodePerDiff(InProcessChain):
     """The chain as it was before issue #33: an aggregation's update of a group whose before
     does not read as the row published is a new node (here: every row change of a group)."""
 
-    def _publish(self, query_id: str, changes: Mapping[str, dict | None], time_ms: int) -> None:
+    def _publish(
+        self, query_id: str, changes: Mapping[str, dict[str, Any] | None], time_ms: int
+    ) -> None:
         renamed = {
             f"{node_id}#{self.report.changes}" if row is not None else node_id: row
             for node_id, row in changes.items()

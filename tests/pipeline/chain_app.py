@@ -15,6 +15,7 @@ downstream's diffs, replayed, with its results.
 
 from __future__ import annotations
 
+import functools
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -205,11 +206,13 @@ class ChainApp:
 
     def _rows(self, upstream_id: str) -> dict[str, dict[str, Any]]:
         client = redis.Redis.from_url(self.url)
-        return upstream_rows(client.hgetall(keys.chain_rows(self.app.app_id, upstream_id)))
+        raw: Any = client.hgetall(keys.chain_rows(self.app.app_id, upstream_id))
+        return upstream_rows(raw)
 
     def _carried(self, upstream_id: str) -> list[NodeChange]:
         client = redis.Redis.from_url(self.url)
-        return carried_changes(client.xrange(keys.chain_stream(self.app.app_id, upstream_id)))
+        entries: Any = client.xrange(keys.chain_stream(self.app.app_id, upstream_id))
+        return carried_changes(entries)
 
     def _chain_problems(self) -> list[str]:
         """Each chain's rows hash against its upstream's results, and its stream against the
@@ -236,7 +239,7 @@ class ChainApp:
             if not judged:
                 problem = mismatches(down, oracle_results(down, rows), actual)
             else:
-                problem = judge(down, rows, actual, lambda up=up: self._carried(up))
+                problem = judge(down, rows, actual, functools.partial(self._carried, up))
                 if problem == HISTORY:
                     self.outcome.history_dependent.append(down.id)
                     problem = ""

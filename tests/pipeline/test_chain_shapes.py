@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import uuid
+from typing import Any, cast
 
 import pytest
 import redis
@@ -104,7 +105,7 @@ def _problems(app: DrasiRay, url: str) -> list[str]:
     client = redis.Redis.from_url(url)
     chained = {source for spec in QUERIES for source in spec.sources} - {"s"}
     rows = {
-        query_id: upstream_rows(client.hgetall(keys.chain_rows(app.app_id, query_id)))
+        query_id: upstream_rows(cast(Any, client.hgetall(keys.chain_rows(app.app_id, query_id))))
         for query_id in chained
     }
     found = []

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import orjson
 
 from drasi_ray.reactions.chain import (
@@ -16,7 +18,7 @@ from drasi_ray.reactions.chain import (
 )
 
 
-def ops(plan: Plan) -> list[tuple[str, str, dict]]:
+def ops(plan: Plan) -> list[tuple[str, str, dict[str, Any]]]:
     return [(c.op, c.node_id, c.row) for c in plan.changes]
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -12,13 +13,17 @@ from drasi_ray import (
     ConfigError,
     DispatchMode,
     DrasiRay,
+    PlatformReaction,
     PlatformSource,
     PlatformSourceConfig,
     Query,
     QuerySyntaxError,
     StateConfig,
 )
-from drasi_ray.coordinator.registry import QueryRegistration, Registry, SubscriberSpec
+from drasi_ray.coordinator.registry import Registry
+from drasi_ray.model import keys
+from drasi_ray.model.config import expand_secrets
+from drasi_ray.model.registrations import QueryRegistration, SubscriberSpec
 
 YAML = """
 id: sensors-app
@@ -60,7 +65,7 @@ def test_builder_matches_config_object() -> None:
     )
     config = PlatformSourceConfig(
         redis_url="redis://localhost:6379",
-        stream_key="sensor-changes",
+        stream_keys=("sensor-changes",),
         consumer_group="drasi-consumers",
         consumer_name="consumer",
         consumers=3,
@@ -75,8 +80,8 @@ def test_builder_matches_config_object() -> None:
 
 
 def test_defaults_follow_drasi() -> None:
-    config = PlatformSourceConfig(redis_url="redis://h:1", stream_key="s")
-    assert config.consumer_group == "drasi-core"
+    config = PlatformSourceConfig(redis_url="redis://h:1", stream_keys=("s",))
+    assert config.consumer_group == "drasi_ray"  # outside an app; an app's own below
     assert (config.batch_size, config.block_ms, config.consumers) == (100, 5000, 1)
     assert config.start_id == "$"
     assert config.dead_letter_key == "s:dlq"
@@ -111,6 +116,7 @@ def test_yaml_schema(tmp_path: Path) -> None:
     assert config.id == "sensors-app"
     (source,) = config.sources
     assert source.dispatch_mode is DispatchMode.BROADCAST
+    assert isinstance(source.properties, PlatformSourceConfig)
     assert source.properties.consumers == 3
     app = DrasiRay.from_yaml(path)
     assert app.source_ids == ["sensors"] and app.query_ids == ["hot"]
@@ -173,14 +179,14 @@ def test_query_without_known_source_is_refused_at_start() -> None:
 
 
 def test_duplicate_ids_are_refused() -> None:
-    source = PlatformSource("s", PlatformSourceConfig(redis_url="redis://h:1", stream_key="k"))
+    source = PlatformSource("s", PlatformSourceConfig(redis_url="redis://h:1", stream_keys=("k",)))
     app = DrasiRay().add_source(source)
     with pytest.raises(ConfigError, match="already added"):
         app.add_source(source)
 
 
 def test_passwords_never_show_in_reprs() -> None:
-    config = PlatformSourceConfig(redis_url="redis://user:hunter2@host:6379/0", stream_key="s")
+    config = PlatformSourceConfig(redis_url="redis://user:hunter2@host:6379/0", stream_keys=("s",))
     source = PlatformSource("src", config)
     for text in (repr(config), str(config), repr(source)):
         assert "hunter2" not in text
@@ -217,6 +223,55 @@ def test_a_callback_reaction_survives_the_durable_control_state() -> None:
     assert isinstance(closure, CallbackReaction) and isinstance(named, CallbackReaction)
     assert named.function == "json:dumps"
     assert closure.resolve()("row") == "got row"
+
+
+def test_a_stored_registration_holds_no_password_and_gets_it_back() -> None:
+    """The JSON kept in Redis has every Redis URL without its password; loading it with the
+    app's URLs gives the passwords back (issue #27, item 5)."""
+    secret_url = "rediss://user:pa55@redis.internal:6380/0?ssl_ca_certs=/ca.crt&password=pa55"
+    query = (
+        Query.cypher("hot")
+        .query("MATCH (s:Sensor) RETURN s.id AS id")
+        .from_source("sensors")
+        .with_reaction(PlatformReaction(redis_url=secret_url))
+        .build()
+    )
+    registration = QueryRegistration(query, "h", ("Sensor",), None, chain_url=secret_url)
+    stored = registration.to_json()
+    assert b"pa55" not in stored and b"ssl_ca_certs=/ca.crt" in stored
+    assert QueryRegistration.from_json(stored, (secret_url,)) == registration
+    (blank,) = QueryRegistration.from_json(stored).config.reactions
+    assert isinstance(blank, PlatformReaction) and blank.redis_url is not None
+    assert "pa55" not in blank.redis_url
+
+
+def test_values_take_secrets_from_the_environment_and_files(tmp_path: Path) -> None:
+    secret = tmp_path / "password"
+    secret.write_text("from-file\n")
+    raw = {"a": ["${A}", "x-${file:" + str(secret) + "}-y", "$${A} stays"], "b": {"c": 1}}
+    assert expand_secrets(raw, {"A": "env"}) == {
+        "a": ["env", "x-from-file-y", "${A} stays"],
+        "b": {"c": 1},
+    }
+    with pytest.raises(ConfigError, match=r"config: a.0: the environment variable 'A' is not set"):
+        expand_secrets(raw, {})
+
+
+def test_an_app_reads_with_its_own_consumer_group_unless_one_is_named() -> None:
+    """Two apps on one stream each see every entry (issue #27, item 6)."""
+    source: dict[str, Any] = {
+        "id": "s",
+        "properties": {"redis_url": "redis://h:1", "stream_key": "k"},
+    }
+    one = AppConfig.model_validate({"id": "one", "sources": [source]})
+    assert one.sources[0].stream_settings("one").consumer_group == keys.consumer_group("one")
+    named = {**source, "properties": {**source["properties"], "consumer_group": "shared"}}
+    two = AppConfig.model_validate({"id": "two", "sources": [named]})
+    assert two.sources[0].stream_settings("two").consumer_group == "shared"
+    app = DrasiRay("three").add_source(
+        PlatformSource.builder("s").with_redis_url("redis://h:1").with_stream_key("k").build()
+    )
+    assert app._sources["s"].config.consumer_group == keys.consumer_group("three")
 
 
 def test_the_registry_hands_a_restarted_host_its_subscriptions_and_forgets_removed_ones() -> None:

@@ -17,8 +17,9 @@ import redis
 from drasi_ray.model.changes import DecodedEntry, Op, node
 from drasi_ray.model.config import PlatformSourceConfig
 from drasi_ray.model.errors import ConfigError
-from drasi_ray.source.consumer import Dispatch, StreamConsumer, backend_for
+from drasi_ray.source.consumer import StreamConsumer, backend_for
 from drasi_ray.source.decode import change_event, encode_cloud_event
+from drasi_ray.source.dispatcher import Dispatch
 from drasi_ray.source.lanes import ConsumerLanes
 from drasi_ray.testing.waiting import wait_until_async
 
@@ -78,8 +79,8 @@ def test_each_stream_is_read_and_acked_by_its_own_lane(redis_url: str) -> None:
     asyncio.run(main())
     assert seen == published  # ids 1-0 .. 10-0 on every stream: no lane saw another's
     for stream in STREAMS:
-        assert client.xpending(stream, "drasi-core")["pending"] == 0
-        assert [g["name"] for g in client.xinfo_groups(stream)] == [b"drasi-core"]
+        assert client.xpending(stream, "drasi_ray")["pending"] == 0
+        assert [g["name"] for g in client.xinfo_groups(stream)] == [b"drasi_ray"]
     dead: Any = client.xrange(f"{STREAMS[0]}:dlq")
     assert [(f[b"stream"], f[b"entry_id"]) for _, f in dead] == [(STREAMS[1].encode(), b"99-0")]
 

@@ -1,9 +1,10 @@
-"""One continuous query inside a query host (:mod:`drasi_ray.actors.query_host`).
+"""One continuous query inside a query host (:mod:`drasi_ray.host.core`), without Ray.
 
 A :class:`HostedQuery` holds everything that is one query's own: its
 :class:`~drasi_ray.host.runner.QueryRunner` (engine, result numbering, subscriber buffers),
-its reactions and metrics, its result-sequence lease, its clock and timer, its chain publisher,
-and its :class:`~drasi_ray.host.inbox.QueryInbox` (bootstrap rounds over the store shards).
+its reactions and metrics (handed in: Ray's in the app), its result-sequence lease, its clock
+and timer, its chain publisher, and its :class:`~drasi_ray.host.inbox.QueryInbox` (bootstrap
+rounds over the store shards).
 Its host hands it work in order (bootstrap parts, and the deltas of each delivery unit); it
 applies them one at a time in a task of its own, so a query whose subscriber is slow (a full
 ``channel`` buffer) holds back only itself, and a query that fails to apply a delivery records
@@ -38,7 +39,6 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
-from drasi_ray.actors.metrics import QueryMetrics
 from drasi_ray.host.footprint import deep_size
 from drasi_ray.host.inbox import Item, QueryInbox, Snapshot
 from drasi_ray.host.pipelines import SourcePipelines, source_view
@@ -48,6 +48,7 @@ from drasi_ray.model.backoff import Backoff, outlasting
 from drasi_ray.model.changes import ElementDelta, PipedChange
 from drasi_ray.model.clock import ActorClock, ClockSetting
 from drasi_ray.model.config import DispatchMode, QueryConfig
+from drasi_ray.model.errors import SubscriptionLostError
 from drasi_ray.model.identity import reads_several
 from drasi_ray.model.query_specs import QueryLanguage
 from drasi_ray.model.reaction_specs import AnyReaction
@@ -80,15 +81,21 @@ def query_digest(config: QueryConfig) -> str:
     return digest((config.query, parameters, config.query_language.value))
 
 
+BatchObserver = Callable[[list[Delivered]], None]
+"""Sees each batch of a query's results (its metrics)."""
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class QuerySetup:
-    """What a host gives each query besides its settings."""
+    """What a host gives each query besides its settings: ``metrics(query_id)`` makes the
+    observer that records the query's metrics (None: none recorded)."""
 
     host: str
     app_id: str
     state: StateStore | None
     clock: ClockSetting
     chain_url: str | None = None
+    metrics: Callable[[str], BatchObserver] | None = None
 
 
 class HostedQuery:
@@ -108,15 +115,17 @@ class HostedQuery:
             self.runner.watch_rows(self._chain.rows_changed)
             self.runner.observers.append(self._feed_chain)
         self._reactions = ReactionSet(config.id, grouping_keys(self.runner.engine))
-        self._metrics = QueryMetrics(config.id)
         self.runner.observers.append(self._reactions.offer)
-        self.runner.batch_observers.append(self._metrics.observe)
+        if setup.metrics is not None:
+            self.runner.batch_observers.append(setup.metrics(config.id))
         self.inbox = QueryInbox()
         self._sequences = None if self._state is None else SequenceKeeper(self._state, config.id)
         self._turn = asyncio.Lock()  # the engine: one delivery or due re-evaluation at a time
         self._clock = ActorClock(setup.clock)
         self._bootstrapped = asyncio.Event()
         self.errors = 0
+        self.failure: BaseException | None = None
+        """The last delivery's failure, until someone takes it (the in-process app raises it)."""
         self.last_error: str | None = None
         self._pipes = SourcePipelines()  # the sources it sees through pipelines
         self._queue: asyncio.Queue[tuple[Work, asyncio.Future[list[Rejection]]]] = asyncio.Queue()
@@ -204,6 +213,7 @@ class HostedQuery:
                 self.errors += 1
                 self.last_error = f"{type(exc).__name__}: {exc}"
                 logger.exception("query %s: a delivery failed", self.config.id)
+                self.failure = exc.with_traceback(None)  # logged; its frames need not live on
             finally:
                 self._busy = False
                 if not done.done():
@@ -332,10 +342,21 @@ class HostedQuery:
     ) -> list[Delivered]:
         buffer = self.runner.subscribers.get(subscriber_id)
         if buffer is None:
-            return []
+            raise SubscriptionLostError(
+                f"subscription {subscriber_id} to query {self.config.id!r} is lost (its host "
+                "restarted and nothing kept the subscription): read app.results() and "
+                "subscribe again"
+            )
         return await buffer.take(max_items, timeout_s)
 
-    def results(self) -> list[dict[str, Any]]:
+    async def results(self, timeout_s: float) -> list[dict[str, Any]] | None:
+        """The current rows, once the query is bootstrapped (a restarted host's query is
+        rebuilding them); None if it is not within ``timeout_s``."""
+        await self.loaded
+        try:
+            await asyncio.wait_for(self._bootstrapped.wait(), timeout_s)
+        except TimeoutError:
+            return None
         return self.runner.engine.results()
 
     async def snapshot(self) -> tuple[list[dict[str, Any]], int]:
