@@ -139,7 +139,8 @@ def _signals_held() -> Iterator[None]:
     rays: list[Any] = []  # the SIGTERM handler ray.init would set
     for signum in signums:
         signal.signal(signum, lambda number, _frame: held.append(number))
-    ray_utils: Any = ray._private.utils
+    from ray._private import utils as ray_utils  # where ray.init sets its SIGTERM handler
+
     setter = ray_utils.set_sigterm_handler
     ray_utils.set_sigterm_handler = rays.append
     try:
