@@ -49,15 +49,15 @@ def _backlog() -> list[bytes]:
     ]
 
 
-def _stream_keys(client: redis.Redis, stream: str) -> list[str]:
-    """The idempotency key of every diff in a result stream."""
+def _stream_keys(client: redis.Redis, query_id: str) -> list[str]:
+    """The idempotency key of every diff in the query's result stream."""
     found = []
-    for _id, fields in client.xrange(stream):
+    for _id, fields in client.xrange(f"{query_id}-results"):
         event = orjson.loads(fields[b"data"])
         if event["data"]["kind"] == "change":
             sequence = event["data"]["sequence"]
             diffs = diffs_from_platform_event(event)
-            found += [f"hot:{sequence}:{index}" for index in range(len(diffs))]
+            found += [f"{query_id}:{sequence}:{index}" for index in range(len(diffs))]
     return found
 
 
@@ -74,9 +74,10 @@ def test_the_reactions_of_an_app_started_over_a_backlog_see_its_results(
         publisher.publish(stream, _backlog())  # all of it there before the app starts
     database = postgres_server.create_database(f"backlog_{uuid.uuid4().hex[:8]}")
     postgres_server.execute(SCHEMA, database)
-    app = one_source_app(url, stream, {"hot": HOT}, prefix="backlog", start_id="0")
+    hot = f"hot-{uuid.uuid4().hex[:6]}"  # its own result stream (<id>-results) on the shared Redis
+    app = one_source_app(url, stream, {hot: HOT}, prefix="backlog", start_id="0")
     with HttpSink() as sink:
-        app.add_reaction(HttpReaction(id="hooks", base_url=sink.url, queries={"hot": None}))
+        app.add_reaction(HttpReaction(id="hooks", base_url=sink.url, queries={hot: None}))
         app.add_reaction(
             PostgresStoredProcReaction(
                 id="sync",
@@ -88,7 +89,7 @@ def test_the_reactions_of_an_app_started_over_a_backlog_see_its_results(
                 added_command="CALL upsert_hot(@id, @t)",
                 updated_command="CALL upsert_hot(@after.id, @after.t)",
                 deleted_command="CALL delete_hot(@id)",
-                queries={"hot": None},
+                queries={hot: None},
             )
         )
         app.add_reaction(SseReaction(id="dashboard", port=0))
@@ -96,14 +97,14 @@ def test_the_reactions_of_an_app_started_over_a_backlog_see_its_results(
         try:
             app.wait_until_idle(60)
             app.flush_reactions(60)
-            results = _by_id(app.results("hot"))
+            results = _by_id(app.results(hot))
             assert results == {"s0": 71.0, "s1": 90.0, "s3": 75.0, "s4": 80.0, "s7": 99.5}
-            keys = _stream_keys(redis.Redis.from_url(url), "hot-results")
+            keys = _stream_keys(redis.Redis.from_url(url), hot)
             assert keys  # every diff of the backlog reached the receiver, in order:
             assert [item.key for item in sink.first_receipts()] == keys
             table = postgres_server.query("SELECT id, t FROM hot_rows", database)
             assert dict(table) == results
-            with SseClient(app.reaction_url("dashboard"), ["hot"]) as viewer:
-                wait_until(lambda: _by_id(viewer.rows("hot")) == results, 30, what="the view")
+            with SseClient(app.reaction_url("dashboard"), [hot]) as viewer:
+                wait_until(lambda: _by_id(viewer.rows(hot)) == results, 30, what="the view")
         finally:
             app.stop()
