@@ -172,6 +172,50 @@ class DrasiRay:
             ray.get(self._query_host(query_id).add_reaction.remote(query_id, spec))
         return self
 
+    def remove_query(self, query_id: str) -> None:
+        """Stop a query and forget it (while the app runs too): no shard routes to it any more,
+        its reactions get its ``stopped`` signal and write what they hold, its subscriptions
+        receive nothing more (close them), and its durable state (registration, result
+        sequence, function state, element history) is deleted; its result stream stays.
+        Raises UnknownComponentError for an unknown query, ConfigError for a query other
+        queries read (query chaining)."""
+        if query_id not in self._queries:
+            raise UnknownComponentError(f"unknown query {query_id!r}")
+        if query_id in self._chained():
+            raise ConfigError(f"query {query_id!r} is read by other queries: it stays")
+        host_name = self._host_of.pop(query_id, None)
+        if host_name is not None:
+            ray.get(self._coordinator.unregister_query.remote(query_id))
+            host = self._hosts[host_name]
+            ray.get(host.remove_query.remote(query_id, STOP_TIMEOUT_S), timeout=STOP_TIMEOUT_S)
+        del self._queries[query_id]
+        del self._engines[query_id]
+
+    def remove_source(self, source_id: str) -> None:
+        """Stop a source's consumers (the batches in hand finish) and forget the source and
+        its graph: every shard drops its elements, in memory and in Redis. Its streams and
+        their consumer group stay (the producers' and the group's position: a source added
+        again under that id starts with an empty graph where the group left off). Raises
+        UnknownComponentError for an unknown source, ConfigError while a query reads it."""
+        source = self._sources.get(source_id)
+        if source is None or source_id in self._chain_sources:
+            raise UnknownComponentError(f"unknown source {source_id!r}")
+        readers = sorted(q.id for q in self._queries.values() if source_id in q.sources)
+        if readers:
+            raise ConfigError(f"source {source_id!r} is read by queries {readers}: remove them")
+        actors = self._consumers.pop(source_id, None)
+        if actors is not None:
+            actors += scaling.find_consumers(self.namespace, source_id, len(actors))
+            ray.get([actor.stop.remote() for actor in actors], timeout=STOP_TIMEOUT_S)
+            for actor in actors:
+                ray.kill(actor)
+            # The names are free once the actors are dead: the source may be added again.
+            released = [names.consumer_actor(source_id, i) for i in range(len(actors))]
+            _wait_released(self.namespace, released)
+        if self.running:
+            ray.get(self._coordinator.drop_source.remote(source_id))
+        del self._sources[source_id]
+
     def _reaction_redis_url(self, query: QueryConfig) -> str | None:
         """Where a platform reaction writes by default (:meth:`StateConfig.results_redis_url`)."""
         source = self._sources.get(query.sources[0])
@@ -791,6 +835,25 @@ class DrasiRay:
         if not self.running:
             raise NotRunningError("the app is not running; call start()")
         return list(ray.get(self._coordinator.elements.remote(source_id)))
+
+
+def _wait_released(namespace: str, actor_names: Iterable[str]) -> None:
+    """Return once no live actor holds any of ``actor_names`` (killed actors release their
+    names when Ray has them dead); TimeoutError after :data:`STOP_TIMEOUT_S`."""
+    deadline = time.monotonic() + STOP_TIMEOUT_S
+    for name in actor_names:
+        while _named_actor(namespace, name):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"actor {name!r} still alive {STOP_TIMEOUT_S:.0f}s after kill")
+            time.sleep(IDLE_POLL_S)
+
+
+def _named_actor(namespace: str, name: str) -> bool:
+    try:
+        ray.get_actor(name, namespace=namespace)
+    except ValueError:
+        return False
+    return True
 
 
 def _default_hosts(shared_queries: int) -> int:

@@ -195,12 +195,24 @@ class CoordinatorActor:
         return await self._bootstrap(registration)
 
     async def unregister_query(self, query_id: str) -> None:
+        """Stop routing to ``query_id`` on every shard, then forget its registration and
+        element history (in memory and in Redis)."""
         await self._control_loaded
         self._registry.unregister(query_id)
-        await self._save_control(query_id)
         table = self._registry.copy()
         self._service.detach(query_id, table)
         await self._on_other_shards(lambda shard: shard.detach.remote(query_id, table))
+        await self._save_control(query_id)
+
+    async def drop_source(self, source_id: str) -> int:
+        """Forget a removed source's elements on every shard (in memory and in Redis); how
+        many there were."""
+        await self._loaded
+        counts = await self._on_shards(
+            lambda: self._service.drop_source(source_id),
+            lambda shard: shard.drop_source.remote(source_id),
+        )
+        return sum(count for count in counts if isinstance(count, int))
 
     async def apply_controls(self, source_id: str, controls: Sequence[ControlEvent]) -> int:
         """Apply control events a consumer read; every shard gets the new table before this
