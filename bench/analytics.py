@@ -24,8 +24,8 @@ from bench.common import command_line, format_table, load_average, print_lines, 
 from bench.results import Recorder
 from drasi_ray.analytics.actor import AnalyticsActor
 from drasi_ray.analytics.facade import Analytics
-from drasi_ray.coordinator.records import ChangeRecord
 from drasi_ray.model.config import AnalyticsConfig
+from drasi_ray.shards.records import ChangeRecord
 
 BASE_MS = 1_700_000_000_000
 

@@ -5,7 +5,7 @@ pattern Room -> Floor -> Building with a WHERE on the room; (c) **aggregate** â€
 by zone (100 zones) with count, avg and max.
 
 **In-process** (no Ray, no Redis): the graph is loaded into an
-:class:`~drasi_ray.coordinator.store.ElementStore` (insert changes), then a
+:class:`~drasi_ray.shards.store.ElementStore` (insert changes), then a
 :class:`~drasi_ray.query.engine.ContinuousQuery` is bootstrapped from it (timed:
 *bootstrap elements/s*). Then ``--changes`` random updates, each setting one property of one
 random element, are applied in 10 chunks; each chunk goes through the store (timed: *store
@@ -47,9 +47,9 @@ from bench.common import (
 )
 from bench.results import Recorder
 from drasi_ray import DrasiRay
-from drasi_ray.coordinator.store import ElementStore
 from drasi_ray.model.changes import Element, ElementChange, ElementDelta, Op, Timing, node, relation
 from drasi_ray.query.engine import ContinuousQuery
+from drasi_ray.shards.store import ElementStore
 from drasi_ray.source.decode import change_event, encode_cloud_event
 from drasi_ray.testing.apps import one_source_app
 

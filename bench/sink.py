@@ -22,9 +22,9 @@ from drasi_ray.actors.line import LineAddress, LineServer
 from drasi_ray.actors.names import COORDINATOR, consumer_actor
 from drasi_ray.actors.runtime import tune_for_latency
 from drasi_ray.actors.wire import EntryPacket
-from drasi_ray.coordinator.core import BatchReport
 from drasi_ray.model.config import PlatformSourceConfig
 from drasi_ray.model.shards import BatchTag
+from drasi_ray.shards.core import BatchReport
 
 SOURCE_ID = "bench"
 

@@ -38,8 +38,8 @@ from drasi_ray.actors.placement import Placer
 from drasi_ray.actors.query_host import QueryHostActor
 from drasi_ray.actors.shard import ShardActor, ShardSettings
 from drasi_ray.actors.subscription import Subscription
-from drasi_ray.coordinator.core import ApplyProbe
 from drasi_ray.coordinator.registry import QueryRegistration, SubscriberSpec
+from drasi_ray.host.runner import make_engine
 from drasi_ray.model import keys
 from drasi_ray.model.clock import Clock, ClockSetting, ManualClock
 from drasi_ray.model.config import (
@@ -55,8 +55,8 @@ from drasi_ray.model.config import (
 from drasi_ray.model.errors import ConfigError, NotRunningError, UnknownComponentError
 from drasi_ray.model.reaction_specs import AnyReaction
 from drasi_ray.query.engine import ContinuousQuery
-from drasi_ray.query.runner import make_engine
 from drasi_ray.reactions.factory import resolve_specs
+from drasi_ray.shards.core import ApplyProbe
 from drasi_ray.source.middleware import check_middleware
 from drasi_ray.source.platform import PlatformSource
 from drasi_ray.streams import admin

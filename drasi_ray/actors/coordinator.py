@@ -6,7 +6,7 @@ control events, which consumers send here rather than to the shards) and gives e
 shard the same copy, knows the shard count, and directs recovery: every registration, and
 every restart of a shard or a query host, starts a *bootstrap round* in which each shard sends
 the query's host its part of the graph (:mod:`drasi_ray.actors.shard`,
-:mod:`drasi_ray.query.inbox`). It also runs the barriers the app needs (every delivery made,
+:mod:`drasi_ray.host.inbox`). It also runs the barriers the app needs (every delivery made,
 every query bootstrapped), the status, and rescaling the shards.
 
 Data plane: it is store shard 0 (a :class:`~drasi_ray.actors.shard.ShardService`), so an app
@@ -35,13 +35,13 @@ from drasi_ray.actors import names
 from drasi_ray.actors.line import LineAddress, LineServer
 from drasi_ray.actors.runtime import PIPELINE_NICENESS, tune_for_latency, tune_gc
 from drasi_ray.actors.shard import MovedRecords, ShardService, ShardSettings
-from drasi_ray.coordinator.core import BatchReport, CoordinatorReport, combine_reports
 from drasi_ray.coordinator.registry import QueryRegistration, Registry, SubscriberSpec
-from drasi_ray.coordinator.state import REDIS_TRANSIENT, StateStore
 from drasi_ray.model.backoff import outlasting
 from drasi_ray.model.changes import ControlEvent, DecodedEntry, Element, SubscriptionControl
 from drasi_ray.model.errors import UnknownComponentError
 from drasi_ray.model.shards import BatchTag
+from drasi_ray.shards.core import BatchReport, ShardReport, combine_reports
+from drasi_ray.shards.state import REDIS_TRANSIENT, StateStore
 
 logger = logging.getLogger("drasi_ray.coordinator")
 
@@ -392,13 +392,13 @@ class CoordinatorActor:
 
     # -- status -------------------------------------------------------------------------
 
-    async def shard_stats(self) -> list[CoordinatorReport]:
+    async def shard_stats(self) -> list[ShardReport]:
         """Every shard's report, by index (a shard that is gone is left out)."""
         await self._loaded
         reports = await self._on_shards(self._service.report, lambda shard: shard.stats.remote())
-        return [report for report in reports if isinstance(report, CoordinatorReport)]
+        return [report for report in reports if isinstance(report, ShardReport)]
 
-    async def stats(self) -> CoordinatorReport:
+    async def stats(self) -> ShardReport:
         """Every shard's report added up (``DrasiRay.status()["coordinator"]``)."""
         return combine_reports(await self.shard_stats())
 

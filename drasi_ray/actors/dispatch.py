@@ -30,11 +30,11 @@ import ray
 from drasi_ray.actors import names
 from drasi_ray.actors.line import Line
 from drasi_ray.actors.wire import EntryPacket
-from drasi_ray.coordinator.core import BatchReport
 from drasi_ray.model.backoff import Backoff, outlasting
 from drasi_ray.model.changes import DecodedEntry
 from drasi_ray.model.errors import ShardMapChangedError
 from drasi_ray.model.shards import BatchTag, split_by_shard
+from drasi_ray.shards.core import BatchReport
 
 logger = logging.getLogger("drasi_ray.dispatch")
 

@@ -1,9 +1,9 @@
 """One continuous query inside a query host (:mod:`drasi_ray.actors.query_host`).
 
 A :class:`HostedQuery` holds everything that is one query's own: its
-:class:`~drasi_ray.query.runner.QueryRunner` (engine, result numbering, subscriber buffers),
+:class:`~drasi_ray.host.runner.QueryRunner` (engine, result numbering, subscriber buffers),
 its reactions and metrics, its result-sequence lease, its clock and timer, its chain publisher,
-and its :class:`~drasi_ray.query.inbox.QueryInbox` (bootstrap rounds over the store shards).
+and its :class:`~drasi_ray.host.inbox.QueryInbox` (bootstrap rounds over the store shards).
 Its host hands it work in order (bootstrap parts, and the deltas of each delivery unit); it
 applies them one at a time in a task of its own, so a query whose subscriber is slow (a full
 ``channel`` buffer) holds back only itself, and a query that fails to apply a delivery records
@@ -39,8 +39,11 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from drasi_ray.actors.metrics import QueryMetrics
-from drasi_ray.coordinator.middleware import MiddlewareSubscriptions, source_view
-from drasi_ray.coordinator.state import REDIS_TRANSIENT, SequenceKeeper, StateStore
+from drasi_ray.host.footprint import deep_size
+from drasi_ray.host.inbox import Item, QueryInbox, Snapshot
+from drasi_ray.host.pipelines import SourcePipelines, source_view
+from drasi_ray.host.runner import QueryReport, QueryRunner, grouping_keys
+from drasi_ray.host.subscribers import SubscriberBuffer
 from drasi_ray.model.backoff import Backoff, outlasting
 from drasi_ray.model.changes import ElementDelta, PipedChange
 from drasi_ray.model.clock import ActorClock, ClockSetting
@@ -49,13 +52,10 @@ from drasi_ray.model.identity import reads_several
 from drasi_ray.model.reaction_specs import AnyReaction
 from drasi_ray.model.results import ControlSignal, Delivered
 from drasi_ray.model.shards import BootstrapPart
-from drasi_ray.query.footprint import deep_size
-from drasi_ray.query.inbox import Item, QueryInbox, Snapshot
-from drasi_ray.query.runner import QueryReport, QueryRunner, grouping_keys
 from drasi_ray.query.stateful import digest
-from drasi_ray.query.subscribers import SubscriberBuffer
 from drasi_ray.reactions.chain import ChainPublisher, is_bootstrap_done
 from drasi_ray.reactions.factory import ReactionSet
+from drasi_ray.shards.state import REDIS_TRANSIENT, SequenceKeeper, StateStore
 from drasi_ray.streams.records import Rejection
 
 logger = logging.getLogger("drasi_ray.query")
@@ -112,7 +112,7 @@ class HostedQuery:
         self._bootstrapped = asyncio.Event()
         self.errors = 0
         self.last_error: str | None = None
-        self._pipes = MiddlewareSubscriptions()  # the sources it sees through pipelines
+        self._pipes = SourcePipelines()  # the sources it sees through pipelines
         self._queue: asyncio.Queue[tuple[Work, asyncio.Future[list[Rejection]]]] = asyncio.Queue()
         self._busy = False
         loop = asyncio.get_event_loop()
@@ -243,7 +243,7 @@ class HostedQuery:
         elements = list(snapshot.elements)
         if snapshot.piped:
             views = {source: source_view(items) for source, items in snapshot.piped.items()}
-            self._pipes = MiddlewareSubscriptions()
+            self._pipes = SourcePipelines()
             config = self.config
             several = reads_several(config.sources)
             self._pipes.subscribe(config.id, config.middleware, config.pipelines, views, several)

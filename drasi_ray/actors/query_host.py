@@ -10,7 +10,7 @@ per shard per batch carrying every delta of the batch its queries need
 (:class:`~drasi_ray.actors.wire.HostPacket`). :meth:`QueryHostActor.deliver` returns once
 every query concerned applied its share (results buffered for subscribers), which is what the
 shards' backpressure and the app's barriers wait on. Deliveries are ordered by the host's
-:class:`~drasi_ray.query.merge.DeliveryMerger` (each shard's in its order; the parts of one
+:class:`~drasi_ray.host.merge.DeliveryMerger` (each shard's in its order; the parts of one
 batch that touched several shards together, in the batch's order), then handed to each query.
 
 Resume contract: a restarted host (Ray restarts it) has a new *incarnation*; it asks the
@@ -43,15 +43,15 @@ from drasi_ray.actors.query import HostedQuery, QuerySetup, Work
 from drasi_ray.actors.runtime import PIPELINE_NICENESS, tune_for_latency, tune_gc, was_restarted
 from drasi_ray.actors.wire import HostPacket, ResultBatch
 from drasi_ray.coordinator.registry import QueryRegistration, SubscriberSpec
-from drasi_ray.coordinator.state import StateStore
+from drasi_ray.host.inbox import Item
+from drasi_ray.host.merge import Arrival, DeliveryMerger, Offered, Unit
+from drasi_ray.host.runner import QueryReport
 from drasi_ray.model.backoff import outlasting
 from drasi_ray.model.clock import ClockSetting
 from drasi_ray.model.errors import StaleDeliveryError, UnknownComponentError
 from drasi_ray.model.reaction_specs import AnyReaction
 from drasi_ray.model.shards import BootstrapPart
-from drasi_ray.query.inbox import Item
-from drasi_ray.query.merge import Arrival, DeliveryMerger, Offered, Unit
-from drasi_ray.query.runner import QueryReport
+from drasi_ray.shards.state import StateStore
 from drasi_ray.streams.records import Rejection
 
 logger = logging.getLogger("drasi_ray.query_host")
@@ -71,7 +71,7 @@ class HostReport:
     line_calls: int
     splits: int
     """Batches whose parts over several shards were applied separately (see
-    :mod:`drasi_ray.query.merge`)."""
+    :mod:`drasi_ray.host.merge`)."""
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -296,7 +296,7 @@ class QueryHostActor:
                 future.set_result(rejected or [])
 
     async def _expire_parts(self) -> None:
-        """Let a batch's part go alone once its sibling is overdue (:mod:`.query.merge`)."""
+        """Let a batch's part go alone once its sibling is overdue (:mod:`drasi_ray.host.merge`)."""
         while True:
             deadline = self._merger.next_deadline()
             if deadline is None:

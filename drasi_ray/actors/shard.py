@@ -2,7 +2,7 @@
 
 Shard ``k`` of K (``drasi/shard-<k>``; shard 0 is the coordinator actor) owns the elements with
 ``shard_of(id, K) == k`` (:mod:`drasi_ray.model.shards`) and is their single writer: it applies
-their changes to its :class:`~drasi_ray.coordinator.core.Coordinator` core (the versioned stores,
+their changes to its :class:`~drasi_ray.shards.core.ShardCore` core (the versioned stores,
 middleware pipelines, a copy of the subscription table), writes the changed records to Redis and
 sends each query host the deltas of its queries.
 
@@ -16,7 +16,7 @@ batches per host are undelivered (``apply_batch`` waits for room: backpressure).
 A batch that touched several shards carries a :class:`~drasi_ray.model.shards.BatchTag`: each
 of its shards then sends every host with a query on the batch's source its part, empty if
 nothing of it goes there, so the host can apply the parts together in the batch's order
-(:mod:`drasi_ray.query.merge`).
+(:mod:`drasi_ray.host.merge`).
 
 Links: a shard numbers its deliveries to each host (from 0 within an *epoch*, a new one per
 link); a new link is opened when the host restarted (its *incarnation* changed). Bootstrap parts
@@ -46,23 +46,23 @@ from drasi_ray.actors import names
 from drasi_ray.actors.line import Line, LineAddress, LineServer
 from drasi_ray.actors.runtime import PIPELINE_NICENESS, tune_for_latency, tune_gc, was_restarted
 from drasi_ray.actors.wire import DeltaPacket, EntryPacket, HostPacket, PipedPacket
-from drasi_ray.coordinator.core import (
-    ApplyProbe,
-    BatchReport,
-    Coordinator,
-    CoordinatorReport,
-    Routed,
-)
-from drasi_ray.coordinator.records import change_record
 from drasi_ray.coordinator.registry import QueryRegistration, TableCopy
-from drasi_ray.coordinator.routing import SubscriptionTable
-from drasi_ray.coordinator.state import REDIS_TRANSIENT, StateStore
-from drasi_ray.coordinator.store import ElementStore
 from drasi_ray.model.backoff import outlasting
 from drasi_ray.model.changes import DecodedEntry, Element, PipedChange
 from drasi_ray.model.errors import ShardMapChangedError, StaleDeliveryError
 from drasi_ray.model.history import ElementHistory
 from drasi_ray.model.shards import BatchTag, BootstrapPart, shard_of
+from drasi_ray.shards.core import (
+    ApplyProbe,
+    BatchReport,
+    Routed,
+    ShardCore,
+    ShardReport,
+)
+from drasi_ray.shards.records import change_record
+from drasi_ray.shards.routing import SubscriptionTable
+from drasi_ray.shards.state import REDIS_TRANSIENT, StateStore
+from drasi_ray.shards.store import ElementStore
 
 logger = logging.getLogger("drasi_ray.shard")
 
@@ -148,7 +148,7 @@ class ShardService:
         self.settings = settings
         self.index = settings.index
         self.shards = settings.shards
-        self.core = Coordinator(settings.probe, durable=settings.state_url is not None)
+        self.core = ShardCore(settings.probe, durable=settings.state_url is not None)
         self._state = (
             None
             if settings.state_url is None
@@ -437,7 +437,7 @@ class ShardService:
             await link.settled()
         return all(link.ready for link in self._links.values())
 
-    async def report(self) -> CoordinatorReport:
+    async def report(self) -> ShardReport:
         durable = await self._durable_counters()
         served = 0 if self.line_server is None else self.line_server.served
         return self.core.report(self.restarted, served, durable, self.index)
@@ -625,7 +625,7 @@ class ShardActor:
         await self._loaded
         return await self._service.flush_analytics()
 
-    async def stats(self) -> CoordinatorReport:
+    async def stats(self) -> ShardReport:
         await self._loaded
         return await self._service.report()
 

@@ -1,7 +1,7 @@
 """Subscriptions to a query's results: the user's handle on a buffer inside its query host.
 
 The buffer lives with the query in its host
-(:class:`~drasi_ray.query.subscribers.SubscriberBuffer`); the user holds a
+(:class:`~drasi_ray.host.subscribers.SubscriberBuffer`); the user holds a
 :class:`Subscription`, a handle that pulls from it over a line (Ray calls when the line is
 down). Once ``wait_until_idle()`` returns, ``drain()`` sees every result of every change
 published before it.

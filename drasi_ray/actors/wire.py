@@ -124,7 +124,7 @@ class HostPacket:
 
     ``tag`` names the consumer batch when it touched several shards
     (:class:`~drasi_ray.model.shards.BatchTag`); such a packet may carry no delta at all (the
-    host still waits for it: :mod:`drasi_ray.query.merge`).
+    host still waits for it: :mod:`drasi_ray.host.merge`).
     """
 
     __slots__ = ("changes", "deltas", "piped", "routes", "tag")

@@ -22,8 +22,8 @@ import pyarrow as pa
 import ray
 
 from drasi_ray.analytics.changelog import ChangeLog, LogSnapshot
-from drasi_ray.coordinator.records import ChangeRecord
 from drasi_ray.model.config import AnalyticsConfig
+from drasi_ray.shards.records import ChangeRecord
 
 __all__ = ["ANALYTICS_ACTOR", "AnalyticsActor", "ObjectStoreBlocks"]
 

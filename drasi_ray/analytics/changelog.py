@@ -1,6 +1,6 @@
 """The change log: applied changes accumulated as Arrow blocks, spilled to Parquet past a size.
 
-Rows arrive as :class:`~drasi_ray.coordinator.records.ChangeRecord` structs and are appended to
+Rows arrive as :class:`~drasi_ray.shards.records.ChangeRecord` structs and are appended to
 plain Python lists, one per column (cheap: no per-row objects). :meth:`ChangeLog.seal` turns the
 open rows into one Arrow table, column-wise, and hands it to a :class:`BlockStore` (Ray's object
 store in the actor, a list in unit tests). Once the sealed blocks together exceed
@@ -32,7 +32,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from drasi_ray.coordinator.records import ChangeRecord
+from drasi_ray.shards.records import ChangeRecord
 
 __all__ = ["BASE_SCHEMA", "TYPED_PREFIX", "BlockStore", "ChangeLog", "LogSnapshot", "conform"]
 

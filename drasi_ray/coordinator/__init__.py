@@ -1,10 +1,6 @@
-"""The coordinator stage without Ray: the versioned graph, who needs which change, durable state.
+"""The control plane without Ray.
 
-- :mod:`.store`: the versioned element store of one source;
-- :mod:`.routing`: the subscription table (which query needs which change);
-- :mod:`.state`: what survives a restart, in Redis (element stores, subscriptions, sequences);
-- :mod:`.core`: ``Coordinator``, which applies a batch and routes its deltas;
-- :mod:`.records`: the change record forwarded to the analytics change log.
+- :mod:`.registry`: the registered queries, their subscribers and the subscription table.
 
 The Ray shell is :mod:`drasi_ray.actors.coordinator`.
 """

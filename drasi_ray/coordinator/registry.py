@@ -12,7 +12,7 @@ again before its first result.
 
 :class:`Registry` is that state. It persists as JSON (registrations, through
 :meth:`QueryRegistration.to_json`; the table, through
-:meth:`~drasi_ray.coordinator.routing.SubscriptionTable.to_records`).
+:meth:`~drasi_ray.shards.routing.SubscriptionTable.to_records`).
 """
 
 from __future__ import annotations
@@ -25,10 +25,10 @@ from typing import Any
 
 import orjson
 
-from drasi_ray.coordinator.routing import LabelFilter, SubscriptionTable
 from drasi_ray.model.changes import SubscriptionControl
 from drasi_ray.model.config import DispatchMode, QueryConfig
 from drasi_ray.model.history import HistoryLimits
+from drasi_ray.shards.routing import LabelFilter, SubscriptionTable
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,7 @@ apart: redelivery and reclaim change the delivery, never the change.
 Every change carries a :data:`Version` = (entry-id milliseconds, entry-id sequence, position in
 the entry's ``data`` array). Versions order changes exactly as in-order application of the
 stream would, which is what lets several consumers apply changes out of order and still converge
-(see :mod:`drasi_ray.coordinator.store`).
+(see :mod:`drasi_ray.shards.store`).
 """
 
 from __future__ import annotations
@@ -243,7 +243,7 @@ def format_entry_id(ms: int, seq: int) -> str:
 
 class PipedChange(msgspec.Struct, frozen=True, gc=False, array_like=True):
     """An applied change on its way to a query that sees its source through a middleware
-    pipeline (:mod:`drasi_ray.coordinator.middleware`): the producer's change itself (the
+    pipeline (:mod:`drasi_ray.host.pipelines`): the producer's change itself (the
     pipeline takes the change, not the merged element), its source, and its entry's id (a
     change the pipeline fails on is dead-lettered by entry)."""
 

@@ -377,7 +377,7 @@ class RayConfig(_Model):
 
 
 class StateConfig(_Model):
-    """Where the state that must survive restarts lives (:mod:`drasi_ray.coordinator.state`).
+    """Where the state that must survive restarts lives (:mod:`drasi_ray.shards.state`).
 
     The default-Redis rule, written once here for the app and the command line alike: durable
     state lives in ``redis_url``, else in the app's first source's Redis; results of a platform

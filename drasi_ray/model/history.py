@@ -4,7 +4,7 @@
 from, to[, retrieve_initial_value])`` (:mod:`drasi_ray.query.past`) read an element's earlier
 versions. Drasi keeps them in an archive index beside each query; here a query whose text
 calls one of them keeps an :class:`ElementHistory` (a query that does not pays nothing), and
-so does the coordinator on its behalf, durably (:mod:`drasi_ray.coordinator.state`), which is
+so does the coordinator on its behalf, durably (:mod:`drasi_ray.shards.state`), which is
 what lets a restarted query actor get its history back with its bootstrap.
 
 Semantics (Drasi's archive):

@@ -6,7 +6,7 @@ own; a relation's ends are nodes of the relation's own source; ``elementId()`` r
 element id alone (checked through drasi-lib: tests/query/test_identity.py).
 
 drasi_ray keeps that identity where elements live: every store shard holds one store per
-source (:class:`~drasi_ray.coordinator.core.Coordinator`), persisted per source
+source (:class:`~drasi_ray.shards.core.ShardCore`), persisted per source
 (``drasi:<app>:store:<source_id>``), so the store, its versions, its recovery and its shard
 moves are per (source, id) already; which shard owns an element is decided by its id alone
 (:mod:`drasi_ray.model.shards`), which puts equal ids of several sources on one shard, in their
@@ -15,8 +15,8 @@ separate stores. A query's graph, though, is one index keyed by element id
 *graph id*, :func:`graph_id`, which names the source too; a query of one source gets the ids as
 they are (nothing can collide there, and it pays nothing). The graph id is given where the
 source is known, and nowhere else: by the store shard routing a delta or snapshotting a
-bootstrap (:meth:`~drasi_ray.coordinator.core.Coordinator.apply_entries`,
-:meth:`~drasi_ray.coordinator.core.Coordinator.snapshot`), and by the query host for what a
+bootstrap (:meth:`~drasi_ray.shards.core.ShardCore.apply_entries`,
+:meth:`~drasi_ray.shards.core.ShardCore.snapshot`), and by the query host for what a
 pipeline derives from a source (:mod:`drasi_ray.actors.query`). So the query's element history,
 function state and join relations are keyed by graph ids as its index is.
 

@@ -12,7 +12,7 @@ computed in C, and even enough over the ids producers use (a test checks the spr
 A consumer splits each decoded batch by shard (:func:`split_by_shard`) and sends each shard its
 part in one call, with a :class:`BatchTag` when the batch touches more than one shard: the query
 hosts use it to apply the parts of one batch together, in the batch's order
-(:mod:`drasi_ray.query.merge`).
+(:mod:`drasi_ray.host.merge`).
 """
 
 from __future__ import annotations
@@ -84,7 +84,7 @@ class BootstrapPart(msgspec.Struct, frozen=True, gc=False, array_like=True):
     ``round``.
 
     A query is bootstrapped once it holds the parts of every one of the ``shards`` shards for
-    its latest round (:mod:`drasi_ray.query.inbox`). Rounds are numbered by the coordinator,
+    its latest round (:mod:`drasi_ray.host.inbox`). Rounds are numbered by the coordinator,
     increasing (a new round after a restart or a rescale replaces the previous one).
     """
 

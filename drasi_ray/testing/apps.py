@@ -13,7 +13,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from drasi_ray.app import DrasiRay
-from drasi_ray.coordinator.core import ApplyProbe
 from drasi_ray.model.clock import Clock
 from drasi_ray.model.config import (
     DispatchMode,
@@ -24,6 +23,7 @@ from drasi_ray.model.config import (
     validated,
 )
 from drasi_ray.query.definition import Query
+from drasi_ray.shards.core import ApplyProbe
 from drasi_ray.source.platform import PlatformSource
 
 BLOCK_MS = 100

@@ -37,7 +37,6 @@ import ray
 import redis
 
 from drasi_ray.app import DrasiRay
-from drasi_ray.coordinator.store import ElementStore
 from drasi_ray.model.backoff import Backoff
 from drasi_ray.model.changes import Op, node, parse_entry_id, relation
 from drasi_ray.model.config import RayConfig, ScalingConfig
@@ -45,6 +44,7 @@ from drasi_ray.model.errors import DecodeError, DrasiRayError
 from drasi_ray.model.partitions import stream_for
 from drasi_ray.query.definition import Query
 from drasi_ray.query.engine import ContinuousQuery
+from drasi_ray.shards.store import ElementStore
 from drasi_ray.source.decode import change_event, decode_entry, encode_cloud_event
 from drasi_ray.source.platform import PlatformSource
 from drasi_ray.streams.publisher import Publisher

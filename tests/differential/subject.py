@@ -2,7 +2,7 @@
 
 Each change is written as a platform CloudEvent and decoded by the consumer's decoder
 (:func:`drasi_ray.source.decode.decode_entry`, as the consumer decodes it), applied by a
-store shard's core (:class:`Coordinator`: the versioned element store, then routing by label;
+store shard's core (:class:`ShardCore`: the versioned element store, then routing by label;
 a query's pipelines run on what it is handed, as its host runs them),
 carried to each query as a pickled :class:`~drasi_ray.actors.wire.DeltaPacket` (what a call
 carries) and applied by the query's
@@ -23,9 +23,7 @@ from typing import Any
 import orjson
 
 from drasi_ray.actors.wire import DeltaPacket
-from drasi_ray.coordinator.core import Coordinator
-from drasi_ray.coordinator.middleware import MiddlewareSubscriptions
-from drasi_ray.coordinator.routing import LabelFilter
+from drasi_ray.host.pipelines import SourcePipelines
 from drasi_ray.model.changes import ElementDelta, PipedChange
 from drasi_ray.model.encoding import dumps
 from drasi_ray.model.errors import ConfigError, QuerySyntaxError
@@ -33,6 +31,8 @@ from drasi_ray.model.identity import reads_several
 from drasi_ray.model.query_specs import MiddlewareSpec, QueryJoin
 from drasi_ray.query.engine import ContinuousQuery
 from drasi_ray.query.expressions import contains_aggregate
+from drasi_ray.shards.core import ShardCore
+from drasi_ray.shards.routing import LabelFilter
 from drasi_ray.source.decode import decode_entry, encode_cloud_event
 from tests.oracle.model import Case, CaseRun, QueryRun, QuerySpec, empty_steps
 
@@ -43,12 +43,12 @@ def as_users_read(value: Any) -> Any:
 
 
 class DrasiRaySubject:
-    """The coordinator's core plus one engine per query, fed one entry per change."""
+    """A store shard's core plus one engine per query, fed one entry per change."""
 
     def __init__(self, queries: Sequence[QuerySpec]) -> None:
-        self.coordinator = Coordinator()
+        self.shard = ShardCore()
         # each query's pipelines, as its host runs them (the query's own, nobody else's)
-        self.pipes: dict[str, MiddlewareSubscriptions] = {}
+        self.pipes: dict[str, SourcePipelines] = {}
         self.engines: dict[str, ContinuousQuery] = {}
         self.refused: dict[str, str] = {}
         for query in queries:
@@ -61,15 +61,13 @@ class DrasiRaySubject:
         joins = [QueryJoin.model_validate(join) for join in query.joins]
         engine = ContinuousQuery(query.id, query.text, joins=joins)
         middleware = [MiddlewareSpec.model_validate(spec) for spec in query.middleware]
-        pipes = self.pipes[query.id] = MiddlewareSubscriptions()
+        pipes = self.pipes[query.id] = SourcePipelines()
         several = reads_several(query.sources)
-        pipes.subscribe(query.id, middleware, query.pipelines, self.coordinator.stores, several)
-        self.coordinator.pipe(
-            query.id, [source for source, names in query.pipelines.items() if names]
-        )
+        pipes.subscribe(query.id, middleware, query.pipelines, self.shard.stores, several)
+        self.shard.pipe(query.id, [source for source, names in query.pipelines.items() if names])
         self.engines[query.id] = engine
         labels = LabelFilter.of(engine.node_labels, engine.relation_labels)
-        self.coordinator.table.register_query(query.id, query.sources, labels)
+        self.shard.table.register_query(query.id, query.sources, labels)
 
     def apply(
         self, position: int, event: dict[str, Any], source: str
@@ -78,11 +76,11 @@ class DrasiRaySubject:
         ``source``."""
         entry_id = f"{position + 1}-0"
         entry = decode_entry(entry_id, {b"data": encode_cloud_event([event])})
-        routed, _report = self.coordinator.apply_entries(source, [entry], json_values=True)
+        routed, _report = self.shard.apply_entries(source, [entry], json_values=True)
         diffs: dict[str, list[dict[str, Any]]] = {}
         for query_id, items in routed.items():
             deltas = self._through_pipes(query_id, items)
-            packet = DeltaPacket(deltas, self.coordinator.json_values)
+            packet = DeltaPacket(deltas, self.shard.json_values)
             carried = pickle.loads(pickle.dumps(packet))
             produced = self.engines[query_id].apply_batch(carried)
             diffs[query_id] = [diff for step in produced for diff in as_users_read(step)]

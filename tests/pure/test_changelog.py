@@ -11,11 +11,11 @@ import pyarrow.parquet as pq
 import pytest
 
 from drasi_ray.analytics.changelog import BASE_SCHEMA, ChangeLog, conform
-from drasi_ray.coordinator.core import Coordinator
-from drasi_ray.coordinator.records import ChangeRecord, change_record
 from drasi_ray.model.changes import DecodedEntry, ElementChange, Op, Timing, node, relation
 from drasi_ray.model.config import AnalyticsConfig, AppConfig
 from drasi_ray.model.errors import ConfigError
+from drasi_ray.shards.core import ShardCore
+from drasi_ray.shards.records import ChangeRecord, change_record
 
 
 class ListStore:
@@ -182,29 +182,27 @@ def _change(op: Op, element_id: str, entry: tuple[int, int], properties: dict[st
     return ElementChange(op, element, (entry[0], entry[1], 0), Timing(0))
 
 
-def test_coordinator_forwards_applied_changes_only_never_duplicates() -> None:
-    coordinator = Coordinator()
-    coordinator.applied = []
+def test_the_shard_core_forwards_applied_changes_only_never_duplicates() -> None:
+    core = ShardCore()
+    core.applied = []
     first = DecodedEntry("5-0", (_change(Op.INSERT, "s1", (5, 0), {"t": 1.0}),))
     same_content = DecodedEntry("6-0", (_change(Op.INSERT, "s1", (6, 0), {"t": 1.0}),))
     update = DecodedEntry("7-0", (_change(Op.UPDATE, "s1", (7, 0), {"u": 2}),))
-    coordinator.apply_entries("src", [first, first, same_content, update])
-    coordinator.apply_entries("src", [update])  # a redelivery
-    records = [change_record(*applied) for applied in coordinator.applied]
+    core.apply_entries("src", [first, first, same_content, update])
+    core.apply_entries("src", [update])  # a redelivery
+    records = [change_record(*applied) for applied in core.applied]
     assert [(r.stream_id, r.op) for r in records] == [("5-0", "insert"), ("7-0", "update")]
     assert records[1].properties == {"t": 1.0, "u": 2}  # the element's full state after it
 
 
 def test_delete_record_carries_the_state_before_and_relations_their_ends() -> None:
-    coordinator = Coordinator()
-    coordinator.applied = []
+    core = ShardCore()
+    core.applied = []
     knows = relation("r1", ["KNOWS"], "a", "b", {"since": 2020}, effective_from=1)
     insert = ElementChange(Op.INSERT, knows, (1, 0, 0), Timing(0))
     delete = ElementChange(Op.DELETE, knows, (2, 0, 0), Timing(0))
-    coordinator.apply_entries(
-        "src", [DecodedEntry("1-0", (insert,)), DecodedEntry("2-0", (delete,))]
-    )
-    records = [change_record(*applied) for applied in coordinator.applied]
+    core.apply_entries("src", [DecodedEntry("1-0", (insert,)), DecodedEntry("2-0", (delete,))])
+    records = [change_record(*applied) for applied in core.applied]
     assert [(r.op, r.kind, r.start_id, r.end_id, r.present) for r in records] == [
         ("insert", "relation", "a", "b", True),
         ("delete", "relation", "a", "b", False),

@@ -1,5 +1,5 @@
 """Source middleware, kind by kind, on the cases of drasi-core's middleware unit tests, plus the
-coordinator's pipeline subscriptions (derived store, rejection of a failing change)."""
+shard's pipeline subscriptions (derived store, rejection of a failing change)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,7 @@ from typing import Any
 import pytest
 
 from drasi_ray import ConfigError, Query
-from drasi_ray.coordinator.core import Coordinator
-from drasi_ray.coordinator.middleware import MiddlewareSubscriptions, source_view
-from drasi_ray.coordinator.routing import LabelFilter
+from drasi_ray.host.pipelines import SourcePipelines, source_view
 from drasi_ray.model.changes import (
     DecodedEntry,
     Element,
@@ -28,6 +26,8 @@ from drasi_ray.model.changes import (
 from drasi_ray.model.errors import MiddlewareError
 from drasi_ray.model.query_specs import MiddlewareSpec
 from drasi_ray.query.values import strict_key
+from drasi_ray.shards.core import ShardCore
+from drasi_ray.shards.routing import LabelFilter
 from drasi_ray.source.middleware import Change, build_pipeline
 
 _EMPTY: dict[str, Element] = {}
@@ -347,7 +347,7 @@ def test_jq_refuses_a_program_that_does_not_compile() -> None:
         run("jq", {"Order": {"insert": [{"query": ".["}]}}, insert(node("n", [])))
 
 
-# -- pipelines, the builder, the coordinator ------------------------------------------------
+# -- pipelines, the builder, the shard core ------------------------------------------------
 
 
 def test_a_pipeline_feeds_each_output_to_the_next_middleware() -> None:
@@ -377,7 +377,7 @@ def entry(entry_id: str, ms: int, *changes: tuple[Op, Element]) -> DecodedEntry:
 
 
 def test_a_store_shard_hands_a_piped_query_the_applied_changes_whatever_their_labels() -> None:
-    core = Coordinator()
+    core = ShardCore()
     core.table.register_query("plain", ["s"], LabelFilter.of(["N"], []))
     core.table.register_query("piped", ["s"], LabelFilter.of(["Nothing"], []))
     core.pipe("piped", ["s"])
@@ -394,12 +394,12 @@ def test_a_store_shard_hands_a_piped_query_the_applied_changes_whatever_their_la
 
 
 def test_the_query_side_derives_changes_and_rejects_failing_ones() -> None:
-    core = Coordinator()
+    core = ShardCore()
     core.pipe("piped", ["s"])
     decoder = MiddlewareSpec(
         name="d", kind="decoder", config={"encoding_type": "hex", "target_property": "v"}
     )
-    pipes = MiddlewareSubscriptions()
+    pipes = SourcePipelines()
     pipes.subscribe("piped", [decoder], {"s": ("d",)}, {"s": source_view([])})
     good = node("n1", ["N"], {"v": "4869"})
     bad = node("n2", ["N"], {"v": "zz"})
@@ -415,11 +415,11 @@ def test_the_query_side_derives_changes_and_rejects_failing_ones() -> None:
 
 
 def test_a_late_subscription_is_built_from_the_source_as_inserts() -> None:
-    core = Coordinator()
+    core = ShardCore()
     core.pipe("q", ["s"])
     core.apply_entries("s", [entry("1-0", 1, (Op.INSERT, node("p", ["Person"], {"a": 1})))])
     relabel = MiddlewareSpec(name="r", kind="relabel", config={"labelMappings": {"Person": "U"}})
-    pipes = MiddlewareSubscriptions()
+    pipes = SourcePipelines()
     view = source_view(core.piped_snapshot("q", ["s"])["s"])
     pipes.subscribe("q", [relabel], {"s": ("r",)}, {"s": view})
     assert [e.labels for e in pipes.elements("q", "s") or ()] == [("U",)]
@@ -453,7 +453,7 @@ def test_yaml_gives_pipelines_in_drasis_subscription_shape() -> None:
 # -- changes the store does not apply never reach a pipeline --------------------------------
 
 
-def _unwound(core: Coordinator, pipes: MiddlewareSubscriptions, batch: DecodedEntry) -> list[str]:
+def _unwound(core: ShardCore, pipes: SourcePipelines, batch: DecodedEntry) -> list[str]:
     """The ids of what one batch of ``s`` made in the piped query ``q`` (its engine's deltas)."""
     routed, _report = core.apply_entries("s", [batch])
     made = []
@@ -463,10 +463,10 @@ def _unwound(core: Coordinator, pipes: MiddlewareSubscriptions, batch: DecodedEn
     return made
 
 
-def _unwinding_query() -> tuple[Coordinator, MiddlewareSubscriptions]:
-    core = Coordinator()
+def _unwinding_query() -> tuple[ShardCore, SourcePipelines]:
+    core = ShardCore()
     core.pipe("q", ["s"])
-    pipes = MiddlewareSubscriptions()
+    pipes = SourcePipelines()
     spec = MiddlewareSpec(name="u", kind="unwind", config=UNWIND)
     pipes.subscribe("q", [spec], {"s": ("u",)}, {"s": source_view([])})
     return core, pipes

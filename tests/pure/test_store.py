@@ -1,4 +1,4 @@
-"""Tests of drasi_ray.coordinator.store: the versioned element store of docs/semantics.md §2."""
+"""Tests of drasi_ray.shards.store: the versioned element store of docs/semantics.md §2."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from drasi_ray.coordinator.store import ElementStore
 from drasi_ray.model.changes import (
     Element,
     ElementChange,
@@ -22,6 +21,7 @@ from drasi_ray.model.changes import (
     relation,
 )
 from drasi_ray.model.errors import DrasiRayError
+from drasi_ray.shards.store import ElementStore
 
 
 def change(op: Op | str, element: Element, version: Version | int) -> ElementChange:

@@ -9,7 +9,6 @@ from typing import Any
 import ray.cloudpickle
 
 from drasi_ray.actors.wire import DeltaPacket, EntryPacket, ResultBatch
-from drasi_ray.coordinator.core import Coordinator
 from drasi_ray.model.changes import (
     DecodedEntry,
     ElementDelta,
@@ -20,6 +19,7 @@ from drasi_ray.model.changes import (
     relation,
 )
 from drasi_ray.model.results import ControlResult, ControlSignal, QueryResult
+from drasi_ray.shards.core import ShardCore
 from drasi_ray.source.decode import (
     change_event,
     decode_entry,
@@ -142,16 +142,16 @@ def test_deltas_carry_before_only_for_deletes_and_keep_every_value_type() -> Non
             assert _delta_rows(pickle.loads(dumps(packet))) == _delta_rows(shipped)
 
 
-def test_the_coordinator_sends_messagepack_deltas_until_it_applies_other_values() -> None:
-    coordinator = Coordinator()
+def test_the_shard_core_sends_messagepack_deltas_until_it_applies_other_values() -> None:
+    core = ShardCore()
     event = change_event(Op.INSERT, node("n1", ["A"], {"x": 1}), 5)
     decoded = [decode_entry("1-0", {b"data": encode_cloud_event([event])})]
-    coordinator.apply_entries("s", decoded, json_values=True)
-    assert coordinator.json_values
-    coordinator.apply_entries("s", _entries()[:1])  # built objects: any Python values
-    assert not coordinator.json_values
-    coordinator.apply_entries("s", decoded, json_values=True)
-    assert not coordinator.json_values  # for good: the store may hold such values now
+    core.apply_entries("s", decoded, json_values=True)
+    assert core.json_values
+    core.apply_entries("s", _entries()[:1])  # built objects: any Python values
+    assert not core.json_values
+    core.apply_entries("s", decoded, json_values=True)
+    assert not core.json_values  # for good: the store may hold such values now
 
 
 def test_a_large_batch_travels_compressed_below_rays_inline_argument_size() -> None:

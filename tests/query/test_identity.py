@@ -10,8 +10,6 @@ them; a query of one source keeps the ids as they are.
 
 from __future__ import annotations
 
-from drasi_ray.coordinator.core import Coordinator
-from drasi_ray.coordinator.routing import LabelFilter
 from drasi_ray.model.changes import (
     DecodedEntry,
     Element,
@@ -25,6 +23,8 @@ from drasi_ray.model.history import HistoryLimits
 from drasi_ray.model.identity import graph_id, reads_several, user_element_id
 from drasi_ray.model.query_specs import QueryJoin
 from drasi_ray.query.engine import ContinuousQuery
+from drasi_ray.shards.core import ShardCore
+from drasi_ray.shards.routing import LabelFilter
 
 
 def _entry(ms: int, op: Op, element: Element) -> DecodedEntry:
@@ -45,7 +45,7 @@ class _Shard:
     """A store shard's core and one engine per query, as a query host applies them."""
 
     def __init__(self, queries: dict[str, tuple[str, list[str]]], joins: list[QueryJoin]) -> None:
-        self.core = Coordinator()
+        self.core = ShardCore()
         self.engines: dict[str, ContinuousQuery] = {}
         for query_id, (text, sources) in queries.items():
             engine = self.engines[query_id] = ContinuousQuery(query_id, text, joins=joins)

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import asyncio
 
-from drasi_ray.coordinator.state import StateStore
 from drasi_ray.model.changes import ZERO_VERSION, ElementDelta, node
 from drasi_ray.query.engine import ContinuousQuery
 from drasi_ray.query.stateful import FunctionState
+from drasi_ray.shards.state import StateStore
 
 QUERY = "MATCH (a:A) WHERE drasi.trueFor(a.on, duration({seconds: 10})) RETURN a.id AS id"
 

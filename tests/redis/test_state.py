@@ -7,8 +7,8 @@ import asyncio
 import redis
 import redis.asyncio as aioredis
 
-from drasi_ray.coordinator.state import SequenceKeeper, StateStore
 from drasi_ray.model import keys
+from drasi_ray.shards.state import SequenceKeeper, StateStore
 from drasi_ray.testing.embedded_redis import EmbeddedRedis
 
 

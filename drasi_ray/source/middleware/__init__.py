@@ -2,7 +2,7 @@
 transformed before the query sees them. See :mod:`.pipeline` for the pipeline and one module
 per kind (``relabel``, ``decoder``, ``parse_json``, ``promote``, ``unwind``, ``mapping`` for
 ``map``/``remap``, ``jq``); where middleware runs is described in
-:mod:`drasi_ray.coordinator.middleware` (in the query, on its host)."""
+:mod:`drasi_ray.host.pipelines` (in the query, on its host)."""
 
 from drasi_ray.source.middleware.base import Change, ElementLookup, Middleware
 from drasi_ray.source.middleware.pipeline import Pipeline, build_pipeline, check_middleware

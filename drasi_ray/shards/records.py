@@ -1,6 +1,6 @@
-"""The change record: what the coordinator forwards to the change log for one applied change.
+"""The change record: what a store shard forwards to the change log for one applied change.
 
-Kept free of pyarrow, pyspark and Ray so the coordinator can import it on its hot path. A record is
+Kept free of pyarrow, pyspark and Ray so a store shard can import it on its hot path. A record is
 a frozen ``msgspec.Struct`` (cheap to build and to pickle across the Ray call that carries a whole
 batch). ``op`` is ``insert``/``update``/``delete``. The element fields describe the element as the
 store holds it *after* the change (its full, merged property map), or, for a delete that removed it,

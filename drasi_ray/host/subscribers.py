@@ -1,6 +1,6 @@
 """A subscriber's buffer of query results, inside the query actor's event loop.
 
-A result is in the buffer before the query acknowledges the change to the coordinator, so once
+A result is in the buffer before the query acknowledges the change to its store shard, so once
 ``wait_until_idle()`` returns, a subscription's ``drain()`` sees every result of every change
 published before it. The user's handle that pulls from it is
 :class:`drasi_ray.actors.subscription.Subscription`.

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from drasi_ray.host.inbox import QueryInbox, merge_by_version
 from drasi_ray.model.changes import ElementDelta, node
 from drasi_ray.model.shards import BootstrapPart, shard_of, split_by_shard
-from drasi_ray.query.inbox import QueryInbox, merge_by_version
 
 
 def delta(element_id: str, ms: int, index: int = 0) -> ElementDelta:

@@ -40,7 +40,7 @@ would let an older change that arrives late resurrect a deleted element.
 
 **Persisted record format** (:meth:`ElementStore.snapshot_element`, orjson with sorted keys,
 never pickle; the same set of applied changes gives the same bytes, whatever their order). A
-JSON array, positional because the coordinator writes one per changed element per batch (about
+JSON array, positional because a shard writes one per changed element per batch (about
 half the cost of the keyed format 1, which still loads)::
 
     [2,

@@ -1,12 +1,12 @@
 """A store shard's state and logic without Ray: apply a batch, route its deltas.
 
-:class:`Coordinator` owns one versioned element store per source
-(:mod:`drasi_ray.coordinator.store`) and a copy of the subscription table
-(:mod:`drasi_ray.coordinator.routing`). :meth:`Coordinator.apply_entries` applies a consumer's
+:class:`ShardCore` owns one versioned element store per source
+(:mod:`drasi_ray.shards.store`) and a copy of the subscription table
+(:mod:`drasi_ray.shards.routing`). :meth:`ShardCore.apply_entries` applies a consumer's
 batch to the store and returns, per query, what it must see, in store order: the deltas, or,
 for a query that sees the source through a middleware pipeline, the applied changes themselves
 (:class:`~drasi_ray.model.changes.PipedChange`), which the query runs through its pipeline
-(:mod:`drasi_ray.coordinator.middleware`). A query that reads several sources gets deltas and
+(:mod:`drasi_ray.host.pipelines`). A query that reads several sources gets deltas and
 snapshots with the elements under their graph ids (:mod:`drasi_ray.model.identity`: the
 source is part of an element's identity). Every store
 shard runs one, over the elements it owns (:mod:`drasi_ray.model.shards`; the coordinator
@@ -23,8 +23,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from drasi_ray.coordinator.routing import LabelFilter, SubscriptionTable
-from drasi_ray.coordinator.store import ElementStore
 from drasi_ray.model.changes import (
     ZERO_VERSION,
     DecodedEntry,
@@ -37,6 +35,8 @@ from drasi_ray.model.changes import (
 )
 from drasi_ray.model.history import ElementHistory, HistoryLimits
 from drasi_ray.model.identity import graph_delta, graph_element
+from drasi_ray.shards.routing import LabelFilter, SubscriptionTable
+from drasi_ray.shards.store import ElementStore
 from drasi_ray.streams.records import Rejection
 
 logger = logging.getLogger("drasi_ray.coordinator")
@@ -48,9 +48,9 @@ _NOBODY: frozenset[str] = frozenset()
 
 
 class ApplyProbe(Protocol):
-    """Sees each change before the coordinator applies it: how crash tests inject faults
+    """Sees each change before the shard applies it: how crash tests inject faults
     (:class:`drasi_ray.testing.failpoints.Failpoints`). It must pickle: it travels to the
-    coordinator actor."""
+    shard actor."""
 
     def check_element(self, element_id: str) -> None:
         """Called with the changed element's id; may end the process."""
@@ -70,8 +70,8 @@ class BatchReport:
 
 
 @dataclass(slots=True)
-class CoordinatorStats:
-    """Counters of the coordinator since it started (``status()``)."""
+class ShardStats:
+    """Counters of the shard since it started (``status()``)."""
 
     batches: int = 0
     changes: int = 0
@@ -83,7 +83,7 @@ class CoordinatorStats:
 
 
 @dataclass(frozen=True, slots=True)
-class CoordinatorReport:
+class ShardReport:
     """A store shard's live status (``DrasiRay.status()["shards"]``), or every shard's added
     up (``DrasiRay.status()["coordinator"]``: :func:`combine_reports`).
 
@@ -111,12 +111,12 @@ class CoordinatorReport:
         return dataclasses.asdict(self)
 
 
-def combine_reports(reports: Sequence[CoordinatorReport]) -> CoordinatorReport:
+def combine_reports(reports: Sequence[ShardReport]) -> ShardReport:
     """Every shard's report added up (counters and per-source counts summed; the durable
     counters are the app's already, so the first shard's are taken)."""
     counters = ("batches", "changes", "applied", "duplicates", "controls", "tombstones_forgotten")
     summed = {name: sum(getattr(report, name) for report in reports) for name in counters}
-    return CoordinatorReport(
+    return ShardReport(
         **summed,
         restarted=any(report.restarted for report in reports),
         line_calls=sum(report.line_calls for report in reports),
@@ -136,7 +136,7 @@ def _summed(counts: Iterable[dict[str, int]]) -> dict[str, int]:
     return total
 
 
-class Coordinator:
+class ShardCore:
     """A store shard's state and logic, without Ray (tested directly)."""
 
     def __init__(self, probe: ApplyProbe | None = None, durable: bool = False) -> None:
@@ -147,7 +147,7 @@ class Coordinator:
         self.table = SubscriptionTable()
         # source id -> the queries that see it through a pipeline: they get its applied changes
         self.piped: dict[str, set[str]] = {}
-        self.stats = CoordinatorStats()
+        self.stats = ShardStats()
         self._probe = probe
         # (entry id, change, delta) of each applied change, for the change log; None: not kept.
         self.applied: list[tuple[str, ElementChange, ElementDelta]] | None = None
@@ -280,10 +280,10 @@ class Coordinator:
 
     def report(
         self, restarted: bool, line_calls: int, durable: dict[str, dict[str, int]], shard: int = 0
-    ) -> CoordinatorReport:
+    ) -> ShardReport:
         """The live status, with what only the actor shell knows."""
         stats, stores = self.stats, self.stores
-        return CoordinatorReport(
+        return ShardReport(
             batches=stats.batches,
             changes=stats.changes,
             applied=stats.applied,

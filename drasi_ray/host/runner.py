@@ -4,7 +4,7 @@
 resulting :class:`~drasi_ray.model.results.QueryResult` objects (``sequence`` starts at 1 and
 strictly increases) and hands them to its observers (reactions, metrics) and subscriber buffers.
 The Ray shell is :mod:`drasi_ray.actors.query` (a query inside a query host), which feeds it in
-the order :mod:`drasi_ray.query.inbox` and :mod:`drasi_ray.query.merge` decide.
+the order :mod:`drasi_ray.host.inbox` and :mod:`drasi_ray.host.merge` decide.
 
 A query that calls Drasi's stateful functions also runs its due re-evaluations
 (:meth:`QueryRunner.take_due`, then :meth:`QueryRunner.publish_due`), one result per entry that
@@ -24,6 +24,7 @@ from typing import Any, TypeAlias
 
 import orjson
 
+from drasi_ray.host.subscribers import SubscriberBuffer
 from drasi_ray.model.changes import Element, ElementDelta
 from drasi_ray.model.config import QueryConfig
 from drasi_ray.model.results import (
@@ -36,7 +37,6 @@ from drasi_ray.model.results import (
 from drasi_ray.query.engine import ContinuousQuery
 from drasi_ray.query.expressions import contains_aggregate
 from drasi_ray.query.stateful import FunctionState
-from drasi_ray.query.subscribers import SubscriberBuffer
 
 logger = logging.getLogger("drasi_ray.query")
 
@@ -63,8 +63,8 @@ class QueryReport:
     ``host``: the query host it runs in; ``line_calls``: the calls that host answered on
     lines; ``errors`` and ``last_error``: deliveries this query failed to apply (the others
     of its host are not affected); ``memory_bytes``: what its state holds
-    (:mod:`drasi_ray.query.footprint`); ``superseded``: deltas dropped because a bootstrap
-    part that includes them was still to come (:mod:`drasi_ray.query.inbox`).
+    (:mod:`drasi_ray.host.footprint`); ``superseded``: deltas dropped because a bootstrap
+    part that includes them was still to come (:mod:`drasi_ray.host.inbox`).
     """
 
     query_id: str
@@ -129,8 +129,8 @@ class QueryRunner:
     async def bootstrap(
         self, elements: Sequence[Element], history: Mapping[str, bytes] | None = None
     ) -> None:
-        """Load the graph (and the element history the coordinator keeps for a query that
-        calls Drasi's past functions). A re-bootstrap (after a coordinator or own restart)
+        """Load the graph (and the element history the store shards keep for a query that
+        calls Drasi's past functions). A re-bootstrap (after a shard or own restart)
         rebuilds the engine and emits the difference between the old and new results as one
         result, so subscribers catch up on whatever the crash interrupted."""
         await self.signal(ControlSignal.BOOTSTRAP_STARTED)

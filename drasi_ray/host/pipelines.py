@@ -12,7 +12,7 @@ of its source on any number of shards, and is the single writer of its outputs:
 
 - for each change the source's store applied, every pipeline subscription on that source runs
   the change through its pipeline; the outputs are applied to the subscription's own
-  :class:`~drasi_ray.coordinator.store.ElementStore` (the query's view of the source, with the
+  :class:`~drasi_ray.shards.store.ElementStore` (the query's view of the source, with the
   store's upsert, merge and version rules), and the resulting deltas go to the query's engine,
   in order with its other deltas. The raw deltas of that source do not go to the query.
 - an output's version is the raw change's version with the output's position folded into its
@@ -48,7 +48,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from drasi_ray.coordinator.store import ElementStore
 from drasi_ray.model.changes import (
     Element,
     ElementChange,
@@ -61,6 +60,7 @@ from drasi_ray.model.changes import (
 from drasi_ray.model.errors import MiddlewareError
 from drasi_ray.model.identity import graph_delta, graph_element
 from drasi_ray.model.query_specs import MiddlewareSpec
+from drasi_ray.shards.store import ElementStore
 from drasi_ray.source.middleware import Change, Pipeline, build_pipeline
 
 OUTPUT_BITS = 20
@@ -93,7 +93,7 @@ class Derived:
     failures: list[str]
 
 
-class MiddlewareSubscriptions:
+class SourcePipelines:
     """The pipeline subscriptions of every query, per source, and their stores."""
 
     def __init__(self) -> None:
@@ -182,7 +182,7 @@ def _through(subscription: _Subscription, change: ElementChange) -> list[Element
 
 def source_view(elements: Iterable[VersionedElement]) -> ElementStore:
     """A source's store as a snapshot of it gives it (each element at the version of the
-    newest change that set it): what :meth:`MiddlewareSubscriptions.subscribe` rebuilds a
+    newest change that set it): what :meth:`SourcePipelines.subscribe` rebuilds a
     subscription from."""
     store = ElementStore()
     for item in elements:

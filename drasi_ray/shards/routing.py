@@ -194,7 +194,7 @@ class SubscriptionTable:
     # -- persistence --------------------------------------------------------------------
 
     def to_records(self) -> dict[str, Any]:
-        """The table as JSON-able data (see :mod:`drasi_ray.coordinator.state`)."""
+        """The table as JSON-able data (see :mod:`drasi_ray.shards.state`)."""
         return {
             "registered": {qid: list(sources) for qid, sources in self._registered.items()},
             "subscriptions": [

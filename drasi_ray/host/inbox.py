@@ -4,7 +4,7 @@ A query's graph is spread over the K store shards, so its bootstrap comes in K p
 (:class:`~drasi_ray.model.shards.BootstrapPart`), one per shard, each a snapshot of that shard's
 elements taken when the shard registered the query, and followed on the same link by that
 shard's later deltas. :class:`QueryInbox` receives, in each link's order (the host's
-:class:`~drasi_ray.query.merge.DeliveryMerger` guarantees it), parts and deltas, and says what
+:class:`~drasi_ray.host.merge.DeliveryMerger` guarantees it), parts and deltas, and says what
 the query must apply:
 
 - while the parts of the latest *round* are not all in, a delta from a shard whose part is in

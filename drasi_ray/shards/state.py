@@ -21,7 +21,7 @@ What lives where (key names from :mod:`drasi_ray.model.keys`):
   save_function_state`), so a restarted query actor rebuilds what it published and no more.
 - ``drasi:<app>:clock`` (string): the time of the app's manual clock, if it has one.
 - ``drasi:<app>:history:<query_id>`` (hash) and ``drasi:<app>:history-limits`` (hash): the
-  element history the coordinator keeps for a query that calls Drasi's past functions, one
+  element history the store shards keep for a query that calls Drasi's past functions, one
   field per version, written with the batch's element records (before the batch is acked),
   and its limits (:mod:`drasi_ray.model.history`).
 
@@ -40,10 +40,10 @@ import orjson
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
-from drasi_ray.coordinator.store import ElementStore
 from drasi_ray.model import keys
 from drasi_ray.model.backoff import outlasting
 from drasi_ray.model.history import ElementHistory, HistoryLimits, HistoryWrites, history_element
+from drasi_ray.shards.store import ElementStore
 from drasi_ray.streams import resp
 
 SCAN_COUNT = 1000
@@ -340,7 +340,7 @@ class SequenceKeeper:
         """Make ``current + 1 .. current + wanted`` usable: under the durable ceiling.
 
         Waits out a Redis outage (retrying with capped backoff) rather than failing: the
-        caller holds a delivery whose deltas must not be dropped, and the coordinator's
+        caller holds a delivery whose deltas must not be dropped, and the shard's
         bounded deliveries in flight turn the wait into backpressure.
         """
         if current + wanted <= self._ceiling:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import itertools
 import random
 
+from drasi_ray.host.merge import Arrival, DeliveryMerger, Offered, Unit
 from drasi_ray.model.shards import BatchTag
-from drasi_ray.query.merge import Arrival, DeliveryMerger, Offered, Unit
 
 
 class Clock:
