@@ -183,11 +183,15 @@ class DrasiRay:
             raise UnknownComponentError(f"unknown query {query_id!r}")
         if query_id in self._chained():
             raise ConfigError(f"query {query_id!r} is read by other queries: it stays")
-        host_name = self._host_of.pop(query_id, None)
+        host_name = self._host_of.get(query_id)
         if host_name is not None:
             ray.get(self._coordinator.unregister_query.remote(query_id))
+            del self._host_of[query_id]
             host = self._hosts[host_name]
-            ray.get(host.remove_query.remote(query_id, STOP_TIMEOUT_S), timeout=STOP_TIMEOUT_S)
+            try:
+                ray.get(host.remove_query.remote(query_id, STOP_TIMEOUT_S), timeout=STOP_TIMEOUT_S)
+            except ray.exceptions.RayActorError as exc:  # restarting: it will not host it again
+                logger.warning("query %s: its host did not stop it (%s)", query_id, exc)
         del self._queries[query_id]
         del self._engines[query_id]
 
@@ -206,9 +210,11 @@ class DrasiRay:
         actors = self._consumers.pop(source_id, None)
         if actors is not None:
             actors += scaling.find_consumers(self.namespace, source_id, len(actors))
-            ray.get([actor.stop.remote() for actor in actors], timeout=STOP_TIMEOUT_S)
+            _best_effort(
+                lambda: ray.get([actor.stop.remote() for actor in actors], timeout=STOP_TIMEOUT_S)
+            )
             for actor in actors:
-                ray.kill(actor)
+                _best_effort(lambda actor=actor: ray.kill(actor))
             # The names are free once the actors are dead: the source may be added again.
             released = [names.consumer_actor(source_id, i) for i in range(len(actors))]
             _wait_released(self.namespace, released)
