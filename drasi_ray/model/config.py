@@ -54,6 +54,74 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, use_enum_values=False)
 
 
+class SourceFormat(str, enum.Enum):
+    """The envelope of a source's stream entries (docs/sources.md, "CDC tools' formats").
+
+    PLATFORM: Drasi's platform CloudEvents. DEBEZIUM: what Debezium Server's Redis sink writes.
+    DELTAFORGE: what DeltaForge's Redis sink writes.
+    """
+
+    PLATFORM = "platform"
+    DEBEZIUM = "debezium"
+    DELTAFORGE = "deltaforge"
+
+
+class CdcOrdering(str, enum.Enum):
+    """What orders the changes of a CDC-format source (the element store's versions).
+
+    POSITION: the change's position in the database's log (PostgreSQL LSN, MySQL binlog file,
+    position and row), so a change the tool sent twice is applied once. STREAM: the stream entry
+    id, as platform entries are ordered; a change sent twice is applied twice.
+    """
+
+    POSITION = "position"
+    STREAM = "stream"
+
+
+class CdcConfig(_Model):
+    """How a source of format ``debezium`` or ``deltaforge`` turns rows into nodes: each row a
+    node labelled by its table, with id ``<table>:<key>`` (key columns joined by ``_``) and its
+    columns as properties."""
+
+    labels: dict[str, str] = Field(
+        default_factory=dict,
+        description="table -> label of its rows (default: the table name); a key may be the "
+        "table or '<schema or db>.<table>', the qualified name winning",
+    )
+    keys: dict[str, tuple[str, ...]] = Field(
+        default_factory=dict,
+        description="table -> its key columns, in order (the element id); '*' for every table "
+        "not named. Debezium: default the columns of the message key; DeltaForge: required",
+    )
+    ordering: CdcOrdering = Field(
+        CdcOrdering.POSITION,
+        description="position: changes ordered by their position in the database log, a "
+        "re-sent change applied once (tombstones are then never forgotten); stream: by stream "
+        "entry id",
+    )
+    null_value: str = Field(
+        "default",
+        description="the text Debezium's Redis sink writes for a null value (its "
+        "'debezium.sink.redis.null.value'): such an entry is a tombstone and carries no change",
+    )
+
+    @field_validator("labels")
+    @classmethod
+    def _check_labels(cls, value: dict[str, str]) -> dict[str, str]:
+        empty = sorted(table for table, label in value.items() if not label)
+        if empty:
+            raise ValueError(f"a label must not be empty (table {', '.join(empty)})")
+        return value
+
+    @field_validator("keys")
+    @classmethod
+    def _check_keys(cls, value: dict[str, tuple[str, ...]]) -> dict[str, tuple[str, ...]]:
+        for table, columns in value.items():
+            if not columns or any(not column for column in columns):
+                raise ValueError(f"table {table!r} needs at least one key column, none empty")
+        return value
+
+
 class PlatformSourceConfig(_Model):
     """Settings of a platform source: Redis streams read by a consumer group.
 
@@ -121,7 +189,8 @@ class PlatformSourceConfig(_Model):
         3_600_000,
         ge=0,
         description="the element store forgets a deleted element's tombstone once it is this "
-        "old and no older entry is pending or retained in the stream; None: keep them forever",
+        "old and no older entry is pending or retained in the stream; None: keep them forever "
+        "(the default of a CDC format ordered by position, which refuses any other value)",
     )
     tombstone_sweep_ms: int = Field(
         60_000, ge=10, description="period of each consumer's tombstone sweep"
@@ -137,6 +206,16 @@ class PlatformSourceConfig(_Model):
         "every full read, back to batch_size after a partial one) up to this; default "
         "max_in_flight // 2, so the next read fits beside the batch in hand",
     )
+    format: SourceFormat = Field(
+        SourceFormat.PLATFORM,
+        description="the envelope of the entries: platform (Drasi's CloudEvents), debezium "
+        "(Debezium Server's Redis sink) or deltaforge (DeltaForge's Redis sink)",
+    )
+    cdc: CdcConfig | None = Field(
+        None,
+        description="labels, key columns and ordering of a debezium or deltaforge source "
+        "(default: every default of CdcConfig)",
+    )
 
     @property
     def read_size_limit(self) -> int:
@@ -144,6 +223,45 @@ class PlatformSourceConfig(_Model):
         ``batch_size``."""
         limit = self.max_batch_size or self.max_in_flight // 2
         return max(self.batch_size, limit)
+
+    @property
+    def cdc_rules(self) -> CdcConfig:
+        """The CDC settings in effect (defaults when ``cdc`` is not given)."""
+        return self.cdc if self.cdc is not None else CdcConfig()
+
+    @property
+    def positional(self) -> bool:
+        """Whether versions are database log positions, not stream positions (a CDC format
+        ordered by position): then no stream position bounds them, and tombstones stay."""
+        return self.format is not SourceFormat.PLATFORM and (
+            self.cdc_rules.ordering is CdcOrdering.POSITION
+        )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _tombstones_of_positional(cls, raw: Any) -> Any:
+        """A source ordered by database log position keeps its tombstones: they are forgotten
+        below a *stream* position, which says nothing about log positions (a change re-sent by
+        the tool could resurrect a deleted row). Default off; asking for it is an error."""
+        if not isinstance(raw, dict) or raw.get("format", "platform") == "platform":
+            return raw  # (a str enum equals its value; an invalid one fails its field later)
+        cdc = raw.get("cdc")
+        ordering = cdc.get("ordering") if isinstance(cdc, dict) else getattr(cdc, "ordering", None)
+        if ordering == "stream":
+            return raw
+        if raw.get("tombstone_ttl_ms") is not None:
+            raise ValueError(
+                "tombstone_ttl_ms must be null for a CDC format ordered by position (tombstones "
+                "are forgotten below a stream position, not a database log position); set "
+                "cdc.ordering: stream to forget them"
+            )
+        return {**raw, "tombstone_ttl_ms": None}
+
+    @model_validator(mode="after")
+    def _check_cdc(self) -> PlatformSourceConfig:
+        if self.cdc is not None and self.format is SourceFormat.PLATFORM:
+            raise ValueError("cdc settings apply to format debezium or deltaforge, not platform")
+        return self
 
     @model_validator(mode="before")
     @classmethod

@@ -127,6 +127,11 @@ def sections() -> list[Section]:
                 "The Redis stream and its consumer group. In Python, the builder's "
                 "`with_<option>` methods or `PlatformSourceConfig(<option>=...)`.",
                 _platform_builder),
+        Section("CDC rows (`sources[].properties.cdc`)", config.CdcConfig,
+                "How a source of format `debezium` or `deltaforge` makes nodes of the rows "
+                "its CDC tool sends ([sources.md](sources.md), \"CDC tools' formats\"). In "
+                "Python, `with_cdc(<option>=...)`.",
+                lambda name: f"`with_cdc({name}=...)`"),
         Section("Query (`queries[]`)", config.QueryConfig,
                 "A continuous query. In YAML an entry of `sources` may also be "
                 "`{id, pipeline: [middleware name, ...]}`, as in Drasi; it fills `pipelines`.",

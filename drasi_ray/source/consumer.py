@@ -48,7 +48,7 @@ from drasi_ray.model.backoff import Backoff
 from drasi_ray.model.changes import DecodedEntry
 from drasi_ray.model.config import PlatformSourceConfig
 from drasi_ray.model.errors import ConfigError, DecodeError, GroupMissingError, StreamError
-from drasi_ray.source.decode import decode_entry
+from drasi_ray.source.formats import decoder_for
 from drasi_ray.streams.backend import RedisStreamBackend
 from drasi_ray.streams.records import DeadLetter, Rejection, StreamEntry
 
@@ -232,6 +232,7 @@ class StreamConsumer:
         self._idle.set()
         self._in_flight = InFlight(max(settings.max_in_flight, 1))
         self._read_size = settings.batch_size  # adapts to load: _adapt_read_size
+        self._decode = decoder_for(settings)  # the source's format: platform, debezium, ...
 
     @property
     def stream(self) -> str:
@@ -562,6 +563,7 @@ class StreamConsumer:
         decoded: list[DecodedEntry] = []
         add = decoded.append  # per-entry hot loop: names bound once
         dead: list[DeadLetter] = []
+        decode = self._decode
         limit = self.settings.max_deliveries
         max_bytes = self.settings.max_payload_bytes
         for entry in entries:
@@ -575,7 +577,7 @@ class StreamConsumer:
                 reason = self._refusal(size, deliveries, limit)
             else:
                 try:
-                    add(decode_entry(entry_id, fields))
+                    add(decode(entry_id, fields))
                     continue
                 except DecodeError as exc:
                     reason = exc.reason

@@ -77,6 +77,7 @@ from drasi_ray.model.value_kinds import I64_MAX, I64_MIN, as_element_value
 __all__ = [
     "change_event",
     "decode_entry",
+    "element_properties",
     "encode_cloud_event",
     "subscription_event",
 ]
@@ -274,7 +275,9 @@ def _typed_changes(
         ts_ns = source.ts_ns
         if ts_ns > _U64_MAX:
             return None
-        values = FrozenMap() if properties is None else FrozenMap(_properties(properties, False))
+        values = (
+            FrozenMap() if properties is None else FrozenMap(element_properties(properties, False))
+        )
         element = Element(kind, data.id, data.labels, values, start_id, end_id, ts_ns // _NS_PER_MS)
         append(ElementChange(event.OP, element, (ms, seq, index), Timing(ts_ns, start_ns, end_ns)))
     return tuple(changes)
@@ -373,7 +376,7 @@ def _decode_change(event: Any, version: Version) -> ElementChange:
     if type(element_id) is not str or not element_id:
         raise DecodeError(_BAD_ID)
     labels = _labels(data.get("labels"))
-    properties = _properties(data.get("properties"), op is Op.DELETE)
+    properties = element_properties(data.get("properties"), op is Op.DELETE)
     start_id = end_id = None
     if kind is _RELATION:
         start_id = data.get("startId")
@@ -447,8 +450,10 @@ def _labels(labels: Any) -> tuple[str, ...]:
     return tuple(labels)
 
 
-def _properties(properties: Any, is_delete: bool) -> dict[str, Any]:
-    """The element's property map; a delete may omit it (see the module docstring)."""
+def element_properties(properties: Any, is_delete: bool) -> dict[str, Any]:
+    """The element's property map, its values as Drasi holds them (an integer beyond i64 a
+    float); a delete may omit it (see the module docstring). Shared with the CDC formats'
+    decoders (:mod:`drasi_ray.source.cdc`), which read a row's columns the same way."""
     if type(properties) is not dict:
         if properties is None and is_delete:
             return {}

@@ -14,15 +14,35 @@ Configured like Drasi's platform source (seeds/000), with a builder or a config 
 A source may read several streams, one per partition (``with_stream_keys([...])``, YAML
 ``stream_keys``); producers put each element's changes on one of them
 (:func:`drasi_ray.model.partitions.stream_for`).
+
+The entries may also be what a CDC tool writes to Redis: ``with_format("debezium")`` (Debezium
+Server's Redis sink) or ``with_format("deltaforge")`` (DeltaForge's), with ``with_cdc(...)``
+for labels and key columns (docs/sources.md)::
+
+    source = (
+        PlatformSource.builder("shop")
+        .with_redis_url("redis://localhost:6379")
+        .with_stream_keys(["db.public.customers", "db.public.orders"])
+        .with_format("debezium")
+        .with_cdc(labels={"customers": "Customer"}, keys={"orders": ["order_id", "line"]})
+        .build()
+    )
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from drasi_ray.model.config import DispatchMode, PlatformSourceConfig, SourceSpec, validated
+from drasi_ray.model.config import (
+    CdcOrdering,
+    DispatchMode,
+    PlatformSourceConfig,
+    SourceFormat,
+    SourceSpec,
+    validated,
+)
 from drasi_ray.model.errors import ConfigError
 
 
@@ -148,6 +168,30 @@ class PlatformSourceBuilder:
         is pending or retained in the stream (``None``: keep tombstones forever)."""
         self._set("tombstone_ttl_ms", ttl_ms)
         return self._set("tombstone_sweep_ms", sweep_ms)
+
+    def with_format(self, source_format: SourceFormat | str) -> PlatformSourceBuilder:
+        """The envelope of the entries: ``platform`` (default), ``debezium`` (Debezium
+        Server's Redis sink) or ``deltaforge`` (DeltaForge's Redis sink)."""
+        return self._set("format", source_format)
+
+    def with_cdc(
+        self,
+        *,
+        labels: Mapping[str, str] | None = None,
+        keys: Mapping[str, Sequence[str]] | None = None,
+        ordering: CdcOrdering | str | None = None,
+        null_value: str | None = None,
+    ) -> PlatformSourceBuilder:
+        """How a ``debezium`` or ``deltaforge`` source makes nodes of rows (:class:`CdcConfig`):
+        ``labels`` table -> label, ``keys`` table (or ``"*"``) -> key columns, ``ordering``
+        ``position`` (default) or ``stream``, ``null_value`` Debezium's null text. Only what
+        is given is set; the rest keeps its default."""
+        given = {"labels": labels, "keys": keys, "ordering": ordering, "null_value": null_value}
+        if keys is not None:
+            given["keys"] = {table: tuple(columns) for table, columns in keys.items()}
+        cdc = dict(self._settings.get("cdc") or {})
+        cdc.update({name: value for name, value in given.items() if value is not None})
+        return self._set("cdc", cdc)
 
     def with_dispatch_mode(self, mode: DispatchMode | str) -> PlatformSourceBuilder:
         try:
