@@ -4,10 +4,9 @@ The public API::
 
     from drasi_ray import DrasiRay, PlatformSource, PlatformSourceConfig, Query
 
-Heavy optional parts (Spark analytics through RayDP) are imported lazily where used.
-
-The names are imported on first use (PEP 562), so that a Ray worker importing one actor's
-module does not import the whole package with it (every actor's process starts faster).
+Heavy optional parts (Spark analytics through RayDP) are imported lazily where used. The names
+below are imported on first use too (PEP 562), so ``import drasi_ray.<module>`` (the
+``drasi-ray`` command line) does not pay for Ray until it needs it.
 """
 
 from __future__ import annotations
@@ -34,6 +33,7 @@ if TYPE_CHECKING:
         StateConfig,
     )
     from drasi_ray.model.errors import (
+        ComponentUnavailableError,
         ConfigError,
         DecodeError,
         DrasiRayError,
@@ -41,18 +41,74 @@ if TYPE_CHECKING:
         QueryError,
         QuerySyntaxError,
         StreamError,
+        SubscriptionLostError,
         UnknownComponentError,
         UnsupportedQueryError,
     )
+    from drasi_ray.model.query_specs import QueryLanguage
     from drasi_ray.model.reaction_specs import (
         CallbackReaction,
+        HttpCall,
+        HttpQueryCalls,
+        HttpReaction,
         JsonLinesReaction,
         LogReaction,
         PlatformReaction,
+        PostgresStoredProcReaction,
+        SseReaction,
+        StoredProcCommands,
     )
     from drasi_ray.model.results import ControlResult, ControlSignal, QueryResult
     from drasi_ray.query.definition import Query
     from drasi_ray.source.platform import PlatformSource
+
+_HOMES = {
+    "Subscription": "drasi_ray.actors.subscription",
+    "DrasiRay": "drasi_ray.app",
+    "ManualClock": "drasi_ray.model.clock",
+    "SystemClock": "drasi_ray.model.clock",
+    **{
+        name: "drasi_ray.model.config"
+        for name in (
+            "AnalyticsConfig", "AppConfig", "CdcConfig", "CdcOrdering", "DispatchMode",
+            "Placement", "PlatformSourceConfig", "QueryConfig", "RayConfig", "ScalingConfig",
+            "SourceFormat", "StateConfig",
+        )
+    },
+    **{
+        name: "drasi_ray.model.errors"
+        for name in (
+            "ComponentUnavailableError", "ConfigError", "DecodeError", "DrasiRayError",
+            "NotRunningError", "QueryError", "QuerySyntaxError", "StreamError",
+            "SubscriptionLostError", "UnknownComponentError", "UnsupportedQueryError",
+        )
+    },
+    **{
+        name: "drasi_ray.model.reaction_specs"
+        for name in (
+            "CallbackReaction", "HttpCall", "HttpQueryCalls", "HttpReaction",
+            "JsonLinesReaction", "LogReaction", "PlatformReaction", "PostgresStoredProcReaction",
+            "SseReaction", "StoredProcCommands",
+        )
+    },
+    **{
+        name: "drasi_ray.model.results"
+        for name in ("ControlResult", "ControlSignal", "QueryResult")
+    },
+    "QueryLanguage": "drasi_ray.model.query_specs",
+    "Query": "drasi_ray.query.definition",
+    "PlatformSource": "drasi_ray.source.platform",
+}  # fmt: skip
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'drasi_ray' has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value
+    return value
+
 
 __version__ = "0.1.0"
 
@@ -62,6 +118,7 @@ __all__ = [
     "CallbackReaction",
     "CdcConfig",
     "CdcOrdering",
+    "ComponentUnavailableError",
     "ConfigError",
     "ControlResult",
     "ControlSignal",
@@ -69,6 +126,9 @@ __all__ = [
     "DispatchMode",
     "DrasiRay",
     "DrasiRayError",
+    "HttpCall",
+    "HttpQueryCalls",
+    "HttpReaction",
     "JsonLinesReaction",
     "LogReaction",
     "ManualClock",
@@ -77,69 +137,23 @@ __all__ = [
     "PlatformReaction",
     "PlatformSource",
     "PlatformSourceConfig",
+    "PostgresStoredProcReaction",
     "Query",
     "QueryConfig",
     "QueryError",
+    "QueryLanguage",
     "QueryResult",
     "QuerySyntaxError",
     "RayConfig",
     "ScalingConfig",
     "SourceFormat",
+    "SseReaction",
     "StateConfig",
+    "StoredProcCommands",
     "StreamError",
     "Subscription",
+    "SubscriptionLostError",
     "SystemClock",
     "UnknownComponentError",
     "UnsupportedQueryError",
 ]
-
-_HOME = {
-    "AnalyticsConfig": "drasi_ray.model.config",
-    "AppConfig": "drasi_ray.model.config",
-    "CallbackReaction": "drasi_ray.model.reaction_specs",
-    "CdcConfig": "drasi_ray.model.config",
-    "CdcOrdering": "drasi_ray.model.config",
-    "ConfigError": "drasi_ray.model.errors",
-    "ControlResult": "drasi_ray.model.results",
-    "ControlSignal": "drasi_ray.model.results",
-    "DecodeError": "drasi_ray.model.errors",
-    "DispatchMode": "drasi_ray.model.config",
-    "DrasiRay": "drasi_ray.app",
-    "DrasiRayError": "drasi_ray.model.errors",
-    "JsonLinesReaction": "drasi_ray.model.reaction_specs",
-    "LogReaction": "drasi_ray.model.reaction_specs",
-    "ManualClock": "drasi_ray.model.clock",
-    "NotRunningError": "drasi_ray.model.errors",
-    "Placement": "drasi_ray.model.config",
-    "PlatformReaction": "drasi_ray.model.reaction_specs",
-    "PlatformSource": "drasi_ray.source.platform",
-    "PlatformSourceConfig": "drasi_ray.model.config",
-    "Query": "drasi_ray.query.definition",
-    "QueryConfig": "drasi_ray.model.config",
-    "QueryError": "drasi_ray.model.errors",
-    "QueryResult": "drasi_ray.model.results",
-    "QuerySyntaxError": "drasi_ray.model.errors",
-    "RayConfig": "drasi_ray.model.config",
-    "ScalingConfig": "drasi_ray.model.config",
-    "SourceFormat": "drasi_ray.model.config",
-    "StateConfig": "drasi_ray.model.config",
-    "StreamError": "drasi_ray.model.errors",
-    "Subscription": "drasi_ray.actors.subscription",
-    "SystemClock": "drasi_ray.model.clock",
-    "UnknownComponentError": "drasi_ray.model.errors",
-    "UnsupportedQueryError": "drasi_ray.model.errors",
-}
-"""Where each public name is defined."""
-
-
-def __getattr__(name: str) -> Any:
-    home = _HOME.get(name)
-    if home is None:
-        raise AttributeError(f"module 'drasi_ray' has no attribute {name!r}")
-    value = getattr(importlib.import_module(home), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})

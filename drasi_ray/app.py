@@ -22,19 +22,24 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import os
 import time
 import uuid
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 import ray
 import redis
 
-from drasi_ray.actors import names, scaling
+from drasi_ray.actors import cluster, names, scaling
+from drasi_ray.actors.app_reactions import AppReactions
+from drasi_ray.actors.cluster import RayConnection
 from drasi_ray.actors.consumer import ConsumerActor
 from drasi_ray.actors.coordinator import CoordinatorActor
+from drasi_ray.actors.driver_logs import ForwardedLines
 from drasi_ray.actors.placement import Placer
+from drasi_ray.actors.postgres import PostgresReaderActor
 from drasi_ray.actors.query_host import QueryHostActor
 from drasi_ray.actors.shard import ShardActor, ShardSettings
 from drasi_ray.actors.subscription import Subscription
@@ -47,19 +52,35 @@ from drasi_ray.model.config import (
     AppConfig,
     DispatchMode,
     PlatformSourceConfig,
+    PostgresSourceSpec,
     QueryConfig,
     RayConfig,
     ScalingConfig,
     StateConfig,
 )
-from drasi_ray.model.errors import ConfigError, NotRunningError, UnknownComponentError
-from drasi_ray.model.reaction_specs import AnyReaction
+from drasi_ray.model.errors import (
+    ComponentUnavailableError,
+    ConfigError,
+    DrasiRayError,
+    NotRunningError,
+    UnknownComponentError,
+)
+from drasi_ray.model.reaction_specs import (
+    AnyAppReaction,
+    AnyReaction,
+    HttpReaction,
+    LogReaction,
+    PlatformReaction,
+    PostgresStoredProcReaction,
+    SseReaction,
+)
 from drasi_ray.query.engine import ContinuousQuery
 from drasi_ray.reactions.factory import resolve_specs
 from drasi_ray.shards.core import ApplyProbe
 from drasi_ray.source.middleware import check_middleware
 from drasi_ray.source.platform import PlatformSource
-from drasi_ray.streams import admin
+from drasi_ray.source.postgres.definition import PostgresSource
+from drasi_ray.streams import admin, connections
 
 if TYPE_CHECKING:
     from drasi_ray.analytics.facade import Analytics
@@ -72,6 +93,11 @@ RESTART_POLL_S = 0.05
 CLOCK_TIMEOUT_S = 120.0
 """How long moving a manual clock waits for the query actors to run what came due."""
 STOP_TIMEOUT_S = 30.0
+READ_TIMEOUT_S = 30.0
+"""How long results(), status() and subscribe() wait for an actor that is restarting."""
+LOG_FORWARD_TIMEOUT_S = 5.0
+"""How long stop() waits for Ray to forward the log reactions' last lines to the driver."""
+STOPPED_LINE = '"signal":"stopped"'
 
 
 class DrasiRay:
@@ -87,11 +113,13 @@ class DrasiRay:
         analytics_config: AnalyticsConfig | None = None,
         clock: Clock | None = None,
         scaling_config: ScalingConfig | None = None,
+        connect_timeout_s: float = connections.DEFAULT_DEADLINE_S,
     ) -> None:
         """``clock`` decides when the re-evaluations that Drasi's future functions schedule are
         due (:mod:`drasi_ray.model.clock`): the wall clock by default; a
         :class:`~drasi_ray.model.clock.ManualClock` moves only when told, and each move
-        returns once every query ran what came due."""
+        returns once every query ran what came due. ``connect_timeout_s``: how long
+        ``start()`` waits for each Redis (and a configured Ray) to answer."""
         AppConfig(id=app_id)  # validates the id
         self.app_id = app_id
         self.namespace = names.namespace(app_id)
@@ -102,6 +130,8 @@ class DrasiRay:
         self._analytics_config = analytics_config or AnalyticsConfig()
         self._analytics: Analytics | None = None  # while running with analytics enabled
         self._sources: dict[str, PlatformSource] = {}
+        self._postgres: dict[str, PostgresSource] = {}  # their consumers are in _sources
+        self._readers: dict[str, Any] = {}  # source id -> its PostgreSQL reader actor
         self._queries: dict[str, QueryConfig] = {}
         self._engines: dict[str, ContinuousQuery] = {}
         self._coordinator: Any = None
@@ -114,8 +144,12 @@ class DrasiRay:
         self._redis: dict[str, redis.Redis] = {}
         self._chain_sources: set[str] = set()
         self._owns_ray = False
+        self._ray_connection: RayConnection | None = None
+        self._forwarded: ForwardedLines | None = None
+        self._connect_timeout_s = connect_timeout_s
         self._clock = clock
         self._stop_listening: Callable[[], None] | None = None
+        self._reactions = AppReactions(self.namespace, app_id, self._ray)
 
     # -- configuration ------------------------------------------------------------------
 
@@ -127,24 +161,42 @@ class DrasiRay:
             state_config=config.state,
             analytics_config=config.analytics,
             scaling_config=config.scaling,
+            connect_timeout_s=config.connect_timeout_s,
         )
         for spec in config.sources:
-            app.add_source(PlatformSource.from_spec(spec))
+            if isinstance(spec, PostgresSourceSpec):
+                app.add_source(PostgresSource.from_spec(spec))
+            else:
+                app.add_source(PlatformSource.from_spec(spec))
         for query in config.queries:
             app.add_query(query)
+        for reaction in config.reactions:
+            app.add_reaction(reaction)
         return app
 
     @classmethod
     def from_yaml(cls, path: str | Path) -> DrasiRay:
-        """Build an app from Drasi's YAML schema (``sources``) plus ``queries`` and ``ray``."""
-        return cls.from_config(AppConfig.from_yaml(path))
+        """Build an app from Drasi's YAML schema (``sources``) plus ``queries`` and ``ray``;
+        ``${NAME}`` and ``${file:PATH}`` in its values are read from this process's environment
+        and files (:func:`~drasi_ray.model.config.expand_secrets`)."""
+        return cls.from_config(AppConfig.from_yaml(path, environ=os.environ))
 
-    def add_source(self, source: PlatformSource) -> DrasiRay:
+    def add_source(self, source: PlatformSource | PostgresSource) -> DrasiRay:
+        """Add a platform source, or a PostgreSQL source (its reader, and consumers of the
+        stream it writes). A source that names no consumer group reads with the app's own,
+        ``drasi_ray.<app id>`` (so apps sharing a stream each see every entry)."""
         if source.id in self._sources:
             raise ConfigError(f"source {source.id!r} is already added")
-        self._sources[source.id] = source
+        if isinstance(source, PostgresSource):
+            self._postgres[source.id] = source
+            platform = source.platform_source(self.app_id)
+        else:
+            platform = source
+        self._sources[source.id] = dataclasses.replace(
+            platform, config=platform.config.in_app(self.app_id)
+        )
         if self.running and source.auto_start:
-            self._start_source(source)
+            self._start_source(self._sources[source.id])
         return self
 
     def add_query(self, query: QueryConfig) -> DrasiRay:
@@ -158,10 +210,32 @@ class DrasiRay:
         if self.running and query.auto_start:
             self._check_sources(query)
             self._start_query(query)
+            self._reactions.refresh()
         return self
 
-    def add_reaction(self, query_id: str, reaction: AnyReaction) -> DrasiRay:
-        """Send a query's results to ``reaction`` too (from now on, if the app is running)."""
+    @overload
+    def add_reaction(self, target: str, reaction: AnyReaction) -> DrasiRay: ...
+
+    @overload
+    def add_reaction(self, target: AnyAppReaction) -> DrasiRay: ...
+
+    def add_reaction(
+        self, target: str | AnyAppReaction, reaction: AnyReaction | None = None
+    ) -> DrasiRay:
+        """Send a query's results to ``reaction`` too, from now on if the app is running:
+        ``add_reaction(query_id, reaction)`` for a reaction inside the query's host
+        (platform, jsonl, log, callback).
+
+        ``add_reaction(spec)`` adds a reaction of the app, an actor of its own over the
+        result streams of the queries it names (:class:`~drasi_ray.model.reaction_specs.
+        HttpReaction`, :class:`~drasi_ray.model.reaction_specs.SseReaction`); the queries it
+        names must be added first. Raises ConfigError naming the problem when it does not fit
+        them (an unknown query, a template field the query does not return)."""
+        if isinstance(target, (HttpReaction, SseReaction, PostgresStoredProcReaction)):
+            return self._add_app_reaction(target)
+        if not isinstance(target, str) or reaction is None:
+            raise TypeError("add_reaction(query_id, reaction) or add_reaction(app_reaction)")
+        query_id = target
         query = self._queries.get(query_id)
         if query is None:
             raise UnknownComponentError(f"unknown query {query_id!r}")
@@ -175,8 +249,9 @@ class DrasiRay:
     def remove_query(self, query_id: str) -> None:
         """Stop a query and forget it (while the app runs too): no shard routes to it any more,
         its reactions get its ``stopped`` signal and write what they hold, its subscriptions
-        receive nothing more (close them), and its durable state (registration, result
-        sequence, function state, element history) is deleted; its result stream stays.
+        raise SubscriptionLostError on their next read, and its durable state (registration,
+        subscriptions, result sequence, function state, element history) is deleted; its
+        result stream stays.
         Raises UnknownComponentError for an unknown query, ConfigError for a query other
         queries read (query chaining)."""
         if query_id not in self._queries:
@@ -200,10 +275,13 @@ class DrasiRay:
         its graph: every shard drops its elements, in memory and in Redis. Its streams and
         their consumer group stay (the producers' and the group's position: a source added
         again under that id starts with an empty graph where the group left off). Raises
-        UnknownComponentError for an unknown source, ConfigError while a query reads it."""
+        UnknownComponentError for an unknown source, ConfigError while a query reads it and
+        for a PostgreSQL source (its reader and replication slot go with the app only)."""
         source = self._sources.get(source_id)
         if source is None or source_id in self._chain_sources:
             raise UnknownComponentError(f"unknown source {source_id!r}")
+        if source_id in self._postgres:
+            raise ConfigError(f"source {source_id!r} reads PostgreSQL: it cannot be removed")
         readers = sorted(q.id for q in self._queries.values() if source_id in q.sources)
         if readers:
             raise ConfigError(f"source {source_id!r} is read by queries {readers}: remove them")
@@ -222,14 +300,74 @@ class DrasiRay:
             ray.get(self._coordinator.drop_source.remote(source_id))
         del self._sources[source_id]
 
+    def _add_app_reaction(self, spec: AnyAppReaction) -> DrasiRay:
+        columns = {query_id: engine.column_names for query_id, engine in self._engines.items()}
+        self._reactions.add(spec, columns)
+        if self.running:
+            for query_id in self._host_of:
+                if self._reactions.covers(query_id):
+                    self._ensure_result_stream(query_id)
+            self._start_app_reaction(spec)
+            self._reactions.refresh()
+        return self
+
+    def _ensure_result_stream(self, query_id: str) -> None:
+        """Give a running query a platform reaction if it has none (a reaction of the app
+        reads its result stream)."""
+        if not any(isinstance(r, PlatformReaction) for r in self._queries[query_id].reactions):
+            self.add_reaction(query_id, PlatformReaction())
+
+    def _start_app_reaction(self, spec: AnyAppReaction) -> None:
+        relayed = not isinstance(spec, SseReaction)
+        streams = {
+            query_id: self._result_stream(query)
+            for query_id, query in self._queries.items()
+            if relayed and query_id in (spec.queries or ())
+        }
+        placement = {}
+        if relayed:
+            placement = self._placement().next_options(names.reaction_actor(spec.id))
+        self._reactions.start(spec, streams, placement)
+
+    def _result_stream(self, query: QueryConfig) -> tuple[str | None, str]:
+        """(Redis URL, stream) of the query's platform reaction, as the app resolves it."""
+        configured = self._with_reaction_defaults(query)
+        platform = next(r for r in configured.reactions if isinstance(r, PlatformReaction))
+        return platform.redis_url, platform.stream or keys.result_stream(query.id)
+
+    def reaction_url(self, reaction_id: str) -> str:
+        """The base URL an SSE reaction (the dashboard) listens at, once the app runs."""
+        if reaction_id not in self._reactions.specs:
+            raise UnknownComponentError(f"unknown reaction {reaction_id!r}")
+        if reaction_id not in self._reactions.urls:
+            raise NotRunningError(f"reaction {reaction_id!r} is not listening; call start()")
+        return self._reactions.urls[reaction_id]
+
+    @property
+    def reaction_ids(self) -> list[str]:
+        """The ids of the app's reactions that run as actors (HTTP, SSE)."""
+        return list(self._reactions.specs)
+
     def _reaction_redis_url(self, query: QueryConfig) -> str | None:
         """Where a platform reaction writes by default (:meth:`StateConfig.results_redis_url`)."""
         source = self._sources.get(query.sources[0])
         return self._state.results_redis_url(None if source is None else source.config.redis_url)
 
     def _with_reaction_defaults(self, query: QueryConfig) -> QueryConfig:
-        specs = resolve_specs(query.reactions, self._reaction_redis_url(query))
+        """The query's reactions with their defaults filled."""
+        specs = resolve_specs(
+            self._with_result_stream(query).reactions, self._reaction_redis_url(query)
+        )
         return query.model_copy(update={"reactions": tuple(specs)})
+
+    def _with_result_stream(self, query: QueryConfig) -> QueryConfig:
+        """The query with a platform reaction if a reaction of the app reads its result
+        stream and it has none."""
+        if not self._reactions.covers(query.id) or any(
+            isinstance(reaction, PlatformReaction) for reaction in query.reactions
+        ):
+            return query
+        return query.model_copy(update={"reactions": (*query.reactions, PlatformReaction())})
 
     def scale(self, source_id: str, consumers: int) -> int:
         """Run ``consumers`` consumer actors for ``source_id``; returns the previous count.
@@ -337,14 +475,27 @@ class DrasiRay:
 
     # -- lifecycle ----------------------------------------------------------------------
 
-    def start(self) -> DrasiRay:
-        """Start every auto-start source and query; return once all consumers are reading."""
+    def start(self, *, sources: bool = True) -> DrasiRay:
+        """Start every auto-start source and query; return once all consumers are reading.
+
+        First every Redis the app uses must answer within ``connect_timeout_s``
+        (:class:`~drasi_ray.model.errors.RedisUnavailableError` or ``RedisRejectedError``
+        naming it otherwise, before any actor starts). Ray: the one this process is connected
+        to, else the cluster of ``ray.address`` or ``RAY_ADDRESS``, else a new local Ray on
+        127.0.0.1 (:mod:`drasi_ray.actors.cluster`; :attr:`ray_connection` says which).
+        ``sources=False`` starts the queries only: subscribe, then :meth:`start_sources`, to
+        receive the results of what the streams already hold.
+        """
         if self.running:
             return self
         self._add_chain_sources()
         for query in self._queries.values():
             self._check_sources(query)
+        self._check_redis()
+        self._reactions.read_tokens()
         self._ensure_ray()
+        self._watch_forwarded_lines()
+        self._start_app_reactions()
         self._start_analytics()
         shards = self._scaling.shards
         self._coordinator = CoordinatorActor.options(  # type: ignore[attr-defined]
@@ -366,10 +517,82 @@ class DrasiRay:
         for query in self._queries.values():
             if query.auto_start:
                 self._start_query(query)
-        for source in self._sources.values():
-            if source.auto_start:
-                self._start_source(source)
+        self._reactions.refresh()
+        if sources:
+            self.start_sources()
         return self
+
+    def start_sources(self) -> DrasiRay:
+        """Start the consumers of every auto-start source not yet started (after
+        ``start(sources=False)``); return once they all read."""
+        if not self.running:
+            raise NotRunningError("the app is not running; call start()")
+        try:
+            for source in self._sources.values():
+                if source.auto_start and source.id not in self._consumers:
+                    self._start_source(source)
+        except DrasiRayError:
+            self.stop()  # a source that cannot start (a PostgreSQL error): nothing left running
+            raise
+        return self
+
+    @property
+    def ray_connection(self) -> RayConnection | None:
+        """Which Ray the app runs on (None before start)."""
+        return self._ray_connection
+
+    def _redis_urls(self) -> dict[str, str]:
+        """Every Redis the app uses, each with what it is for (the first use named)."""
+        uses: dict[str, str] = {}
+        for source in self._sources.values():
+            if source.id not in self._chain_sources:
+                uses.setdefault(source.config.redis_url, f"source {source.id!r}")
+        state = self._state_url()
+        if state is not None:
+            uses.setdefault(state, "state.redis_url")
+        for query in self._queries.values():
+            for reaction in self._with_reaction_defaults(query).reactions:
+                if isinstance(reaction, PlatformReaction) and reaction.redis_url is not None:
+                    uses.setdefault(reaction.redis_url, f"platform reaction of {query.id!r}")
+        return uses
+
+    def _log_reaction_queries(self) -> list[str]:
+        """Queries whose log reaction writes its lines, ``stopped`` last, to the host's
+        stdout or stderr (Ray forwards them to the driver)."""
+        return [
+            query.id
+            for query in self._queries.values()
+            if any(
+                isinstance(r, LogReaction) and r.to != "logger" and r.include_control
+                for r in query.reactions
+            )
+        ]
+
+    def _watch_forwarded_lines(self) -> None:
+        if self._owns_ray and self._log_reaction_queries():
+            self._forwarded = ForwardedLines(STOPPED_LINE).start()
+
+    def _check_redis(self) -> None:
+        """Every Redis of the sources and the state answers (or one clear error), before
+        anything starts. A platform reaction's Redis is not waited for: a reaction that cannot
+        write retries on its own and holds back nothing else."""
+        for url, what in self._redis_urls().items():
+            if not what.startswith("platform reaction"):
+                connections.check(url, what, self._connect_timeout_s)
+
+    def _start_app_reactions(self) -> None:
+        """Start the reactions of the app first: an HTTP reaction's first position is then
+        before its queries' first result, and one that cannot start (a port in use) fails
+        the start before anything else runs (what did start is stopped)."""
+        try:
+            for spec in self._reactions.specs.values():
+                self._start_app_reaction(spec)
+        except BaseException:
+            self._reactions.stop()
+            if self._owns_ray:
+                ray.shutdown()
+                self._owns_ray = False
+            raise
 
     def _shard_settings(self, index: int, shards: int) -> ShardSettings:
         return ShardSettings(
@@ -381,6 +604,7 @@ class DrasiRay:
             self._failpoints,
             self._analytics_name(),
             self._ray.direct_calls,
+            tuple(self._redis_urls()),
         )
 
     def _analytics_name(self) -> str | None:
@@ -505,6 +729,7 @@ class DrasiRay:
                 PlatformSource.builder(query_id)
                 .with_redis_url(url)
                 .with_stream_key(keys.chain_stream(self.app_id, query_id))
+                .with_consumer_group(keys.consumer_group(self.app_id))
                 .with_start_id("0")
                 .with_block_ms(100)
                 .build()
@@ -525,19 +750,15 @@ class DrasiRay:
 
     def _ensure_ray(self) -> None:
         if ray.is_initialized():
+            self._ray_connection = self._ray_connection or RayConnection(None, "ray.init", False)
             return
-        options: dict[str, Any] = {"namespace": self.namespace, "log_to_driver": True}
-        if self._ray.address is not None:
-            options["address"] = self._ray.address
-        if self._ray.num_cpus is not None:
-            options["num_cpus"] = self._ray.num_cpus
-        if self._ray.include_dashboard is not None:
-            options["include_dashboard"] = self._ray.include_dashboard
-        ray.init(**options)
-        self._owns_ray = True
+        self._ray_connection = cluster.connect(self._ray, self.namespace, self._connect_timeout_s)
+        self._owns_ray = self._ray_connection.owned
+        logger.info("app %s runs on %s", self.app_id, self._ray_connection.describe())
 
     def _start_query(self, query: QueryConfig) -> None:
         """Host the query, then register it: it returns bootstrapped from every shard."""
+        query = self._queries[query.id] = self._with_result_stream(query)
         engine = self._engines[query.id]
         host_name = self._host_name_for(query)
         host = self._host(host_name)
@@ -574,14 +795,54 @@ class DrasiRay:
         ]
         self._consumers[source.id] = actors
         ray.get([actor.ready.remote() for actor in actors])
+        if source.id in self._postgres:
+            self._start_reader(self._postgres[source.id])
+
+    def _start_reader(self, source: PostgresSource) -> None:
+        """Start a PostgreSQL source's reader (after its consumers, so its snapshot is read
+        as it is written) and wait until it streams. Its startup error (credentials, a missing
+        publication, a table without a key) is raised as it is: one message naming the
+        database and the fix."""
+        name = names.postgres_reader(source.id)
+        actor = PostgresReaderActor.options(  # type: ignore[attr-defined]
+            name=name,
+            namespace=self.namespace,
+            get_if_exists=True,
+            max_restarts=-1,
+            max_task_retries=0,
+            max_concurrency=8,  # ready, sync, report and stop beside each other
+            num_cpus=self._ray.actor_num_cpus,
+            **self._placement().next_options(name),
+        ).remote(
+            source.id,
+            source.config,
+            source.stream_key(self.app_id),
+            self._sources[source.id].config.consumer_group,
+            self.app_id,
+            niceness=self._ray.actor_niceness,
+        )
+        self._readers[source.id] = actor
+        try:
+            ray.get(actor.ready.remote(source.config.start_timeout_s))
+        except ray.exceptions.RayTaskError as exc:
+            _best_effort(lambda: ray.kill(actor, no_restart=True))
+            del self._readers[source.id]
+            cause = exc.cause
+            raise cause if isinstance(cause, DrasiRayError) else exc from None
 
     def stop(self) -> None:
-        """Drain in-flight batches, stop every actor, and shut Ray down if we started it."""
+        """Drain in-flight batches, stop every actor, and shut Ray down if we started it
+        (also after a start that was interrupted or failed half-way)."""
         if not self.running:
+            if self._owns_ray:
+                ray.shutdown()
+                self._owns_ray = False
             return
         if self._stop_listening is not None:
             self._stop_listening()
             self._stop_listening = None
+        readers = list(self._readers.values())  # first: nothing more is written
+        _best_effort(lambda: ray.get([r.stop.remote() for r in readers], timeout=STOP_TIMEOUT_S))
         consumers = [actor for actors in self._consumers.values() for actor in actors]
         for source_id, actors in self._consumers.items():  # + any `drasi-ray scale` started
             consumers += scaling.find_consumers(self.namespace, source_id, len(actors))
@@ -590,9 +851,18 @@ class DrasiRay:
         _best_effort(lambda: ray.get(coordinator.flush_deliveries.remote(), timeout=STOP_TIMEOUT_S))
         hosts = list(self._hosts.values())  # signal `stopped`, flush reactions
         _best_effort(lambda: ray.get([h.stop.remote() for h in hosts], timeout=STOP_TIMEOUT_S))
+        if self._forwarded is not None:  # the log reactions' last lines reach the user
+            self._forwarded.wait_for(
+                [(f'"queryId":"{q}"', STOPPED_LINE) for q in self._log_reaction_queries()],
+                LOG_FORWARD_TIMEOUT_S,
+            )
+            self._forwarded.close()
+            self._forwarded = None
+        self._reactions.stop()  # after the hosts: what they flushed is delivered
         shards = [*self._shards, *scaling.find_shards(self.namespace, len(self._shards) + 1)]
-        for actor in [*consumers, *hosts, *shards, self._coordinator]:
+        for actor in [*readers, *consumers, *hosts, *shards, self._coordinator]:
             _best_effort(lambda actor=actor: ray.kill(actor))
+        self._readers.clear()
         self._consumers.clear()
         self._hosts.clear()
         self._host_of.clear()
@@ -624,12 +894,15 @@ class DrasiRay:
         capacity: int | None = None,
         mode: DispatchMode | None = None,
         include_control: bool = False,
+        timeout: float = READ_TIMEOUT_S,
     ) -> Subscription:
         """Subscribe to a query's results from now on.
 
         The buffer's size and dispatch mode default to the ``dispatch_buffer_capacity`` and
-        ``dispatch_mode`` of the query's first source. The subscription outlives a restart of
-        the query's host (:class:`~drasi_ray.actors.subscription.Subscription`).
+        ``dispatch_mode`` of the query's first source. The subscription outlives restarts of
+        the query's host and of the coordinator, together too with durable state
+        (:class:`~drasi_ray.actors.subscription.Subscription`). While the coordinator restarts
+        this waits, up to ``timeout`` (then ComponentUnavailableError).
         """
         host = self._query_host(query_id)
         source = self._sources[self._queries[query_id].sources[0]]
@@ -639,12 +912,19 @@ class DrasiRay:
             capacity or source.dispatch_buffer_capacity,
             mode or source.dispatch_mode,
         )
-        ray.get(self._coordinator.subscribe.remote(spec))
-        return Subscription(spec, host, self._coordinator, include_control)
+        coordinator = self._coordinator
+        _read(lambda: coordinator.subscribe.remote(spec), "the coordinator", timeout)
+        return Subscription(spec, host, coordinator, include_control)
 
-    def results(self, query_id: str) -> list[dict[str, Any]]:
-        """The query's current result rows."""
-        rows: list[dict[str, Any]] = ray.get(self._query_host(query_id).results.remote(query_id))
+    def results(self, query_id: str, timeout: float = READ_TIMEOUT_S) -> list[dict[str, Any]]:
+        """The query's current result rows. While its host restarts this waits, up to
+        ``timeout``, then raises ComponentUnavailableError."""
+        host = self._query_host(query_id)
+        rows: list[dict[str, Any]] = _read(
+            lambda: host.results.remote(query_id, timeout),
+            f"the host of query {query_id!r}",
+            timeout,
+        )
         return rows
 
     def _query_host(self, query_id: str) -> Any:
@@ -655,12 +935,14 @@ class DrasiRay:
         return self._hosts[self._host_of[query_id]]
 
     def flush_reactions(self, timeout: float = 30.0) -> None:
-        """Return once every query's reactions wrote every result produced so far.
+        """Return once every query's reactions wrote every result produced so far, and every
+        reaction of the app took in what the result streams then hold.
 
         Call after :meth:`wait_until_idle` to read a result stream or file deterministically.
         Raises TimeoutError if a reaction is still behind (e.g. failing) after ``timeout``.
         """
         hosts = list(self._hosts.values())
+        deadline = time.monotonic() + timeout
         behind = sorted(
             query_id
             for late in ray.get([host.flush_reactions.remote(timeout) for host in hosts])
@@ -668,6 +950,9 @@ class DrasiRay:
         )
         if behind:
             raise TimeoutError(f"reactions of {behind} not flushed within {timeout:.1f}s")
+        late = self._reactions.flush(max(deadline - time.monotonic(), 0.001))
+        if late:
+            raise TimeoutError(f"reactions {late} not flushed within {timeout:.1f}s")
 
     def wait_until_idle(self, timeout: float = 30.0) -> None:
         """Return once every entry appended to the source streams (every stream of each
@@ -705,7 +990,26 @@ class DrasiRay:
             break
         raise TimeoutError(f"the chain stream of {query_id!r} not written within {timeout:.1f}s")
 
+    def _sync_readers(self, deadline: float, timeout: float) -> None:
+        """Wait until every PostgreSQL reader wrote what its database committed before now.
+        A reader Ray is restarting is asked again (its new instance catches up)."""
+        for source_id, reader in self._readers.items():
+            while True:
+                remaining = max(deadline - time.monotonic(), 0.001)
+                try:
+                    ray.get(reader.sync.remote(remaining), timeout=remaining + 5)
+                    break
+                except ray.exceptions.RayTaskError as exc:
+                    raise TimeoutError(str(exc.cause)) from None
+                except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError) as exc:
+                    if time.monotonic() > deadline:
+                        raise TimeoutError(
+                            f"the reader of {source_id!r} did not catch up within {timeout:.1f}s"
+                        ) from exc
+                    time.sleep(IDLE_POLL_S)
+
     def _drain_once(self, deadline: float, timeout: float) -> None:
+        self._sync_readers(deadline, timeout)
         targets = [
             (
                 self._client(src.config.redis_url),
@@ -768,14 +1072,16 @@ class DrasiRay:
     def _client(self, url: str) -> redis.Redis:
         client = self._redis.get(url)
         if client is None:
-            client = self._redis[url] = redis.Redis.from_url(url)
+            client = self._redis[url] = connections.client(url)
         return client
 
     # -- introspection ------------------------------------------------------------------
 
-    def status(self) -> dict[str, Any]:
+    def status(self, timeout: float = READ_TIMEOUT_S) -> dict[str, Any]:
         """A snapshot of every component: consumers, store shards (``coordinator`` adds them
-        up), query hosts and queries (each with the memory its state holds)."""
+        up), query hosts and queries (each with the memory its state holds). An actor that
+        does not answer is reported ``unavailable``; while the coordinator restarts this
+        waits, up to ``timeout``, then raises ComponentUnavailableError."""
         if not self.running:
             return {"app": self.app_id, "running": False}
         queries: dict[str, Any] = {}
@@ -785,18 +1091,24 @@ class DrasiRay:
             reports = _ask_all(host.info)
             for query_id in [q for q, h in self._host_of.items() if h == name]:
                 queries[query_id] = reports.get(query_id, {"state": "unavailable"})
-        shards = ray.get(self._coordinator.shard_stats.remote())
+        coordinator = self._coordinator
+        shards = _read(lambda: coordinator.shard_stats.remote(), "the coordinator", timeout)
+        stats = _read(lambda: coordinator.stats.remote(), "the coordinator", timeout)
         return {
             "app": self.app_id,
             "running": True,
-            "coordinator": ray.get(self._coordinator.stats.remote()).as_dict(),
+            "coordinator": stats.as_dict(),
             "shards": [report.as_dict() for report in shards],
             "sources": {
                 source_id: [_ask(actor.stats) for actor in actors]
                 for source_id, actors in self._consumers.items()
             },
+            "readers": {
+                source_id: _ask(actor.report) for source_id, actor in self._readers.items()
+            },
             "hosts": hosts,
             "queries": queries,
+            "reactions": self._reactions.status(),
         }
 
     def coordinator_actor(self) -> Any:
@@ -829,6 +1141,12 @@ class DrasiRay:
         """The name of the query host that runs ``query_id``."""
         self._query_host(query_id)
         return self._host_of[query_id]
+
+    def reader_actor(self, source_id: str) -> Any:
+        """The Ray handle of a PostgreSQL source's reader (for operations and tests)."""
+        if source_id not in self._readers:
+            raise UnknownComponentError(f"source {source_id!r} has no running reader")
+        return self._readers[source_id]
 
     def consumer_actors(self, source_id: str) -> list[Any]:
         """The Ray handles of a source's consumer actors (for operations and tests)."""
@@ -892,6 +1210,33 @@ def _call_restartable(
                 raise TimeoutError(f"actors did not come back for {method} within {timeout:.1f}s")
             time.sleep(backoff)
             backoff = min(backoff * 2, 1.0)
+
+
+def _read(call: Callable[[], Any], what: str, timeout: float) -> Any:
+    """``ray.get(call())``, made again while the actor restarts (it answers Ray's
+    RayActorError, or, a host not yet hosting its queries again, UnknownComponentError) until
+    ``timeout``; then ComponentUnavailableError naming ``what``. For reads and idempotent calls
+    only."""
+    deadline = time.monotonic() + timeout
+    pause = RESTART_POLL_S
+    while True:
+        try:
+            return ray.get(call(), timeout=max(deadline - time.monotonic(), 0.001))
+        except ray.exceptions.GetTimeoutError as exc:
+            raise ComponentUnavailableError(f"{what} did not answer within {timeout:g}s") from exc
+        except (ray.exceptions.RayActorError, ray.exceptions.RayTaskError) as exc:
+            restarting = isinstance(exc, ray.exceptions.RayActorError) or isinstance(
+                getattr(exc, "cause", None), UnknownComponentError
+            )
+            if not restarting:
+                raise
+            if time.monotonic() + pause > deadline:
+                raise ComponentUnavailableError(
+                    f"{what} is unavailable (restarting, or gone) after {timeout:g}s: "
+                    f"{type(exc).__name__}"
+                ) from exc
+        time.sleep(pause)
+        pause = min(pause * 2, 1.0)
 
 
 def _label_tuple(labels: Iterable[str] | None) -> tuple[str, ...] | None:

@@ -48,7 +48,9 @@ from drasi_ray.model.backoff import Backoff, outlasting
 from drasi_ray.model.changes import ElementDelta, PipedChange
 from drasi_ray.model.clock import ActorClock, ClockSetting
 from drasi_ray.model.config import DispatchMode, QueryConfig
+from drasi_ray.model.errors import SubscriptionLostError
 from drasi_ray.model.identity import reads_several
+from drasi_ray.model.query_specs import QueryLanguage
 from drasi_ray.model.reaction_specs import AnyReaction
 from drasi_ray.model.results import ControlSignal, Delivered
 from drasi_ray.model.shards import BootstrapPart
@@ -71,8 +73,12 @@ piped changes) by shard (each shard's in its order)."""
 
 def query_digest(config: QueryConfig) -> str:
     """What identifies the query a persisted function state belongs to: its text and
-    parameters (call sites are numbered from the text)."""
-    return digest((config.query, tuple(sorted((k, repr(v)) for k, v in config.parameters.items()))))
+    parameters (call sites are numbered from the text), and its language if not Cypher (so a
+    Cypher query's digest is what it was before GQL existed)."""
+    parameters = tuple(sorted((k, repr(v)) for k, v in config.parameters.items()))
+    if config.query_language is QueryLanguage.CYPHER:
+        return digest((config.query, parameters))
+    return digest((config.query, parameters, config.query_language.value))
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -328,11 +334,28 @@ class HostedQuery:
     ) -> list[Delivered]:
         buffer = self.runner.subscribers.get(subscriber_id)
         if buffer is None:
-            return []
+            raise SubscriptionLostError(
+                f"subscription {subscriber_id} to query {self.config.id!r} is lost (its host "
+                "restarted and nothing kept the subscription): read app.results() and "
+                "subscribe again"
+            )
         return await buffer.take(max_items, timeout_s)
 
-    def results(self) -> list[dict[str, Any]]:
+    async def results(self, timeout_s: float) -> list[dict[str, Any]] | None:
+        """The current rows, once the query is bootstrapped (a restarted host's query is
+        rebuilding them); None if it is not within ``timeout_s``."""
+        await self.loaded
+        try:
+            await asyncio.wait_for(self._bootstrapped.wait(), timeout_s)
+        except TimeoutError:
+            return None
         return self.runner.engine.results()
+
+    async def snapshot(self) -> tuple[list[dict[str, Any]], int]:
+        """The result rows and the sequence of the last result they include, taken together
+        (no delivery or re-evaluation is half applied: they run under the same turn)."""
+        async with self._turn:
+            return self.runner.engine.results(), self.runner.sequence
 
     def add_reaction(self, spec: AnyReaction) -> None:
         """Start one more reaction; it receives the results from now on."""

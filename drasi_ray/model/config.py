@@ -12,14 +12,17 @@ from __future__ import annotations
 
 import enum
 import re
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import (
     BaseModel,
     ConfigDict,
+    Discriminator,
     Field,
+    Tag,
     ValidationError,
     field_validator,
     model_validator,
@@ -28,15 +31,17 @@ from pydantic import (
 from drasi_ray.model import keys, urls
 from drasi_ray.model.errors import ConfigError
 from drasi_ray.model.history import DEFAULT_MAX_VERSIONS, HistoryLimits
+from drasi_ray.model.postgres_specs import PostgresSourceConfig
 from drasi_ray.model.query_specs import (
     MiddlewareSpec,
     QueryJoin,
+    QueryLanguage,
     check_pipelines,
     split_subscriptions,
 )
-from drasi_ray.model.reaction_specs import ReactionSpec
+from drasi_ray.model.reaction_specs import AppReactionSpec, ReactionSpec
 
-_ENTRY_ID = re.compile(r"^\d+(-\d+)?$")
+ENTRY_ID = re.compile(r"^\d+(-\d+)?$")
 
 
 class DispatchMode(str, enum.Enum):
@@ -142,8 +147,20 @@ class PlatformSourceConfig(_Model):
         "of one element to the same stream (drasi_ray.model.partitions)",
     )
     consumer_group: str = Field(
-        "drasi-core", min_length=1, description="the consumer group the consumers share"
+        keys.DEFAULT_CONSUMER_GROUP,
+        min_length=1,
+        description="the consumer group the consumers share; unset, an app uses "
+        "'drasi_ray.<app id>', so two apps on one stream each see every entry: name a group "
+        "to share it (then the apps split the entries)",
     )
+
+    def in_app(self, app_id: str) -> PlatformSourceConfig:
+        """This config as app ``app_id`` runs it: an unset ``consumer_group`` becomes the
+        app's own (:func:`~drasi_ray.model.keys.consumer_group`)."""
+        if "consumer_group" in self.model_fields_set:
+            return self
+        return self.model_copy(update={"consumer_group": keys.consumer_group(app_id)})
+
     consumer_name: str | None = Field(
         None, description="base consumer name; default: the source id. Consumer i is '<name>-<i>'"
     )
@@ -304,7 +321,7 @@ class PlatformSourceConfig(_Model):
     @field_validator("start_id", "recreate_start_id")
     @classmethod
     def _check_start_id(cls, value: str) -> str:
-        if value != "$" and not _ENTRY_ID.match(value):
+        if value != "$" and not ENTRY_ID.match(value):
             raise ValueError("must be '$', '0' or a stream entry id like '1700000000000-0'")
         return value
 
@@ -330,11 +347,17 @@ class PlatformSourceConfig(_Model):
 
 
 class SourceSpec(_Model):
-    """A source entry of the YAML schema (Drasi's ``sources:`` list)."""
+    """A source entry of the YAML schema (Drasi's ``sources:`` list): a platform source, the
+    default ``kind`` (a PostgreSQL source is a :class:`PostgresSourceSpec`)."""
 
     id: str = Field(min_length=1, description="the source id queries name")
+    kind: Literal["platform"] = Field(
+        "platform",
+        description="`platform`: Drasi's platform source (Redis Streams); `PostgreSQL`: the "
+        "PostgreSQL source (its own table below)",
+    )
     source_type: Literal["platform"] = Field(
-        "platform", description="Drasi's platform source (Redis Streams), the only type"
+        "platform", description="Drasi's platform source (Redis Streams)"
     )
     auto_start: bool = Field(True, description="start the consumers with the app")
     dispatch_mode: DispatchMode = Field(
@@ -346,6 +369,77 @@ class SourceSpec(_Model):
         1000, ge=1, description="default size of each subscriber buffer, in results"
     )
     properties: PlatformSourceConfig = Field(description="the stream and its consumer group")
+
+    def stream_settings(self, app_id: str) -> PlatformSourceConfig:
+        """The streams the source's consumers read, and how (with app ``app_id``'s own
+        consumer group unless the source names one)."""
+        return self.properties.in_app(app_id)
+
+
+class PostgresSourceSpec(_Model):
+    """A ``kind: PostgreSQL`` entry of ``sources``: a reader turns the database's logical
+    replication into changes on a Redis stream, which the source's consumers read
+    (docs/sources.md, "PostgreSQL")."""
+
+    id: str = Field(min_length=1, description="the source id queries name")
+    kind: Literal["PostgreSQL"] = Field(description="`PostgreSQL` (Drasi's spelling)")
+    auto_start: bool = Field(True, description="start the reader and the consumers with the app")
+    dispatch_mode: DispatchMode = Field(
+        DispatchMode.CHANNEL, description="as for a platform source"
+    )
+    dispatch_buffer_capacity: int = Field(1000, ge=1, description="as for a platform source")
+    properties: PostgresSourceConfig = Field(description="the database and the stream")
+
+    @model_validator(mode="after")
+    def _check_consumer(self) -> PostgresSourceSpec:
+        try:
+            postgres_consumer_config(self.properties, "placeholder")
+        except ConfigError as exc:
+            raise ValueError(f"properties.{exc}") from exc
+        return self
+
+    def stream_key(self, app_id: str) -> str:
+        """The stream the reader writes: ``stream_key``, else the app's default for it."""
+        return self.properties.stream_key or keys.postgres_stream(app_id, self.id)
+
+    def stream_settings(self, app_id: str) -> PlatformSourceConfig:
+        """The stream the source's consumers read, and how (with app ``app_id``'s own
+        consumer group unless ``consumer`` names one)."""
+        return postgres_consumer_config(self.properties, self.stream_key(app_id)).in_app(app_id)
+
+
+def postgres_consumer_config(
+    settings: PostgresSourceConfig, stream_key: str
+) -> PlatformSourceConfig:
+    """How the consumers of a PostgreSQL source read its stream: the ``consumer`` settings,
+    on ``stream_key`` at ``redis_url``, from the stream's start (``start_id: "0"``: everything
+    on it was written by the source's own reader, the snapshot first). Raises ConfigError
+    naming a wrong ``consumer`` setting."""
+    values = {**settings.consumer, "redis_url": settings.redis_url, "stream_keys": (stream_key,)}
+    values.setdefault("start_id", "0")
+    try:
+        return PlatformSourceConfig(**values)
+    except ValidationError as exc:
+        raise ConfigError(f"consumer: {format_validation_error(exc)}") from exc
+
+
+SOURCE_KINDS = ("platform", "PostgreSQL")
+
+
+def _source_kind(raw: Any) -> str | None:
+    kind = raw.get("kind", "platform") if isinstance(raw, dict) else getattr(raw, "kind", None)
+    return kind if kind in SOURCE_KINDS else None
+
+
+AnySourceSpec = Annotated[
+    Annotated[SourceSpec, Tag("platform")] | Annotated[PostgresSourceSpec, Tag("PostgreSQL")],
+    Discriminator(
+        _source_kind,
+        custom_error_type="source_kind",
+        custom_error_message="kind must be 'platform' (the default) or 'PostgreSQL'",
+    ),
+]
+"""A ``sources`` entry: its ``kind`` picks the model."""
 
 
 class HistoryConfig(_Model):
@@ -370,17 +464,21 @@ class HistoryConfig(_Model):
 
 
 class QueryConfig(_Model):
-    """A continuous query: Cypher text over one or more sources."""
+    """A continuous query: Cypher or GQL text over one or more sources."""
 
     id: str = Field(
         min_length=1,
         description="the query id (result stream '<id>-results', actor 'drasi/query/<id>')",
     )
     query: str = Field(
-        min_length=1, description="Cypher text (docs/semantics.md §3), parsed when added"
+        min_length=1,
+        description="the query text in query_language (docs/semantics.md §3), parsed when added",
     )
     sources: tuple[str, ...] = Field(min_length=1, description="ids of the sources it reads")
-    query_language: Literal["cypher"] = Field("cypher", description="the only language")
+    query_language: QueryLanguage = Field(
+        QueryLanguage.CYPHER,
+        description="the language of query: cypher or gql (any case: Drasi's queryLanguage: GQL)",
+    )
     parameters: dict[str, Any] = Field(
         default_factory=dict, description="values of the query's $name parameters"
     )
@@ -451,13 +549,13 @@ class ScalingConfig(_Model):
 
 
 class RayConfig(_Model):
-    """How to reach Ray. ``address`` None: connect to a running cluster if there is one
-    (``RAY_ADDRESS``, or a local head), else start Ray locally."""
+    """How to reach Ray. ``address`` None: ``RAY_ADDRESS`` if set, else a new local Ray bound
+    to 127.0.0.1 (never a Ray that happens to run on the machine: drasi_ray.actors.cluster)."""
 
     address: str | None = Field(
         None,
-        description="the Ray to connect to; null: RAY_ADDRESS, else a running local cluster, "
-        "else start Ray locally",
+        description="the Ray cluster to join ('auto': the one running on this machine; "
+        "'local': a new local Ray); null: RAY_ADDRESS, else a new local Ray on 127.0.0.1",
     )
     num_cpus: int | None = Field(None, ge=1, description="only when starting Ray locally")
     include_dashboard: bool | None = Field(
@@ -565,7 +663,9 @@ class AppConfig(_Model):
         pattern=r"^[A-Za-z0-9_.-]+$",
         description="app id: Ray namespace 'drasi_ray.<id>', Redis keys 'drasi:<id>:...'",
     )
-    sources: tuple[SourceSpec, ...] = Field((), description="the change feeds")
+    sources: tuple[AnySourceSpec, ...] = Field(
+        (), description="the change feeds (`kind` picks a platform or a PostgreSQL source)"
+    )
     queries: tuple[QueryConfig, ...] = Field((), description="the continuous queries")
     ray: RayConfig = Field(RayConfig(), description="Ray and actor placement (below)")
     analytics: AnalyticsConfig = Field(
@@ -575,16 +675,49 @@ class AppConfig(_Model):
     scaling: ScalingConfig = Field(
         ScalingConfig(), description="store shards and query hosts (below)"
     )
+    reactions: tuple[AppReactionSpec, ...] = Field(
+        (), description="reactions over several queries, each an actor: http, sse (dashboard)"
+    )
+
+    @model_validator(mode="after")
+    def _check_reactions(self) -> AppConfig:
+        ids = [reaction.id for reaction in self.reactions]
+        twice = sorted({name for name in ids if ids.count(name) > 1})
+        if twice:
+            raise ValueError(f"reaction ids must be unique: {', '.join(twice)}")
+        known = {query.id for query in self.queries}
+        for reaction in self.reactions:
+            named = reaction.queries or ()
+            missing = [query_id for query_id in named if query_id not in known]
+            if missing:
+                raise ValueError(f"reaction {reaction.id!r} names unknown queries {missing}")
+        return self
+
+    connect_timeout_s: float = Field(
+        30.0,
+        gt=0,
+        le=3600,
+        description="how long start() and every command wait for a Redis (and a configured "
+        "Ray) to answer before giving up with one error naming it",
+    )
 
     @classmethod
-    def from_yaml(cls, path: str | Path) -> AppConfig:
-        """Read and validate a YAML file; errors name the file and the offending key."""
-        text = Path(path).read_text(encoding="utf-8")
+    def from_yaml(cls, path: str | Path, environ: Mapping[str, str] | None = None) -> AppConfig:
+        """Read and validate a YAML file; errors name the file and the offending key.
+
+        Every ``${NAME}`` in a string value is replaced by the variable ``NAME`` of
+        ``environ`` and every ``${file:PATH}`` by the content of that file (its final newline
+        dropped), so secrets stay out of the file (:func:`expand_secrets`).
+        """
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:
+            raise ConfigError(f"{path}: not a UTF-8 text file") from exc
         try:
             raw = yaml.safe_load(text) or {}
         except yaml.YAMLError as exc:
             raise ConfigError(f"{path}: invalid YAML: {exc}") from exc
-        return cls.from_mapping(raw, origin=str(path))
+        return cls.from_mapping(expand_secrets(raw, environ, str(path)), origin=str(path))
 
     @classmethod
     def from_mapping(cls, raw: Any, origin: str = "config") -> AppConfig:
@@ -596,14 +729,65 @@ class AppConfig(_Model):
             raise ConfigError(f"{origin}: {format_validation_error(exc)}") from exc
 
 
+_REFERENCE = re.compile(r"\$\{([^}]*)\}")
+
+
+def expand_secrets(raw: Any, environ: Mapping[str, str] | None, origin: str = "config") -> Any:
+    """``raw`` (a parsed YAML document) with ``${NAME}`` replaced by ``environ[NAME]`` and
+    ``${file:PATH}`` by the file's content without its final newline, in every string value;
+    ``$${`` stays a literal ``${``. A variable that is not set, or a file that cannot be read,
+    is a ConfigError naming the key, never an empty password."""
+
+    def walk(value: Any, where: str) -> Any:
+        if isinstance(value, dict):
+            return {
+                key: walk(item, f"{where}.{key}" if where else str(key))
+                for key, item in value.items()
+            }
+        if isinstance(value, list):
+            return [walk(item, f"{where}.{index}") for index, item in enumerate(value)]
+        if isinstance(value, str) and "${" in value:
+            parts = value.split("$${")
+            return "${".join(
+                _REFERENCE.sub(lambda m: _resolve(m.group(1), where), part) for part in parts
+            )
+        return value
+
+    def _resolve(name: str, where: str) -> str:
+        if name.startswith("file:"):
+            path = Path(name.removeprefix("file:"))
+            try:
+                return path.read_text(encoding="utf-8").removesuffix("\n")
+            except (OSError, UnicodeDecodeError) as exc:
+                raise ConfigError(
+                    f"{origin}: {where}: cannot read ${{file:{path}}}: {exc}"
+                ) from exc
+        if environ is None or name not in environ:
+            raise ConfigError(f"{origin}: {where}: the environment variable {name!r} is not set")
+        return environ[name]
+
+    return walk(raw, "")
+
+
 def format_validation_error(exc: ValidationError) -> str:
     """One line per problem: ``sources.0.properties.batch_sise: unknown key``."""
     lines = []
     for error in exc.errors():
-        where = ".".join(str(part) for part in error["loc"]) or "(root)"
+        where = ".".join(str(part) for part in error_path(error["loc"])) or "(root)"
         message = "unknown key" if error["type"] == "extra_forbidden" else error["msg"]
         lines.append(f"{where}: {message}")
     return "; ".join(lines)
+
+
+def error_path(loc: tuple[int | str, ...]) -> tuple[int | str, ...]:
+    """A validation error's location as the YAML path: without the tag pydantic inserts
+    after the index of a ``sources`` entry (``sources.0.PostgreSQL.properties`` ->
+    ``sources.0.properties``)."""
+    return tuple(
+        part
+        for index, part in enumerate(loc)
+        if not (index and isinstance(loc[index - 1], int) and part in SOURCE_KINDS)
+    )
 
 
 def validated(model: type[BaseModel], **values: Any) -> Any:

@@ -46,6 +46,16 @@ key                               what it holds
 ``drasi:<app>:chain:<query_id>:rows`` a hash: node id -> the row it holds, as written to the
                                   chain stream, with ``:next`` (the next node number) and
                                   ``:token`` (the last batch written) beside it.
+``drasi:<app>:postgres:<source_id>`` a stream: a PostgreSQL source's changes in the platform
+                                  format, written by its reader only, each entry id made of the
+                                  transaction's WAL position (the default ``stream_key``).
+``drasi:<app>:postgres:<source_id>:reader`` a hash: the reader's state (its slot, database
+                                  and the snapshot position), so a restarted reader resumes.
+``drasi:<app>:reaction:<id>:positions`` a hash: query id -> how far a reaction of the app
+                                  (HTTP) got in that query's result stream (JSON: the entry id,
+                                  its sequence, the diffs of it done).
+``drasi:<app>:reaction:<id>:dlq``  a stream: the diffs a reaction of the app could not deliver,
+                                  each with its query, sequence, idempotency key and reason.
 ================================  ===============================================================
 
 Consumer names inside a group are ``<base>-<i>`` (``i`` = 0, 1, ...): stable across actor
@@ -111,6 +121,12 @@ def element_store(app: str, source_id: str) -> str:
     return f"{NAMESPACE}:{_require_app(app)}:store:{_require('source_id', source_id)}"
 
 
+def subscribers(app: str) -> str:
+    """The hash of an app's live subscriptions (subscriber id -> spec):
+    ``drasi:<app>:subscribers``."""
+    return f"{NAMESPACE}:{_require_app(app)}:subscribers"
+
+
 def subscriptions(app: str) -> str:
     """The subscription-table hash of an app: ``drasi:<app>:subscriptions``."""
     return f"{NAMESPACE}:{_require_app(app)}:subscriptions"
@@ -161,6 +177,17 @@ def history_limits(app: str) -> str:
     return f"{NAMESPACE}:{_require_app(app)}:history-limits"
 
 
+DEFAULT_CONSUMER_GROUP = "drasi_ray"
+"""The group of a source config used outside any app (tests, benchmarks)."""
+
+
+def consumer_group(app_id: str) -> str:
+    """The consumer group of an app's source that names none: ``drasi_ray.<app id>``, so two
+    apps reading one stream each see every entry (sharing a group is a choice made by naming
+    it)."""
+    return f"{DEFAULT_CONSUMER_GROUP}.{_require('app_id', app_id)}"
+
+
 def consumer_name(base: str, index: int) -> str:
     """The name of consumer number ``index`` (>= 0) in a group: ``<base>-<index>``."""
     if index < 0:
@@ -190,3 +217,28 @@ def chain_stream(app: str, query_id: str) -> str:
 def chain_rows(app: str, query_id: str) -> str:
     """The hash of the rows a chained query has published (node id -> row JSON)."""
     return chain_stream(app, query_id) + ":rows"
+
+
+def postgres_stream(app: str, source_id: str) -> str:
+    """The stream a PostgreSQL source's reader writes by default:
+    ``drasi:<app>:postgres:<source_id>``."""
+    return f"{NAMESPACE}:{_require_app(app)}:postgres:{_require('source_id', source_id)}"
+
+
+def postgres_reader(app: str, source_id: str) -> str:
+    """The hash of a PostgreSQL reader's state: ``drasi:<app>:postgres:<source_id>:reader``."""
+    return postgres_stream(app, source_id) + ":reader"
+
+
+def reaction_positions(app: str, reaction_id: str) -> str:
+    """How far a reaction of the app got per query: ``drasi:<app>:reaction:<id>:positions``."""
+    return _reaction_key(app, reaction_id) + ":positions"
+
+
+def reaction_dead_letters(app: str, reaction_id: str) -> str:
+    """A reaction's dead-letter stream: ``drasi:<app>:reaction:<id>:dlq``."""
+    return _reaction_key(app, reaction_id) + ":dlq"
+
+
+def _reaction_key(app: str, reaction_id: str) -> str:
+    return f"{NAMESPACE}:{_require_app(app)}:reaction:{_require('reaction_id', reaction_id)}"

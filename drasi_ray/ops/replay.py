@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from drasi_ray.model.config import PlatformSourceConfig
+from drasi_ray.model.config import ENTRY_ID, PlatformSourceConfig
 from drasi_ray.model.errors import ConfigError
 from drasi_ray.ops import common
 from drasi_ray.streams import admin
@@ -48,12 +48,15 @@ def add_parser(commands: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     config = common.load_app(args.config, args.redis_url)
-    props = common.source_spec(config, args.source).properties
+    props = common.source_spec(config, args.source).stream_settings(config.id)
     streams = props.stream_keys if args.stream is None else (args.stream,)
     if args.stream is not None and args.stream not in props.stream_keys:
         raise ConfigError(
             f"source {args.source!r} reads {props.streams_label}, not {args.stream!r}"
         )
+    if args.start != "$" and not ENTRY_ID.match(args.start):
+        raise ConfigError(f"--from {args.start!r}: give 0, $ or an entry id like 1700000000000-0")
+    common.connect(config, props.redis_url, f"source {args.source!r}").close()
     for stream in streams:
         previous = set_position(props, args.start, stream)
         print(

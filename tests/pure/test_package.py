@@ -9,10 +9,10 @@ import drasi_ray
 
 
 def test_every_public_name_resolves_to_where_it_is_defined() -> None:
-    assert set(drasi_ray.__all__) == set(drasi_ray._HOME)
+    assert set(drasi_ray.__all__) == set(drasi_ray._HOMES)
     for name in drasi_ray.__all__:
         value = getattr(drasi_ray, name)
-        assert value.__module__ == drasi_ray._HOME[name], name
+        assert value.__module__ == drasi_ray._HOMES[name], name
 
 
 def test_an_actor_module_does_not_import_the_whole_package() -> None:
