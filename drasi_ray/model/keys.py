@@ -43,9 +43,9 @@ key                               what it holds
                                   keeps a history (JSON).
 ``drasi:<app>:chain:<query_id>``  a stream: a query's result rows as node changes, the source
                                   of the queries that read that query (query chaining).
-``drasi:<app>:chain:<query_id>:rows`` a hash: node id -> the row it holds, as written to the
-                                  chain stream, with ``:next`` (the next node number) and
-                                  ``:token`` (the last batch written) beside it.
+``drasi:<app>:chain:<query_id>:rows`` a hash: row id (the node's id) -> the row, as written
+                                  to the chain stream, with ``:token`` (the last batch
+                                  written) beside it.
 ``drasi:<app>:postgres:<source_id>`` a stream: a PostgreSQL source's changes in the platform
                                   format, written by its reader only, each entry id made of the
                                   transaction's WAL position (the default ``stream_key``).
@@ -193,20 +193,6 @@ def consumer_name(base: str, index: int) -> str:
     if index < 0:
         raise ConfigError(f"consumer index must be >= 0 (got {index})")
     return f"{_require('base', base)}-{index}"
-
-
-def consumer_index(base: str, name: str) -> int | None:
-    """The inverse of :func:`consumer_name`: the index, or None if ``name`` is not ours.
-
-    Lets a supervisor recognise its own consumers among ``XINFO CONSUMERS`` (and spot ghosts).
-    """
-    prefix = f"{base}-"
-    if not name.startswith(prefix):
-        return None
-    digits = name[len(prefix) :]
-    if not (digits.isascii() and digits.isdigit()) or (len(digits) > 1 and digits[0] == "0"):
-        return None
-    return int(digits)
 
 
 def chain_stream(app: str, query_id: str) -> str:

@@ -184,7 +184,7 @@ class StatusLine:
             s = source_status(spec, self._config.id)
             consumers = max(len(stream.consumers) for stream in s.streams)
             parts.append(f"{spec.id} lag {s.lag} pending {s.pending} consumers {consumers}")
-        for query_id, info in app.status().get("queries", {}).items():
+        for query_id, info in app.status().as_dict().get("queries", {}).items():
             reactions = info.get("reactions", [])
             bad = [r["kind"] for r in reactions if r.get("state") != "running" or r["dropped"]]
             health = "ok" if not bad else "trouble: " + ",".join(bad)

@@ -184,6 +184,17 @@ def _malformed(rng: random.Random, number: int) -> bytes:
 # --------------------------------------------------------------------------- the run
 
 
+def sigkill(actor: Any) -> int | None:
+    """SIGKILL the process of a drasi_ray actor (any actor with a ``pid`` method); its pid,
+    or None when it did not answer (it is still restarting from an earlier kill)."""
+    try:
+        pid = int(ray.get(actor.pid.remote(), timeout=5))
+    except (ray.exceptions.RayError, TimeoutError):
+        return None
+    os.kill(pid, signal.SIGKILL)
+    return pid
+
+
 class Chaos:
     """Publishes the workload while killing actors and restarting Redis."""
 
@@ -307,11 +318,9 @@ class Chaos:
             [(f"consumer {i}", actor) for i, actor in enumerate(app.consumer_actors(SOURCE))],
         ]
         name, actor = self._rng.choice(kinds[self.report.kills % len(kinds)])
-        try:
-            pid = ray.get(actor.pid.remote(), timeout=5)
-        except (ray.exceptions.RayError, TimeoutError):
+        pid = sigkill(actor)
+        if pid is None:
             return  # still restarting from an earlier kill
-        os.kill(pid, signal.SIGKILL)
         self.report.kills += 1
         self.report.kill_log.append(f"{name} pid {pid}")
         self.echo(f"  SIGKILL {name} (pid {pid})")
@@ -341,7 +350,7 @@ class Chaos:
         report.duplicated = len(oracle.payload_hashes) - len(set(oracle.payload_hashes))
         report.applied_in_order = oracle.applied
         status = app.status()
-        counters = status["coordinator"]["durable"].get(SOURCE, {})
+        counters = status.totals.durable.get(SOURCE, {})
         report.applied = counters.get("applied", 0)
         report.duplicates_suppressed = counters.get("duplicates", 0)
         dead: Any = client.xrange(f"{streams[0]}:dlq")
@@ -355,8 +364,8 @@ class Chaos:
             int(client.xpending(s, keys.consumer_group(app.app_id))["pending"]) for s in streams
         )
         store_diff = oracle.store_mismatches(app.elements(SOURCE))
-        report.trimmed = sum(c["trimmed"] for c in status["sources"][SOURCE])
-        report.tombstones_forgotten = status["coordinator"]["tombstones_forgotten"]
+        report.trimmed = sum(c.stats.trimmed for c in status.consumers(SOURCE))
+        report.tombstones_forgotten = status.totals.tombstones_forgotten
         report.lost = len(wrongly_dead) + pending + store_diff
         report.mismatched_rows = sum(
             row_mismatches(oracle.results(query_id), app.results(query_id)) for query_id in QUERIES

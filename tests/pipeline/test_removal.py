@@ -57,8 +57,8 @@ def test_a_removed_query_stops_and_leaves_nothing_behind(ray_session: None, redi
         assert not client.hexists(keys.query_registry(app.app_id), "remembers")
         assert not client.hexists(keys.history_limits(app.app_id), "remembers")
         assert app.query_ids == ["hot"]
-        assert list(app.status()["queries"]) == ["hot"]
-        assert app.status()["coordinator"]["queries"] == ["hot"]
+        assert list(app.status().queries) == ["hot"]
+        assert app.status().totals.queries == ["hot"]
         with pytest.raises(UnknownComponentError):
             app.results("remembers")
         with pytest.raises(UnknownComponentError):
@@ -103,8 +103,8 @@ def test_a_removed_source_stops_its_consumers_and_drops_its_graph(
         for stream in ("first", "second"):
             publisher.publish(stream, [_sensor(f"s{i}", 75.0) for i in range(6)])
         app.wait_until_idle(30)
-        shards = app.status()["shards"]
-        assert all(shard["elements"].get("source") for shard in shards), "spread over 2 shards"
+        shards = app.status().shards
+        assert all(shard.elements.get("source") for shard in shards), "spread over 2 shards"
 
         with pytest.raises(ConfigError, match="hot"):
             app.remove_source("source")
@@ -115,7 +115,7 @@ def test_a_removed_source_stops_its_consumers_and_drops_its_graph(
             with pytest.raises(ValueError):
                 ray.get_actor(names.consumer_actor("source", index), namespace=app.namespace)
         assert app.source_ids == ["other"]
-        assert all("source" not in shard["elements"] for shard in app.status()["shards"])
+        assert all("source" not in shard.elements for shard in app.status().shards)
         assert not client.exists(keys.element_store(app.app_id, "source"))
         assert not client.exists(keys.coordinator_stats(app.app_id, "source"))
         assert len(app.elements("other")) == 6
