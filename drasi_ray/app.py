@@ -239,6 +239,53 @@ class DrasiRay:
             ray.get(self._query_host(query_id).add_reaction.remote(query_id, spec))
         return self
 
+    def remove_query(self, query_id: str) -> None:
+        """Stop a query and forget it (while the app runs too): no shard routes to it any more,
+        its reactions get its ``stopped`` signal and write what they hold, its subscriptions
+        raise SubscriptionLostError on their next read, and its durable state (registration,
+        subscriptions, result sequence, function state, element history) is deleted; its
+        result stream stays.
+        Raises UnknownComponentError for an unknown query, ConfigError for a query other
+        queries read (query chaining)."""
+        if query_id not in self._queries:
+            raise UnknownComponentError(f"unknown query {query_id!r}")
+        if query_id in self._chained():
+            raise ConfigError(f"query {query_id!r} is read by other queries: it stays")
+        host_name = self._host_of.get(query_id)
+        if host_name is not None:
+            ray.get(self._coordinator.unregister_query.remote(query_id))
+            del self._host_of[query_id]
+            host = self._hosts[host_name]
+            try:
+                timeout = launch.STOP_TIMEOUT_S
+                ray.get(host.remove_query.remote(query_id, timeout), timeout=timeout)
+            except ray.exceptions.RayActorError as exc:  # restarting: it will not host it again
+                logger.warning("query %s: its host did not stop it (%s)", query_id, exc)
+        del self._queries[query_id]
+        del self._engines[query_id]
+
+    def remove_source(self, source_id: str) -> None:
+        """Stop a source's consumers (the batches in hand finish) and forget the source and
+        its graph: every shard drops its elements, in memory and in Redis. Its streams and
+        their consumer group stay (the producers' and the group's position: a source added
+        again under that id starts with an empty graph where the group left off). Raises
+        UnknownComponentError for an unknown source, ConfigError while a query reads it and
+        for a PostgreSQL source (its reader and replication slot go with the app only)."""
+        source = self._sources.get(source_id)
+        if source is None or source_id in self._chain_sources:
+            raise UnknownComponentError(f"unknown source {source_id!r}")
+        if source_id in self._postgres:
+            raise ConfigError(f"source {source_id!r} reads PostgreSQL: it cannot be removed")
+        readers = sorted(q.id for q in self._queries.values() if source_id in q.sources)
+        if readers:
+            raise ConfigError(f"source {source_id!r} is read by queries {readers}: remove them")
+        actors = self._consumers.pop(source_id, None)
+        if actors is not None:
+            launch.stop_consumers(self.namespace, source_id, actors)
+        if self.running:
+            ray.get(self._coordinator.drop_source.remote(source_id))
+        del self._sources[source_id]
+
     def _add_app_reaction(self, spec: AnyAppReaction) -> DrasiRay:
         columns = {query_id: engine.column_names for query_id, engine in self._engines.items()}
         self._reactions.add(spec, columns)

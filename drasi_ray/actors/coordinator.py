@@ -76,6 +76,9 @@ class CoordinatorActor:
     async def forget_tombstones(self, source_id: str, bound: tuple[int, int]) -> int:
         return await self._control.forget_tombstones(source_id, bound)
 
+    async def drop_source(self, source_id: str) -> int:
+        return await self._control.drop_source(source_id)
+
     # -- the control plane --------------------------------------------------------------
 
     async def shard_count(self) -> int:

@@ -222,6 +222,10 @@ class ShardHandle:
         forgotten: int = await self._call(lambda h: h.forget_tombstones.remote(source_id, bound))
         return forgotten
 
+    async def drop_source(self, source_id: str) -> int:
+        dropped: int = await self._call(lambda h: h.drop_source.remote(source_id))
+        return dropped
+
     async def flush_deliveries(self) -> bool:
         ready: bool = await self._call(lambda h: h.flush_deliveries.remote())
         return ready

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -33,6 +34,8 @@ logger = logging.getLogger("drasi_ray.app")
 
 STOP_TIMEOUT_S = 30.0
 """How long stopping waits for each step (consumers, deliveries, hosts)."""
+RELEASE_POLL_S = 0.01
+"""How often :func:`stop_consumers` looks whether a killed actor's name is free."""
 
 
 def start_store(
@@ -189,6 +192,31 @@ def stop_actors(
     every_shard = [*shards, *scaling.find_shards(namespace, len(shards) + 1)]
     for actor in [*readers, *stream_consumers, *hosts, *every_shard, coordinator]:
         best_effort(functools.partial(ray.kill, actor))
+
+
+def stop_consumers(namespace: str, source_id: str, actors: Sequence[Any]) -> None:
+    """Stop one source's consumers (their batches in hand finish and are acked; also those
+    another process started), kill them, and return once their names are free (the source
+    may be added again); TimeoutError if one is still alive after :data:`STOP_TIMEOUT_S`."""
+    every = [*actors, *scaling.find_consumers(namespace, source_id, len(actors))]
+    best_effort(lambda: ray.get([a.stop.remote() for a in every], timeout=STOP_TIMEOUT_S))
+    for actor in every:
+        best_effort(functools.partial(ray.kill, actor))
+    deadline = time.monotonic() + STOP_TIMEOUT_S
+    for index in range(len(every)):
+        name = names.consumer_actor(source_id, index)
+        while _alive(namespace, name):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"actor {name!r} still alive {STOP_TIMEOUT_S:.0f}s after kill")
+            time.sleep(RELEASE_POLL_S)
+
+
+def _alive(namespace: str, name: str) -> bool:
+    try:
+        ray.get_actor(name, namespace=namespace)
+    except ValueError:
+        return False
+    return True
 
 
 def best_effort(action: Callable[[], object]) -> None:

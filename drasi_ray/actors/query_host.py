@@ -133,6 +133,9 @@ class QueryHostActor:
     async def stop(self, timeout_s: float = 10.0) -> bool:
         return await self._host.stop(timeout_s)
 
+    async def remove_query(self, query_id: str, timeout_s: float = 10.0) -> bool:
+        return await self._host.remove_query(query_id, timeout_s)
+
     def info(self) -> dict[str, QueryReport]:
         return self._host.info()
 

@@ -137,6 +137,10 @@ class ShardActor:
         await self._loaded
         return await self._service.forget_tombstones(source_id, bound)
 
+    async def drop_source(self, source_id: str) -> int:
+        await self._loaded
+        return await self._service.drop_source(source_id)
+
     async def flush_deliveries(self) -> bool:
         await self._loaded
         return await self._service.flush_deliveries()

@@ -62,6 +62,8 @@ class ShardControl(Protocol):
 
     async def forget_tombstones(self, source_id: str, bound: tuple[int, int]) -> int: ...
 
+    async def drop_source(self, source_id: str) -> int: ...
+
     async def flush_deliveries(self) -> bool: ...
 
     async def flush_analytics(self) -> int: ...
@@ -239,11 +241,16 @@ class ControlPlane:
         return await self._bootstrap(registration)
 
     async def unregister_query(self, query_id: str) -> None:
-        await self.control_loaded
+        """Stop routing to ``query_id`` on every shard, then forget its registration, its
+        subscriptions and its element history (in memory and in Redis)."""
+        await self._subscribers_known
+        subscribers = [s.subscriber_id for s in self.registry.subscribers_of_query(query_id)]
         self.registry.unregister(query_id)
-        await self._save_control(query_id)
         table = self.registry.copy()
         await self._on_shards(lambda shard: shard.detach(query_id, table))
+        await self._save_control(query_id)
+        for subscriber_id in subscribers:
+            await self._save_subscriber(subscriber_id, None)
 
     async def apply_controls(self, source_id: str, controls: Sequence[ControlEvent]) -> int:
         """Apply control events a consumer read; every shard gets the new table before this
@@ -380,6 +387,13 @@ class ControlPlane:
         """Forget the tombstones below ``bound`` on every shard; how many."""
         await self.loaded
         counts = await self._on_shards(lambda shard: shard.forget_tombstones(source_id, bound))
+        return sum(count for count in counts if count is not None)
+
+    async def drop_source(self, source_id: str) -> int:
+        """Forget a removed source's elements on every shard (in memory and in Redis); how
+        many there were."""
+        await self.loaded
+        counts = await self._on_shards(lambda shard: shard.drop_source(source_id))
         return sum(count for count in counts if count is not None)
 
     # -- barriers -----------------------------------------------------------------------

@@ -45,10 +45,13 @@ class Registry:
         self.table.register_query(config.id, config.sources, _labels(registration))
         self._changed()
 
+    def subscribers_of_query(self, query_id: str) -> list[SubscriberSpec]:
+        return [spec for spec in self.subscribers.values() if spec.query_id == query_id]
+
     def unregister(self, query_id: str) -> None:
         self.registrations.pop(query_id, None)
         self._rounds.pop(query_id, None)
-        for spec in [spec for spec in self.subscribers.values() if spec.query_id == query_id]:
+        for spec in self.subscribers_of_query(query_id):
             del self.subscribers[spec.subscriber_id]
         self.table.unregister_query(query_id)
         self._changed()

@@ -155,6 +155,23 @@ class QueryHost:
             hosted.submit(work)
         await hosted.loaded
 
+    async def remove_query(self, query_id: str, timeout_s: float = 10.0) -> bool:
+        """Stop ``query_id`` (:meth:`HostedQuery.stop`), close its subscribers' buffers and
+        drop it with its durable state (result sequence, function state). The control plane
+        unregistered it first, so no shard routes to it any more. True if its reactions
+        wrote everything (also when it was not here)."""
+        self._registrations.pop(query_id, None)
+        self._orphans.pop(query_id, None)
+        hosted = self.queries.pop(query_id, None)
+        if hosted is None:
+            return True
+        flushed = await hosted.stop(timeout_s)
+        for buffer in hosted.runner.subscribers.values():
+            await buffer.close()
+        if self._state is not None:
+            await self._state.forget_query(query_id)
+        return flushed
+
     async def registrations(self) -> list[QueryRegistration]:
         """The queries this host runs, as the control plane registered them (a control plane
         that restarted without durable state asks)."""

@@ -376,7 +376,10 @@ class HostedQuery:
 
     async def stop(self, timeout_s: float) -> bool:
         """Signal ``stopped``, then let the reactions (and the chain publisher) write what
-        they hold (up to ``timeout_s``) and close them. True if everything was written."""
+        they hold (up to ``timeout_s``) and close them. True if everything was written.
+
+        Work still queued is not applied: its deliveries complete (no store shard waits on
+        them)."""
         await self.loaded
         await self._numbered(1, lambda: self.runner.signal(ControlSignal.STOPPED))
         if self._sequences is not None:
@@ -389,6 +392,10 @@ class HostedQuery:
         for task in (self._worker, self._timer):
             if task is not None:
                 task.cancel()
+        while not self._queue.empty():
+            _work, done = self._queue.get_nowait()
+            if not done.done():
+                done.set_result([])
         return flushed
 
     def report(self, line_calls: int) -> QueryReport:

@@ -469,6 +469,19 @@ class ShardService:
             )
         return len(forgotten)
 
+    async def drop_source(self, source_id: str) -> int:
+        """Forget ``source_id``'s elements, in memory and in Redis, and its counters (the app
+        removed the source; its consumers are stopped and no query reads it). Done under the
+        persist lock, so no write of its records lands after the delete. Returns how many
+        elements (and tombstones) this shard held."""
+        async with self._persist_lock:
+            store = self.core.stores.pop(source_id, None)
+            self.core.piped.pop(source_id, None)
+            self.core.stats.per_source.pop(source_id, None)
+            if self._state is not None:
+                await self._state.forget_source(source_id)
+        return 0 if store is None else len(store.record_ids())
+
     # -- barriers and status ------------------------------------------------------------
 
     async def flush_analytics(self) -> int:

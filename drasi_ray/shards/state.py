@@ -123,6 +123,12 @@ class StateStore:
         for start in range(0, len(ids), FORGET_CHUNK):
             await self._client.hdel(key, *ids[start : start + FORGET_CHUNK])
 
+    async def forget_source(self, source_id: str) -> None:
+        """Delete a removed source's element store and durable counters."""
+        await self._client.delete(
+            keys.element_store(self._app, source_id), keys.coordinator_stats(self._app, source_id)
+        )
+
     async def load_counters(self, source_id: str) -> dict[str, int]:
         raw: Any = await self._client.hgetall(keys.coordinator_stats(self._app, source_id))
         return {key.decode(): int(value) for key, value in raw.items()}
@@ -293,6 +299,15 @@ class StateStore:
     async def load_sequence_lease(self, query_id: str) -> int:
         raw = await self._client.get(keys.result_sequence_lease(self._app, query_id))
         return 0 if raw is None else int(raw)
+
+    async def forget_query(self, query_id: str) -> None:
+        """Delete a removed query's result sequence, lease and function state (its
+        registration and element history go when it is unregistered)."""
+        await self._client.delete(
+            keys.result_sequence(self._app, query_id),
+            keys.result_sequence_lease(self._app, query_id),
+            keys.function_state(self._app, query_id),
+        )
 
 
 class SequenceKeeper:

@@ -54,9 +54,6 @@ def one_source_app(
     (``consumers=2``, ``batch_size=50``, ...); ``block_ms`` defaults to :data:`BLOCK_MS`.
     Raises :class:`~drasi_ray.model.errors.ConfigError` for an unknown or invalid option.
     """
-    options = {"block_ms": BLOCK_MS, **source_options}
-    streams = (stream,) if isinstance(stream, str) else tuple(stream)
-    config = validated(PlatformSourceConfig, redis_url=redis_url, stream_keys=streams, **options)
     app = DrasiRay(
         f"{prefix}-{uuid.uuid4().hex[:8]}",
         ray_config=ray_config,
@@ -66,13 +63,36 @@ def one_source_app(
         scaling_config=scaling_config,
     )
     app.add_source(
-        PlatformSource(
-            source_id,
-            config,
+        one_source(
+            redis_url,
+            stream,
+            source_id=source_id,
             dispatch_mode=dispatch_mode,
             dispatch_buffer_capacity=dispatch_buffer_capacity,
+            **source_options,
         )
     )
     for query_id, text in queries.items():
         app.add_query(Query.cypher(query_id).query(text).from_source(source_id).build())
     return app
+
+
+def one_source(
+    redis_url: str,
+    stream: str | Sequence[str],
+    *,
+    source_id: str = "source",
+    dispatch_mode: DispatchMode = DispatchMode.CHANNEL,
+    dispatch_buffer_capacity: int = 1000,
+    **source_options: Any,
+) -> PlatformSource:
+    """The source of :func:`one_source_app` (to add to a running app, say)."""
+    options = {"block_ms": BLOCK_MS, **source_options}
+    streams = (stream,) if isinstance(stream, str) else tuple(stream)
+    config = validated(PlatformSourceConfig, redis_url=redis_url, stream_keys=streams, **options)
+    return PlatformSource(
+        source_id,
+        config,
+        dispatch_mode=dispatch_mode,
+        dispatch_buffer_capacity=dispatch_buffer_capacity,
+    )

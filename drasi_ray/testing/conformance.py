@@ -7,10 +7,16 @@ waits until the app is idle and compares the diffs the step produced, per query,
 multiset (numbers by value, floats to 1e-9 relative). Format: ``tests/scenarios/README.md``
 (a query may be Cypher text, or ``{query, sources, joins, middleware}`` in Drasi's shapes).
 
-Each case runs in its own app (fresh actors, one fresh stream per source), with as many
-consumers per source as asked. A case with a ``clock`` runs on a
-:class:`~drasi_ray.model.clock.ManualClock` starting there; a step's ``clock`` moves it before
-the step's event, and the diffs of what came due count in that step.
+:func:`run_case` runs a case in an app of its own (fresh actors, one fresh stream per source),
+with as many consumers per source as asked. :class:`CaseApp` runs case after case in one
+running app: each case's sources and queries are its own (ids prefixed per case, a fresh
+stream per source), added to the running app and removed after the case
+(:meth:`DrasiRay.remove_query`, :meth:`DrasiRay.remove_source`), so each case still starts
+from an empty graph with fresh queries and fresh consumers, without the actors' start that is
+most of an app of its own. A case with a ``clock`` runs on a
+:class:`~drasi_ray.model.clock.ManualClock` starting there (in an app of its own: an app's
+clock never goes back); a step's ``clock`` moves it before the step's event, and the diffs of
+what came due count in that step.
 """
 
 from __future__ import annotations
@@ -29,7 +35,7 @@ from drasi_ray.actors.subscription import Subscription
 from drasi_ray.app import DrasiRay
 from drasi_ray.model import keys
 from drasi_ray.model.clock import ManualClock
-from drasi_ray.model.config import QueryConfig, RayConfig, ScalingConfig, validated
+from drasi_ray.model.config import QueryConfig, RayConfig, ScalingConfig, StateConfig, validated
 from drasi_ray.source.decode import encode_cloud_event
 from drasi_ray.source.platform import PlatformSource
 from drasi_ray.streams.publisher import Publisher
@@ -97,15 +103,18 @@ class ScenarioQuery:
             pipelines,
         )
 
-    def config(self, query_id: str) -> QueryConfig:
+    def config(self, query_id: str, source_ids: Mapping[str, str] | None = None) -> QueryConfig:
+        """The query's settings under ``query_id``, each source named as ``source_ids`` says
+        (default: as the scenario names it)."""
+        rename = source_ids or {}
         config: QueryConfig = validated(
             QueryConfig,
             id=query_id,
             query=self.text,
-            sources=self.sources,
+            sources=tuple(rename.get(source, source) for source in self.sources),
             joins=self.joins,
             middleware=self.middleware,
-            pipelines=self.pipelines,
+            pipelines={rename.get(s, s): names for s, names in self.pipelines.items()},
         )
         return config
 
@@ -163,19 +172,9 @@ def run_case(
     app = DrasiRay(
         f"conformance-{tag}", ray_config=ray_config, clock=clock, scaling_config=scaling_config
     )
-    streams: dict[str, str] = {}
-    for number, source_id in enumerate(scenario_sources(scenario, case)):
-        streams[source_id] = f"scenario-{scenario['name']}-{case['name']}-{tag}-{number}"
-        app.add_source(
-            PlatformSource.builder(source_id)
-            .with_redis_url(redis_url)
-            .with_stream_key(streams[source_id])
-            .with_consumers(consumers)
-            .with_batch_size(50)
-            .with_block_ms(100)
-            .with_dispatch_buffer_capacity(100_000)
-            .build()
-        )
+    streams = case_streams(scenario, case, tag)
+    for source_id, stream in streams.items():
+        app.add_source(case_source(source_id, stream, redis_url, consumers))
     for query_id in case["queries"]:
         app.add_query(ScenarioQuery.of(scenario, query_id).config(query_id))
     outcome = CaseOutcome(scenario["name"], case["name"])
@@ -192,6 +191,135 @@ def run_case(
     return outcome
 
 
+def case_streams(scenario: Mapping[str, Any], case: Mapping[str, Any], tag: str) -> dict[str, str]:
+    """A fresh stream key per source of the case (``tag`` makes it unique)."""
+    return {
+        source_id: f"scenario-{scenario['name']}-{case['name']}-{tag}-{number}"
+        for number, source_id in enumerate(scenario_sources(scenario, case))
+    }
+
+
+def case_source(source_id: str, stream: str, redis_url: str, consumers: int) -> PlatformSource:
+    """A case's source: ``consumers`` consumers on ``stream``, small batches, short blocks."""
+    return (
+        PlatformSource.builder(source_id)
+        .with_redis_url(redis_url)
+        .with_stream_key(stream)
+        .with_consumers(consumers)
+        .with_batch_size(50)
+        .with_block_ms(100)
+        .with_dispatch_buffer_capacity(100_000)
+        .build()
+    )
+
+
+class CaseApp:
+    """One running app that runs cases one after another (module docstring): the consumer
+    count and layout of every case it runs, each case on sources and queries of its own.
+
+    Use it as a context manager. A case that raises (a timeout, a broken actor) leaves the
+    app restarted, so the next case starts on a healthy one.
+    """
+
+    def __init__(
+        self,
+        redis_url: str,
+        consumers: int = 1,
+        ray_config: RayConfig | None = None,
+        scaling_config: ScalingConfig | None = None,
+        idle_timeout: float = 30.0,
+    ) -> None:
+        self.redis_url = redis_url
+        self.consumers = consumers
+        self.ray_config = ray_config
+        self.scaling_config = scaling_config
+        self.idle_timeout = idle_timeout
+        self._cases = 0
+        self._app: DrasiRay | None = None
+
+    def __enter__(self) -> CaseApp:
+        self._start()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        if self._app is not None:
+            self._app.stop()
+            self._app = None
+
+    def _start(self) -> DrasiRay:
+        # Durable state in the test Redis, as an app of its own keeps it in its first
+        # source's Redis (this app starts without sources).
+        app = DrasiRay(
+            f"conformance-{uuid.uuid4().hex[:8]}",
+            ray_config=self.ray_config,
+            state_config=StateConfig(redis_url=self.redis_url),
+            scaling_config=self.scaling_config,
+        )
+        self._app = app.start()
+        return app
+
+    def run(self, scenario: Mapping[str, Any], case: Mapping[str, Any]) -> CaseOutcome:
+        """Run one case; its outcome (mismatches per step and query). A case with a clock
+        runs in an app of its own (:func:`run_case`)."""
+        if case.get("clock") is not None:
+            return run_case(
+                scenario,
+                case,
+                self.redis_url,
+                self.consumers,
+                self.ray_config,
+                self.idle_timeout,
+                self.scaling_config,
+            )
+        app = self._app or self._start()
+        try:
+            return self._run(app, scenario, case)
+        except BaseException:
+            self._app = None
+            app.stop()
+            raise
+
+    def _run(
+        self, app: DrasiRay, scenario: Mapping[str, Any], case: Mapping[str, Any]
+    ) -> CaseOutcome:
+        self._cases += 1
+        prefix = f"case{self._cases}."
+        streams = case_streams(scenario, case, uuid.uuid4().hex[:8])
+        sources = {source_id: prefix + source_id for source_id in streams}
+        queries = {query_id: prefix + query_id for query_id in case["queries"]}
+        for source_id, stream in streams.items():
+            app.add_source(case_source(sources[source_id], stream, self.redis_url, self.consumers))
+        outcome = CaseOutcome(scenario["name"], case["name"])
+        try:
+            for query_id, name in queries.items():
+                app.add_query(ScenarioQuery.of(scenario, query_id).config(name, sources))
+            subscriptions = {query_id: app.subscribe(name) for query_id, name in queries.items()}
+            try:
+                with Publisher.from_url(self.redis_url) as publisher:
+                    run = _CaseRun(
+                        app,
+                        publisher,
+                        streams,
+                        scenario,
+                        subscriptions,
+                        self.idle_timeout,
+                        self.redis_url,
+                        query_names=queries,
+                    )
+                    run.steps(case, outcome)
+            finally:
+                for subscription in subscriptions.values():
+                    subscription.close()
+        finally:
+            for name in queries.values():
+                if name in app.query_ids:
+                    app.remove_query(name)
+            for name in sources.values():
+                if name in app.source_ids:
+                    app.remove_source(name)
+        return outcome
+
+
 @dataclass(slots=True)
 class _CaseRun:
     app: DrasiRay
@@ -202,6 +330,8 @@ class _CaseRun:
     idle_timeout: float
     redis_url: str
     clock: ManualClock | None = None
+    query_names: Mapping[str, str] = field(default_factory=dict)
+    """The app's id of each case query named otherwise (:class:`CaseApp`)."""
 
     def steps(self, case: Mapping[str, Any], outcome: CaseOutcome) -> None:
         # One entry per source holds the whole bootstrap: one consumer applies it, in order,
@@ -257,7 +387,8 @@ class _CaseRun:
             if fields.get(b"entry_id", b"").decode() == entry_id
         ]
         for query_id in step["error"]:
-            if not any(f"query {query_id!r}" in reason for reason in reasons):
+            name = self.query_names.get(query_id, query_id)
+            if not any(f"query {name!r}" in reason for reason in reasons):
                 expected = [{"dead_letter": entry_id, "query": query_id}]
                 mismatch = StepMismatch(case, number, "dead-letter", expected, reasons)
                 outcome.mismatches.append(mismatch)

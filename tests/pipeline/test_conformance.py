@@ -1,25 +1,41 @@
 """Drasi's conformance scenarios through the public API: with 1 and with 3 consumers on one
 store shard and one query host, and with 3 consumers on three shards and two hosts (which must
 give exactly the same diffs). The consumer count and the layout are independent, so the second
-layout runs with the consumers that exercise more (3) and keeps the suite in its time budget."""
+layout runs with the consumers that exercise more (3) and keeps the suite in its time budget.
+
+Each configuration runs every case in one running app (:class:`~drasi_ray.testing.conformance.
+CaseApp`): each case on sources, streams, consumers and queries of its own, added to the app
+and removed after the case; a case with a manual clock runs in an app of its own."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from drasi_ray.model.config import ScalingConfig
-from drasi_ray.testing.conformance import load_scenario, run_case
+from drasi_ray.testing.conformance import CaseApp, load_scenario
+from drasi_ray.testing.embedded_redis import EmbeddedRedis
 
 SCENARIOS = Path(__file__).parent.parent / "scenarios"
 RUNS = [
-    pytest.param(1, ScalingConfig(shards=1, query_hosts=1), id="1consumer-K1-M1"),
-    pytest.param(3, ScalingConfig(shards=1, query_hosts=1), id="3consumers-K1-M1"),
+    pytest.param((1, ScalingConfig(shards=1, query_hosts=1)), id="1consumer-K1-M1"),
+    pytest.param((3, ScalingConfig(shards=1, query_hosts=1)), id="3consumers-K1-M1"),
     pytest.param(
-        3, ScalingConfig(shards=3, query_hosts=2), id="3consumers-K3-M2", marks=pytest.mark.slow
+        (3, ScalingConfig(shards=3, query_hosts=2)), id="3consumers-K3-M2", marks=pytest.mark.slow
     ),
 ]
+
+
+@pytest.fixture(scope="module", params=RUNS)
+def case_app(
+    request: pytest.FixtureRequest, ray_session: None, redis_server: EmbeddedRedis
+) -> Iterator[CaseApp]:
+    """One running app per configuration (consumers x layout), shared by every case."""
+    consumers, scaling = request.param
+    with CaseApp(redis_server.url, consumers=consumers, scaling_config=scaling) as app:
+        yield app
 
 
 def _cases() -> list[pytest.ParameterSet]:
@@ -31,18 +47,10 @@ def _cases() -> list[pytest.ParameterSet]:
     return params
 
 
-@pytest.mark.parametrize(("consumers", "scaling"), RUNS)
 @pytest.mark.parametrize(("file_name", "case_name"), _cases())
-def test_scenario_case(
-    ray_session: None,
-    redis_url: str,
-    file_name: str,
-    case_name: str,
-    consumers: int,
-    scaling: ScalingConfig,
-) -> None:
+def test_scenario_case(case_app: CaseApp, file_name: str, case_name: str) -> None:
     scenario = load_scenario(SCENARIOS / file_name)
     case = next(case for case in scenario["cases"] if case["name"] == case_name)
-    outcome = run_case(scenario, case, redis_url, consumers=consumers, scaling_config=scaling)
+    outcome = case_app.run(scenario, case)
     assert outcome.steps == len(case["steps"])
     assert outcome.passed, "\n".join(str(mismatch) for mismatch in outcome.mismatches)

@@ -9,7 +9,7 @@ import subprocess
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 import pytest
@@ -22,10 +22,10 @@ from drasi_ray.actors.names import COORDINATOR
 from drasi_ray.actors.runtime import GC_YOUNG_THRESHOLD
 from drasi_ray.model import keys
 from drasi_ray.model.changes import Op, node
-from drasi_ray.model.config import RayConfig, ScalingConfig
+from drasi_ray.model.config import RayConfig, ScalingConfig, StateConfig
 from drasi_ray.source.decode import change_event, encode_cloud_event
 from drasi_ray.streams.publisher import Publisher
-from drasi_ray.testing.apps import one_source_app
+from drasi_ray.testing.apps import one_source, one_source_app
 from drasi_ray.testing.embedded_redis import EmbeddedRedis, find_redis_server
 from drasi_ray.testing.waiting import wait_until
 
@@ -92,12 +92,35 @@ def _app(
     )
 
 
-@pytest.fixture
-def running(ray_session: None, redis_url: str) -> Iterator[tuple[DrasiRay, str]]:
-    app = _app(redis_url, "sensor-changes")
-    app.start()
-    yield app, redis_url
+class Running(NamedTuple):
+    """A running app with the source ``sensors`` on ``stream`` (of ``url``) and ``hot``."""
+
+    app: DrasiRay
+    url: str
+    stream: str
+
+
+@pytest.fixture(scope="module")
+def shared_app(ray_session: None, redis_server: EmbeddedRedis) -> Iterator[DrasiRay]:
+    """One running app for the tests that need only a source and a query of their own
+    (:func:`running`). Durable state in the test Redis, as an app's first source would put
+    it; a test that empties Redis (``redis_url``) meanwhile only finds it idle."""
+    state = StateConfig(redis_url=redis_server.url)
+    app = DrasiRay(f"e2e-{uuid.uuid4().hex[:8]}", state_config=state).start()
+    yield app
     app.stop()
+
+
+@pytest.fixture
+def running(shared_app: DrasiRay, redis_server: EmbeddedRedis) -> Iterator[Running]:
+    """The shared app with a fresh source ``sensors`` (a new stream, its own consumer) and
+    query ``hot``, removed after the test: each test starts from an empty graph."""
+    stream = f"sensor-changes-{uuid.uuid4().hex[:8]}"
+    shared_app.add_source(one_source(redis_server.url, stream, source_id="sensors"))
+    shared_app.add_query(Query.cypher("hot").query(SENSOR_QUERY).from_source("sensors").build())
+    yield Running(shared_app, redis_server.url, stream)
+    shared_app.remove_query("hot")
+    shared_app.remove_source("sensors")
 
 
 def _redis_cli(server: EmbeddedRedis, *args: str) -> str:
@@ -115,12 +138,10 @@ def _sensor(sensor_id: str, temperature: float, op: Op = Op.UPDATE) -> bytes:
     return encode_cloud_event([change_event(op, element, 1_000_000_000)])
 
 
-def test_seed_redis_cli_payload_yields_add(
-    running: tuple[DrasiRay, str], redis_server: EmbeddedRedis
-) -> None:
-    app, _ = running
+def test_seed_redis_cli_payload_yields_add(running: Running, redis_server: EmbeddedRedis) -> None:
+    app, _, stream = running
     with app.subscribe("hot") as subscription:
-        _redis_cli(redis_server, "XADD", "sensor-changes", "*", "data", SEED_PAYLOAD)
+        _redis_cli(redis_server, "XADD", stream, "*", "data", SEED_PAYLOAD)
         app.wait_until_idle(30)
         results = subscription.drain()
     assert [r.results for r in results] == [
@@ -131,10 +152,10 @@ def test_seed_redis_cli_payload_yields_add(
 
 
 def test_seed_batch_payload_applies_every_event(
-    running: tuple[DrasiRay, str], redis_server: EmbeddedRedis
+    running: Running, redis_server: EmbeddedRedis
 ) -> None:
-    app, _ = running
-    _redis_cli(redis_server, "XADD", "sensor-changes", "*", "data", SEED_BATCH)
+    app, _, stream = running
+    _redis_cli(redis_server, "XADD", stream, "*", "data", SEED_BATCH)
     app.wait_until_idle(30)
     assert sorted(row["temperature"] for row in app.results("hot")) == [72.0, 75.5]
 
@@ -168,17 +189,15 @@ def test_pipeline_actors_keep_the_garbage_collector_off_the_batch_path(
         app.stop()
 
 
-def test_update_delete_and_filter_crossing(running: tuple[DrasiRay, str]) -> None:
-    app, url = running
+def test_update_delete_and_filter_crossing(running: Running) -> None:
+    app, url, stream = running
     with app.subscribe("hot") as subscription, Publisher.from_url(url) as publisher:
-        publisher.publish("sensor-changes", [_sensor("s1", 71.0, Op.INSERT)])
-        publisher.publish("sensor-changes", [_sensor("s1", 72.0)])
-        publisher.publish("sensor-changes", [_sensor("s1", 60.0)])
-        publisher.publish("sensor-changes", [_sensor("s1", 80.0)])
+        publisher.publish(stream, [_sensor("s1", 71.0, Op.INSERT)])
+        publisher.publish(stream, [_sensor("s1", 72.0)])
+        publisher.publish(stream, [_sensor("s1", 60.0)])
+        publisher.publish(stream, [_sensor("s1", 80.0)])
         element = node("s1", ["Sensor"], {})
-        publisher.publish(
-            "sensor-changes", [encode_cloud_event([change_event(Op.DELETE, element, 2)])]
-        )
+        publisher.publish(stream, [encode_cloud_event([change_event(Op.DELETE, element, 2)])])
         app.wait_until_idle(30)
         diffs = [diff for result in subscription.drain() for diff in result.results]
     assert diffs == [
@@ -204,54 +223,54 @@ def _subscription_event(op: str, query_id: str, labels: list[str]) -> bytes:
     return encode_cloud_event([{"op": op, "payload": payload}])
 
 
-def test_source_subscription_control_events_change_routing(running: tuple[DrasiRay, str]) -> None:
-    app, url = running
+def test_source_subscription_control_events_change_routing(running: Running) -> None:
+    app, url, stream = running
     with Publisher.from_url(url) as publisher:
-        publisher.publish("sensor-changes", [_subscription_event("d", "hot", ["Sensor"])])
-        publisher.publish("sensor-changes", [_sensor("s1", 90.0)])
+        publisher.publish(stream, [_subscription_event("d", "hot", ["Sensor"])])
+        publisher.publish(stream, [_sensor("s1", 90.0)])
         app.wait_until_idle(30)
         assert app.results("hot") == []  # unsubscribed: the change did not reach the query
 
-        publisher.publish("sensor-changes", [_subscription_event("i", "hot", ["Sensor"])])
-        publisher.publish("sensor-changes", [_sensor("s2", 91.0)])
+        publisher.publish(stream, [_subscription_event("i", "hot", ["Sensor"])])
+        publisher.publish(stream, [_sensor("s2", 91.0)])
         app.wait_until_idle(30)
         assert app.results("hot") == [{"id": "s2", "temperature": 91.0}]
 
-        publisher.publish("sensor-changes", [_subscription_event("u", "hot", ["Other"])])
-        publisher.publish("sensor-changes", [_sensor("s2", 95.0)])
+        publisher.publish(stream, [_subscription_event("u", "hot", ["Other"])])
+        publisher.publish(stream, [_sensor("s2", 95.0)])
         app.wait_until_idle(30)
         assert app.results("hot") == [{"id": "s2", "temperature": 91.0}]
 
 
-def test_unknown_control_type_is_skipped_not_dead_lettered(running: tuple[DrasiRay, str]) -> None:
-    app, url = running
+def test_unknown_control_type_is_skipped_not_dead_lettered(running: Running) -> None:
+    app, url, stream = running
     control = {
         "op": "i",
         "payload": {"after": {"x": 1}, "source": {"db": "drasi", "table": "Mystery", "ts_ns": 0}},
     }
     with Publisher.from_url(url) as publisher:
-        publisher.publish("sensor-changes", [encode_cloud_event([control])])
-        publisher.publish("sensor-changes", [_sensor("s1", 75.0)])
+        publisher.publish(stream, [encode_cloud_event([control])])
+        publisher.publish(stream, [_sensor("s1", 75.0)])
     app.wait_until_idle(30)
     assert app.results("hot") == [{"id": "s1", "temperature": 75.0}]
-    assert redis.Redis.from_url(url).xlen("sensor-changes:dlq") == 0
+    assert redis.Redis.from_url(url).xlen(f"{stream}:dlq") == 0
 
 
-def test_malformed_entries_are_dead_lettered_with_reasons(running: tuple[DrasiRay, str]) -> None:
-    app, url = running
+def test_malformed_entries_are_dead_lettered_with_reasons(running: Running) -> None:
+    app, url, stream = running
     bad_op = orjson.dumps({"data": [{"op": "x", "payload": {}}]})
     no_data_array = orjson.dumps({"id": "e1", "data": "nope"})
     client = redis.Redis.from_url(url)
     ids = {
-        client.xadd("sensor-changes", {"data": b"{not json"}).decode(): "JSON",
-        client.xadd("sensor-changes", {"data": bad_op}).decode(): "unknown operation type 'x'",
-        client.xadd("sensor-changes", {"data": no_data_array}).decode(): "'data' array",
-        client.xadd("sensor-changes", {"other": b"1"}).decode(): "no event data found",
+        client.xadd(stream, {"data": b"{not json"}).decode(): "JSON",
+        client.xadd(stream, {"data": bad_op}).decode(): "unknown operation type 'x'",
+        client.xadd(stream, {"data": no_data_array}).decode(): "'data' array",
+        client.xadd(stream, {"other": b"1"}).decode(): "no event data found",
     }
-    Publisher(client).publish("sensor-changes", [_sensor("s1", 75.0)])
+    Publisher(client).publish(stream, [_sensor("s1", 75.0)])
     app.wait_until_idle(30)
 
-    dead: Any = client.xrange("sensor-changes:dlq")
+    dead: Any = client.xrange(f"{stream}:dlq")
     reasons = {f[b"entry_id"].decode(): f[b"reason"].decode() for _, f in dead}
     assert set(reasons) == set(ids)
     for entry_id, fragment in ids.items():
@@ -259,7 +278,7 @@ def test_malformed_entries_are_dead_lettered_with_reasons(running: tuple[DrasiRa
     originals = {f[b"entry_id"].decode(): f.get(b"orig:data") for _, f in dead}
     assert b"{not json" in originals.values()
     assert app.results("hot") == [{"id": "s1", "temperature": 75.0}]
-    assert client.xpending("sensor-changes", keys.consumer_group(app.app_id))["pending"] == 0
+    assert client.xpending(stream, keys.consumer_group(app.app_id))["pending"] == 0
 
 
 def test_tombstones_are_forgotten_once_the_stream_no_longer_holds_older_entries(
