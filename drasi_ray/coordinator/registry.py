@@ -52,6 +52,14 @@ class QueryRegistration:
     def labels(self) -> LabelFilter:
         return LabelFilter.of(self.node_labels, self.relation_labels)
 
+    @property
+    def source_filters(self) -> dict[str, LabelFilter]:
+        """The filter of each source the query lists labels for (its ``source_labels``)."""
+        return {
+            source_id: self.labels.restricted(listed.nodes, listed.relations)
+            for source_id, listed in self.config.source_labels.items()
+        }
+
     def to_json(self) -> bytes:
         return orjson.dumps(
             {
@@ -112,7 +120,9 @@ class Registry:
         """(Re)register a query; the table gains its default subscriptions."""
         config = registration.config
         self.registrations[config.id] = registration
-        self.table.register_query(config.id, config.sources, registration.labels)
+        self.table.register_query(
+            config.id, config.sources, registration.labels, registration.source_filters
+        )
         self._changed()
 
     def unregister(self, query_id: str) -> None:
@@ -145,7 +155,9 @@ class Registry:
         for registration in registrations:
             if not self.table.is_registered(registration.query_id):
                 config = registration.config
-                self.table.register_query(config.id, config.sources, registration.labels)
+                self.table.register_query(
+                    config.id, config.sources, registration.labels, registration.source_filters
+                )
         self._changed()
 
     def _changed(self) -> None:

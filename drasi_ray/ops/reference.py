@@ -77,6 +77,7 @@ QUERY_BUILDER: dict[str, str] = {
     "joins": "`.with_join(id, (label, property), ...)`",
     "middleware": "`.with_middleware(name, kind, config)`",
     "pipelines": "`.from_source(id, pipeline=[name, ...])`",
+    "source_labels": "`.from_source(id, nodes=[label, ...], relations=[label, ...])`",
     "history": "`.with_history(max_versions, retention_ms)`",
     "dedicated_host": "`.with_dedicated_host()`",
 }
@@ -134,7 +135,9 @@ def sections() -> list[Section]:
                 lambda name: f"`with_cdc({name}=...)`"),
         Section("Query (`queries[]`)", config.QueryConfig,
                 "A continuous query. In YAML an entry of `sources` may also be "
-                "`{id, pipeline: [middleware name, ...]}`, as in Drasi; it fills `pipelines`.",
+                "`{id, pipeline: [middleware name, ...], nodes: [label, ...], relations: "
+                "[label, ...]}`, as in Drasi; it fills `pipelines` and `source_labels` (a "
+                "label may also be written `{sourceLabel: label}`).",
                 QUERY_BUILDER.__getitem__),
         Section("Join (`queries[].joins[]`)", query_specs.QueryJoin,
                 "A synthetic relation between nodes with equal key values "

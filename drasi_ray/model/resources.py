@@ -1,0 +1,785 @@
+"""Drasi's resource files, read onto drasi_ray's configuration models.
+
+A Drasi user keeps sources, continuous queries and reactions in YAML files of ``apiVersion:
+v1`` documents (``kind: Source``, ``ContinuousQuery`` or ``Reaction``; several to a file,
+separated by ``---``) and applies them with ``drasi apply -f``. :func:`read_resources` reads
+such a file into :class:`Resource` records whose ``spec`` is one of drasi_ray's own models: a
+:class:`~drasi_ray.model.config.SourceSpec`, a :class:`~drasi_ray.model.config.QueryConfig`, or
+a :class:`ReactionDefinition` holding a reaction spec of
+:mod:`~drasi_ray.model.reaction_specs`. It is one more front end to the same configuration,
+not a second one: whatever a resource says is checked by those models, and an app made of
+resources (:meth:`ResourceFile.app_config`) is an :class:`~drasi_ray.model.config.AppConfig`.
+
+What drasi_ray cannot honour is refused, naming the field and its line: an unknown
+``apiVersion`` or ``kind`` (naming the document's index), a source or reaction kind it does
+not have, a secret reference, a query view that keeps result history. What Drasi itself does
+not act on, or what only says where Drasi's platform runs something, is accepted with a
+:class:`ResourceNotice` (a warning the commands print): ``spec.mode`` other than ``query``,
+``spec.container``, ``spec.storageProfile``, ``spec.view.enabled: false``, ``spec.services``
+and a reaction's ``tag``. docs/coming-from-drasi.md maps every field.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ValidationError
+from yaml.constructor import SafeConstructor
+
+from drasi_ray.model.config import (
+    AppConfig,
+    CdcConfig,
+    PlatformSourceConfig,
+    QueryConfig,
+    SourceSpec,
+)
+from drasi_ray.model.errors import ConfigError
+from drasi_ray.model.reaction_specs import (
+    AnyReaction,
+    CallbackReaction,
+    JsonLinesReaction,
+    LogReaction,
+    PlatformReaction,
+)
+
+API_VERSION = "v1"
+SOURCE, QUERY, REACTION = "Source", "ContinuousQuery", "Reaction"
+KINDS = (SOURCE, QUERY, REACTION)
+"""The kinds of document drasi_ray reads, in the order they are applied."""
+
+_PLATFORM_ONLY = {
+    "QueryContainer": "drasi_ray has no query containers: queries run on its query hosts "
+    "(scaling.query_hosts)",
+    "SourceProvider": "drasi_ray's source kinds are built in",
+    "ReactionProvider": "drasi_ray's reaction kinds are built in",
+}
+SOURCE_FORMATS = {"platform": "platform", "debezium": "debezium", "deltaforge": "deltaforge"}
+"""Source kind (any case) -> the ``format`` of the Redis streams it reads."""
+REACTION_MODELS: dict[str, type[BaseModel]] = {
+    "platform": PlatformReaction,
+    "log": LogReaction,
+    "jsonl": JsonLinesReaction,
+    "callback": CallbackReaction,
+}
+"""Reaction kind (any case) -> the model of its settings."""
+_REACTION_HINTS = {
+    "debug": "; `drasi-ray watch QUERY` shows a query's results live",
+    "signalr": "; a front end can read a query's result stream <query>-results (kind: Platform)",
+}
+_REACTION_ALIASES = {"maxStreamLength": "maxlen", "emitControlEvents": "include_control"}
+"""Drasi Server's names of platform-reaction settings that drasi_ray names otherwise."""
+_ENVELOPE = {"apiVersion", "kind", "name", "spec", "tag"}
+_SOURCE_SPEC = {"kind", "properties", "services", "identity", "autoStart", "auto_start"} | {
+    "dispatchMode",
+    "dispatch_mode",
+    "dispatchBufferCapacity",
+    "dispatch_buffer_capacity",
+}
+_QUERY_SPEC = {"mode", "query", "queryLanguage", "sources", "storageProfile", "view", "container"}
+_QUERY_SOURCES = {"subscriptions", "joins", "middleware"}
+_SUBSCRIPTION = {"id", "nodes", "relations", "pipeline"}
+_REACTION_SPEC = {"kind", "queries", "properties", "services", "identity"}
+_CAMEL = re.compile(r"(?<!^)(?=[A-Z])")
+
+Path_ = tuple[str | int, ...]
+"""A path of keys and indices inside a document."""
+
+
+@dataclass(frozen=True, slots=True)
+class Position:
+    """Where something is: the file, the 1-based index of its document, line and column."""
+
+    file: str
+    document: int
+    line: int
+    column: int
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceProblem:
+    """One thing a resource file says that drasi_ray refuses: ``FILE:LINE:COLUMN: WHERE:
+    MESSAGE``."""
+
+    position: Position
+    where: str
+    message: str
+
+    def __str__(self) -> str:
+        place = self.position
+        return f"{place.file}:{place.line}:{place.column}: {self.where}: {self.message}"
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceNotice:
+    """Something a resource file says that drasi_ray accepts but does not act on."""
+
+    position: Position
+    where: str
+    message: str
+
+    def __str__(self) -> str:
+        place = self.position
+        return f"{place.file}:{place.line}:{place.column}: warning: {self.where}: {self.message}"
+
+
+class ResourceError(ConfigError):
+    """A resource file drasi_ray refuses; ``problems`` holds each problem (one line each)."""
+
+    def __init__(self, problems: Sequence[ResourceProblem]) -> None:
+        super().__init__("\n".join(str(problem) for problem in problems))
+        self.problems = tuple(problems)
+
+
+@dataclass(frozen=True, slots=True)
+class ReactionDefinition:
+    """A Drasi ``Reaction``: one reaction spec (its ``name`` the resource's) run for each of
+    ``queries``."""
+
+    queries: tuple[str, ...]
+    spec: AnyReaction
+
+
+Spec = SourceSpec | QueryConfig | ReactionDefinition
+
+
+@dataclass(frozen=True, slots=True)
+class Resource:
+    """One document of a resource file, read onto its model."""
+
+    kind: str
+    name: str
+    position: Position
+    spec: Spec
+    node: yaml.Node | None = field(default=None, compare=False, repr=False)
+    """The document's YAML node (positions of its fields; see :meth:`locate`)."""
+
+    @property
+    def label(self) -> str:
+        """``Kind/name``, as Drasi's CLI names a resource."""
+        return f"{self.kind}/{self.name}"
+
+    def locate(self, *path: str | int) -> Position:
+        """The position of the field at ``path`` (the deepest part of it that exists)."""
+        return _position(self.position.file, self.position.document, _node_at(self.node, path))
+
+    def field_node(self, *path: str | int) -> yaml.Node | None:
+        """The YAML node at ``path``, if the document has one there."""
+        found = _node_at(self.node, path)
+        return found if found is not None and _depth_reached(self.node, path) else None
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceFile:
+    """The resources of one file, in document order, and the notices reading it gave."""
+
+    path: str
+    resources: tuple[Resource, ...]
+    notices: tuple[ResourceNotice, ...] = ()
+    text: str = field(default="", compare=False, repr=False)
+
+    def of_kind(self, kind: str) -> list[Resource]:
+        return [resource for resource in self.resources if resource.kind == kind]
+
+    def app_config(self, app_id: str = "default") -> AppConfig:
+        """The app these resources make on their own: every source and query, each query
+        with the reactions that name it. Raises :class:`ResourceError` where a query reads a
+        source, or a reaction names a query, that the file does not hold."""
+        problems: list[ResourceProblem] = []
+        sources = [resource.spec for resource in self.of_kind(SOURCE)]
+        queries = {r.name: r.spec for r in self.of_kind(QUERY) if isinstance(r.spec, QueryConfig)}
+        known = {resource.name for resource in self.of_kind(SOURCE)}
+        for resource in self.of_kind(QUERY):
+            problems += missing_sources(resource, known)
+        for resource in self.of_kind(REACTION):
+            definition = resource.spec
+            assert isinstance(definition, ReactionDefinition)
+            for query_id in definition.queries:
+                if query_id not in queries:
+                    problems.append(
+                        _problem(resource, ("spec", "queries", query_id), "unknown query")
+                    )
+                    continue
+                query = queries[query_id]
+                queries[query_id] = query.model_copy(
+                    update={"reactions": (*query.reactions, definition.spec)}
+                )
+        if problems:
+            raise ResourceError(problems)
+        try:
+            return AppConfig(id=app_id, sources=tuple(sources), queries=tuple(queries.values()))
+        except ValidationError as exc:
+            raise ConfigError(f"{self.path}: {exc}") from exc
+
+
+def missing_sources(resource: Resource, known: set[str]) -> list[ResourceProblem]:
+    """A problem per source a query resource reads that is not in ``known``."""
+    query = resource.spec
+    assert isinstance(query, QueryConfig)
+    return [
+        _problem(
+            resource,
+            ("spec", "sources", "subscriptions", index, "id"),
+            f"unknown source {source!r}",
+        )
+        for index, source in enumerate(query.sources)
+        if source not in known
+    ]
+
+
+def _problem(resource: Resource, path: Path_, message: str) -> ResourceProblem:
+    where = f"{resource.label} {_dotted(path)}"
+    return ResourceProblem(resource.locate(*path), where, message)
+
+
+# -- reading ------------------------------------------------------------------------------
+
+
+def looks_like_resources(text: str) -> bool:
+    """Whether ``text`` is a Drasi resource file rather than a drasi_ray app file: it holds
+    several documents, or its document has an ``apiVersion`` or a ``kind`` (an app file has
+    neither). Text that is not YAML is left to the reader to report."""
+    try:
+        documents = [doc for doc in yaml.safe_load_all(text) if doc is not None]
+    except yaml.YAMLError:
+        return False
+    if len(documents) != 1:
+        return len(documents) > 1
+    first = documents[0]
+    return isinstance(first, dict) and ("apiVersion" in first or "kind" in first)
+
+
+def read_resources(path: str | Path) -> ResourceFile:
+    """Read a resource file; :class:`ResourceError` lists every problem, each with its line."""
+    return parse_resources(Path(path).read_text(encoding="utf-8"), str(path))
+
+
+def parse_resources(text: str, file: str = "<resources>") -> ResourceFile:
+    """Read resource documents from ``text`` (``file`` names it in messages)."""
+    try:
+        nodes = list(yaml.compose_all(text, Loader=yaml.SafeLoader))
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line, column = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+        where = Position(file, 0, line, column)
+        raise ResourceError(
+            [ResourceProblem(where, "(yaml)", f"invalid YAML: {exc.problem}")]
+        ) from exc
+    reader = _Reader(file)
+    for index, node in enumerate(nodes, start=1):
+        if node is not None and node.tag != "tag:yaml.org,2002:null":
+            reader.document(index, node)
+    reader.check_names()
+    if reader.problems:
+        raise ResourceError(reader.problems)
+    return ResourceFile(file, tuple(reader.resources), tuple(reader.notices), text)
+
+
+class _Reader:
+    """Reads documents one by one, collecting resources, problems and notices."""
+
+    def __init__(self, file: str) -> None:
+        self.file = file
+        self.resources: list[Resource] = []
+        self.problems: list[ResourceProblem] = []
+        self.notices: list[ResourceNotice] = []
+
+    def document(self, index: int, node: yaml.Node) -> None:
+        doc = _Document(self, index, node)
+        if not isinstance(node, yaml.MappingNode) or not isinstance(doc.data, dict):
+            doc.refuse(
+                (), f"document {index}: a resource is a mapping of apiVersion, kind, name, spec"
+            )
+            return
+        if not doc.envelope_ok():
+            return
+        readers: dict[str, Callable[[_Document], Spec | None]] = {
+            SOURCE: _read_source,
+            QUERY: _read_query,
+            REACTION: _read_reaction,
+        }
+        spec = readers[doc.kind](doc)
+        if spec is not None:
+            self.resources.append(Resource(doc.kind, doc.name, doc.position(()), spec, node))
+
+    def check_names(self) -> None:
+        """Two documents of one kind may not share a name."""
+        seen: set[tuple[str, str]] = set()
+        for resource in self.resources:
+            key = (resource.kind, resource.name)
+            if key in seen:
+                where = f"document {resource.position.document} ({resource.label}) name"
+                message = f"a second {resource.kind} named {resource.name!r} in the file"
+                self.problems.append(ResourceProblem(resource.locate("name"), where, message))
+            seen.add(key)
+
+
+class _Document:
+    """One document: its data, its node, and how to point at a field in it."""
+
+    def __init__(self, reader: _Reader, index: int, node: yaml.Node) -> None:
+        self.reader = reader
+        self.index = index
+        self.node = node
+        self.data: Any = SafeConstructor().construct_document(node)
+        self.kind = ""
+        self.name = ""
+        self.failed = False
+        """Set by a refusal: the document is not built onto its model."""
+
+    # -- positions and findings ---------------------------------------------------------
+
+    def position(self, path: Path_, key: bool = False) -> Position:
+        return _position(self.reader.file, self.index, _node_at(self.node, path, key))
+
+    def where(self, path: Path_) -> str:
+        """``Kind/name spec.field`` once the envelope is read, ``document N field`` before."""
+        label = f"{self.kind}/{self.name}" if self.name else f"document {self.index}"
+        return f"{label} {_dotted(path)}" if path else label
+
+    def refuse(self, path: Path_, message: str, key: bool = False) -> None:
+        self.failed = True
+        self.reader.problems.append(
+            ResourceProblem(self.position(path, key), self.where(path), message)
+        )
+
+    def notice(self, path: Path_, message: str) -> None:
+        self.reader.notices.append(ResourceNotice(self.position(path), self.where(path), message))
+
+    def unknown_keys(self, path: Path_, value: Mapping[str, Any], allowed: set[str]) -> bool:
+        """Refuse each key of ``value`` not in ``allowed``; whether there was none."""
+        unknown = [key for key in value if key not in allowed]
+        for key in unknown:
+            self.refuse((*path, key), "unknown key", key=True)
+        return not unknown
+
+    # -- the envelope -------------------------------------------------------------------
+
+    def envelope_ok(self) -> bool:
+        """apiVersion, kind, name and spec, each checked; whether the document can be read."""
+        data = self.data
+        ok = self.unknown_keys((), data, _ENVELOPE)
+        version = data.get("apiVersion")
+        if version != API_VERSION:
+            said = "no apiVersion" if version is None else f"unknown apiVersion {version!r}"
+            self.refuse(("apiVersion",), f"{said}; Drasi's resources are apiVersion: v1")
+            ok = False
+        kind = data.get("kind")
+        if kind not in KINDS:
+            self.refuse(("kind",), self._kind_message(kind))
+            return False
+        self.kind = kind
+        name = data.get("name")
+        if not isinstance(name, str) or not name:
+            self.refuse(("name",), f"a {kind} needs a name (a non-empty string)")
+            return False
+        self.name = name
+        if not isinstance(data.get("spec"), dict):
+            self.refuse(("spec",), "spec: a mapping is required")
+            return False
+        if "tag" in data:
+            self.notice(("tag",), "the image tag of Drasi's reaction containers: ignored")
+        return ok
+
+    @staticmethod
+    def _kind_message(kind: Any) -> str:
+        said = "no kind" if kind is None else f"unknown kind {kind!r}"
+        reason = _PLATFORM_ONLY.get(kind) if isinstance(kind, str) else None
+        return f"{said}; {reason or 'drasi_ray reads Source, ContinuousQuery and Reaction'}"
+
+    # -- validation onto a model --------------------------------------------------------
+
+    def validated(
+        self, model: type[BaseModel], raw: dict[str, Any], trail: dict[Path_, Path_]
+    ) -> Any:
+        """``model`` built from ``raw``; on failure each error is refused at the document path
+        that ``trail`` maps its location to (None is returned)."""
+        if self.failed:
+            return None
+        try:
+            return model.model_validate(raw)
+        except ValidationError as exc:
+            for error in exc.errors():
+                path = _translate(tuple(error["loc"]), trail)
+                unknown = error["type"] == "extra_forbidden"
+                self.refuse(path, "unknown key" if unknown else error["msg"], key=unknown)
+            return None
+
+    def config_value(self, path: Path_, value: Any) -> Any:
+        """A property value: Drasi's ``{kind: Inline, value}`` is its value; a secret reference
+        ``{kind: Secret, name, key}`` is refused (drasi_ray has no secret store)."""
+        if (
+            isinstance(value, dict)
+            and value.get("kind") == "Inline"
+            and set(value) == {"kind", "value"}
+        ):
+            return value["value"]
+        if isinstance(value, dict) and value.get("kind") == "Secret":
+            self.refuse(
+                path,
+                "secret references need Drasi's secret store; write the value here or have "
+                "the app read it from its environment",
+            )
+        return value
+
+
+def _field_name(key: str, model: type[BaseModel], aliases: Mapping[str, str] | None = None) -> str:
+    """The model's field for a key written in Drasi's camelCase (or already in snake_case);
+    an unknown key stays as written, so the model refuses it by that name."""
+    if aliases and key in aliases:
+        return aliases[key]
+    snake = _CAMEL.sub("_", key).lower()
+    return snake if snake in model.model_fields or snake == "stream_key" else key
+
+
+def _properties(
+    doc: _Document,
+    path: Path_,
+    given: Any,
+    model: type[BaseModel],
+    aliases: Mapping[str, str] | None = None,
+) -> tuple[dict[str, Any], dict[Path_, Path_]] | None:
+    """``given`` (a mapping at ``path``) as the model's fields, and the trail back to it."""
+    if given is None:
+        return {}, {}
+    if not isinstance(given, dict):
+        doc.refuse(path, "a mapping is required")
+        return None
+    values: dict[str, Any] = {}
+    trail: dict[Path_, Path_] = {}
+    for key, value in given.items():
+        name = _field_name(str(key), model, aliases)
+        values[name] = doc.config_value((*path, key), value)
+        trail[(name,)] = (*path, key)
+    return values, trail
+
+
+# -- Source ---------------------------------------------------------------------------
+
+
+def _read_source(doc: _Document) -> SourceSpec | None:
+    spec = doc.data["spec"]
+    ok = doc.unknown_keys(("spec",), spec, _SOURCE_SPEC)
+    if "services" in spec:
+        doc.notice(
+            ("spec", "services"),
+            "the containers Drasi's platform runs a source in; drasi_ray runs consumer actors "
+            "(properties.consumers)",
+        )
+    if "identity" in spec:
+        doc.refuse(
+            ("spec", "identity"),
+            "drasi_ray has no identity providers: put the credentials in properties.redisUrl",
+        )
+        ok = False
+    kind = spec.get("kind")
+    source_format = SOURCE_FORMATS.get(str(kind).lower()) if kind is not None else None
+    if source_format is None:
+        doc.refuse(("spec", "kind"), _source_kind_message(kind))
+        return None
+    read = _properties(doc, ("spec", "properties"), spec.get("properties"), PlatformSourceConfig)
+    if read is None or not ok:
+        return None
+    properties, trail = read
+    if isinstance(properties.get("cdc"), dict):
+        cdc_path = trail[("cdc",)]
+        properties["cdc"] = {_field_name(k, CdcConfig): v for k, v in properties["cdc"].items()}
+        trail.update(
+            {("cdc", _field_name(k, CdcConfig)): (*cdc_path, k) for k in spec["properties"]["cdc"]}
+        )
+    if not _format_agrees(doc, properties, source_format):
+        return None
+    raw: dict[str, Any] = {"id": doc.name, "properties": properties}
+    for key in (
+        "autoStart",
+        "auto_start",
+        "dispatchMode",
+        "dispatch_mode",
+        "dispatchBufferCapacity",
+        "dispatch_buffer_capacity",
+    ):
+        if key in spec:
+            raw[_field_name(key, SourceSpec)] = spec[key]
+    full_trail: dict[Path_, Path_] = {
+        (): ("spec",),
+        ("id",): ("name",),
+        ("properties",): ("spec", "properties"),
+    }
+    full_trail.update({("properties", *model): written for model, written in trail.items()})
+    full_trail.update({(_field_name(k, SourceSpec),): ("spec", k) for k in spec})
+    return doc.validated(SourceSpec, raw, full_trail)  # type: ignore[no-any-return]
+
+
+def _format_agrees(doc: _Document, properties: dict[str, Any], source_format: str) -> bool:
+    """The kind sets the format; a ``format`` property must say the same."""
+    written = properties.get("format")
+    if written is not None and str(written).lower() != source_format:
+        doc.refuse(
+            ("spec", "properties", "format"),
+            f"format {written!r} contradicts kind {doc.data['spec']['kind']!r}",
+        )
+        return False
+    properties["format"] = source_format
+    return True
+
+
+def _source_kind_message(kind: Any) -> str:
+    known = "Platform (Drasi's platform events on Redis Streams), Debezium, DeltaForge"
+    if kind is None:
+        return f"a source needs a kind: {known}"
+    return (
+        f"source kind {kind!r} is not available in drasi_ray (kinds: {known}); a database's "
+        "changes can reach it through Debezium Server's Redis sink (kind: Debezium)"
+    )
+
+
+# -- ContinuousQuery ------------------------------------------------------------------
+
+
+def _read_query(doc: _Document) -> QueryConfig | None:
+    spec = doc.data["spec"]
+    ok = doc.unknown_keys(("spec",), spec, _QUERY_SPEC)
+    _query_hints(doc, spec)
+    ok = _check_view(doc, spec.get("view")) and ok
+    raw: dict[str, Any] = {"id": doc.name, "query": spec.get("query")}
+    trail: dict[Path_, Path_] = {(): ("spec",), ("id",): ("name",), ("query",): ("spec", "query")}
+    language = spec.get("queryLanguage")
+    if language is not None:
+        raw["query_language"] = str(language).lower()
+        trail[("query_language",)] = ("spec", "queryLanguage")
+    sources = _query_sources(doc, spec.get("sources"), raw, trail)
+    if not (ok and sources):
+        return None
+    return doc.validated(QueryConfig, raw, trail)  # type: ignore[no-any-return]
+
+
+def _query_hints(doc: _Document, spec: Mapping[str, Any]) -> None:
+    """Notices for what Drasi's platform reads but drasi_ray (or Drasi itself) does not act on."""
+    mode = spec.get("mode", "query")
+    if mode != "query":
+        doc.notice(
+            ("spec", "mode"),
+            f"mode {mode!r}: Drasi's query host does not act on mode; the query runs as "
+            "mode: query",
+        )
+    if spec.get("container", "default") != "default":
+        doc.notice(
+            ("spec", "container"),
+            "query containers place queries in Drasi's platform; drasi_ray places them on its "
+            "query hosts",
+        )
+    if spec.get("storageProfile") is not None:
+        doc.notice(
+            ("spec", "storageProfile"),
+            "drasi_ray keeps query indexes in memory and durable state in the app's Redis",
+        )
+
+
+def _check_view(doc: _Document, view: Any) -> bool:
+    """``view``: drasi_ray always keeps a query's current results, and only those."""
+    if view is None:
+        return True
+    if not isinstance(view, dict) or not doc.unknown_keys(
+        ("spec", "view"), view, {"enabled", "retentionPolicy"}
+    ):
+        if not isinstance(view, dict):
+            doc.refuse(("spec", "view"), "a mapping of enabled and retentionPolicy is required")
+        return False
+    if view.get("enabled", True) is False:
+        doc.notice(
+            ("spec", "view", "enabled"),
+            "drasi_ray always keeps a query's current results (drasi-ray watch, DrasiRay.results)",
+        )
+    policy = view.get("retentionPolicy", "latest")
+    if policy != "latest":
+        doc.refuse(
+            ("spec", "view", "retentionPolicy"),
+            f"retentionPolicy {policy!r}: drasi_ray keeps only the latest result set (the "
+            "query's platform reaction keeps every change on its stream <query>-results)",
+        )
+        return False
+    return True
+
+
+def _query_sources(
+    doc: _Document, sources: Any, raw: dict[str, Any], trail: dict[Path_, Path_]
+) -> bool:
+    """``spec.sources``: subscriptions (with pipelines and labels), joins and middleware."""
+    path: Path_ = ("spec", "sources")
+    if not isinstance(sources, dict):
+        doc.refuse(path, "a mapping with subscriptions (and joins, middleware) is required")
+        return False
+    ok = doc.unknown_keys(path, sources, _QUERY_SOURCES)
+    subscriptions = sources.get("subscriptions")
+    if not isinstance(subscriptions, list) or not subscriptions:
+        doc.refuse(
+            (*path, "subscriptions"), "a list of at least one subscription ({id}) is required"
+        )
+        return False
+    raw["sources"] = []
+    for index, entry in enumerate(subscriptions):
+        ok = _subscription(doc, (*path, "subscriptions", index), entry, raw, trail) and ok
+    trail[("sources",)] = (*path, "subscriptions")
+    if sources.get("joins") is not None:
+        raw["joins"] = sources["joins"]
+        trail[("joins",)] = (*path, "joins")
+    for index, entry in enumerate(sources.get("middleware") or ()):
+        ok = _middleware(doc, (*path, "middleware", index), entry, raw, trail) and ok
+    return ok
+
+
+def _subscription(
+    doc: _Document, path: Path_, entry: Any, raw: dict[str, Any], trail: dict[Path_, Path_]
+) -> bool:
+    if not isinstance(entry, dict) or "id" not in entry:
+        doc.refuse(path, "a subscription is a mapping with an id (and nodes, relations, pipeline)")
+        return False
+    if not doc.unknown_keys(path, entry, _SUBSCRIPTION):
+        return False
+    index = len(raw["sources"])
+    raw["sources"].append(entry)
+    source = str(entry["id"])
+    trail[("sources", index)] = (*path, "id")
+    trail[("pipelines", source)] = (*path, "pipeline")
+    trail[("source_labels", source)] = path
+    return True
+
+
+def _middleware(
+    doc: _Document, path: Path_, entry: Any, raw: dict[str, Any], trail: dict[Path_, Path_]
+) -> bool:
+    """Drasi writes a middleware's settings beside its ``kind`` and ``name``."""
+    if not isinstance(entry, dict):
+        doc.refuse(path, "a middleware is a mapping of kind, name and its settings")
+        return False
+    middleware = raw.setdefault("middleware", [])
+    index = len(middleware)
+    config = {key: value for key, value in entry.items() if key not in ("kind", "name")}
+    middleware.append({"name": entry.get("name"), "kind": entry.get("kind"), "config": config})
+    trail[("middleware", index)] = path
+    trail[("middleware", index, "config")] = path
+    return True
+
+
+# -- Reaction -------------------------------------------------------------------------
+
+
+def _read_reaction(doc: _Document) -> ReactionDefinition | None:
+    spec = doc.data["spec"]
+    ok = doc.unknown_keys(("spec",), spec, _REACTION_SPEC)
+    if "services" in spec:
+        doc.notice(
+            ("spec", "services"),
+            "the containers Drasi's platform runs a reaction in; drasi_ray runs reactions "
+            "beside their queries",
+        )
+    if "identity" in spec:
+        doc.refuse(
+            ("spec", "identity"),
+            "drasi_ray has no identity providers: put the credentials in properties",
+        )
+        ok = False
+    kind = spec.get("kind")
+    model = REACTION_MODELS.get(str(kind).lower()) if kind is not None else None
+    if model is None:
+        doc.refuse(("spec", "kind"), _reaction_kind_message(kind))
+        return None
+    queries = _reaction_queries(doc, spec.get("queries"), str(kind))
+    aliases = _REACTION_ALIASES if model is PlatformReaction else None
+    read = _properties(doc, ("spec", "properties"), spec.get("properties"), model, aliases)
+    if read is None or queries is None or not ok:
+        return None
+    properties, trail = read
+    raw = {**properties, "kind": str(kind).lower(), "name": doc.name}
+    trail.update({(): ("spec",), ("kind",): ("spec", "kind"), ("name",): ("name",)})
+    reaction = doc.validated(model, raw, trail)
+    return None if reaction is None else ReactionDefinition(queries, reaction)
+
+
+def _reaction_queries(doc: _Document, queries: Any, kind: str) -> tuple[str, ...] | None:
+    """``spec.queries``: query id -> its per-query settings (a mapping, as Drasi writes it),
+    or a list of query ids. drasi_ray's reaction kinds take no per-query settings."""
+    path: Path_ = ("spec", "queries")
+    if isinstance(queries, list) and queries and all(isinstance(q, str) for q in queries):
+        return tuple(queries)
+    if not isinstance(queries, dict) or not queries:
+        doc.refuse(
+            path,
+            "the queries the reaction reads are required (query id: settings, or a list of ids)",
+        )
+        return None
+    ok = True
+    for query_id, settings in queries.items():
+        if settings not in (None, "", {}):
+            doc.refuse(
+                (*path, query_id), f"per-query settings are not used by reaction kind {kind!r}"
+            )
+            ok = False
+    return tuple(str(query_id) for query_id in queries) if ok else None
+
+
+def _reaction_kind_message(kind: Any) -> str:
+    known = (
+        "Platform (CloudEvents on <query>-results, as Drasi's platform writes them), Log, "
+        "Jsonl, Callback"
+    )
+    if kind is None:
+        return f"a reaction needs a kind: {known}"
+    hint = _REACTION_HINTS.get(str(kind).lower(), "")
+    return f"reaction kind {kind!r} is not available in drasi_ray (kinds: {known}){hint}"
+
+
+# -- paths and positions ----------------------------------------------------------------
+
+
+def _translate(loc: tuple[Any, ...], trail: Mapping[Path_, Path_]) -> Path_:
+    """A model location as the document path it came from: the longest prefix ``trail``
+    knows, followed by the rest of the location (the same keys, written as given)."""
+    for cut in range(len(loc), -1, -1):
+        if loc[:cut] in trail:
+            return (*trail[loc[:cut]], *loc[cut:])
+    return tuple(loc)
+
+
+def _children(node: yaml.Node | None) -> Iterator[tuple[Any, yaml.Node, yaml.Node]]:
+    if isinstance(node, yaml.MappingNode):
+        for key, value in node.value:
+            yield key.value, key, value
+    elif isinstance(node, yaml.SequenceNode):
+        for index, value in enumerate(node.value):
+            yield index, value, value
+
+
+def _node_at(node: yaml.Node | None, path: Sequence[Any], key: bool = False) -> yaml.Node | None:
+    """The deepest node along ``path`` (parts that are not in the document are skipped, such
+    as pydantic's union tags); ``key``: the key node of the last part."""
+    for depth, part in enumerate(path):
+        last = depth == len(path) - 1
+        for name, key_node, value in _children(node):
+            if name == part or (isinstance(part, str) and str(name) == part):
+                node = key_node if (last and key) else value
+                break
+    return node
+
+
+def _depth_reached(node: yaml.Node | None, path: Sequence[Any]) -> bool:
+    for part in path:
+        found = [value for name, _key, value in _children(node) if name == part]
+        if not found:
+            return False
+        node = found[0]
+    return True
+
+
+def _position(file: str, document: int, node: yaml.Node | None) -> Position:
+    if node is None:
+        return Position(file, document, 1, 1)
+    return Position(file, document, node.start_mark.line + 1, node.start_mark.column + 1)
+
+
+def _dotted(path: Sequence[Any]) -> str:
+    return ".".join(str(part) for part in path)
