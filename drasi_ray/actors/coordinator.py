@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import os
 from collections.abc import Awaitable, Callable, Sequence
@@ -39,6 +40,7 @@ from drasi_ray.coordinator.registry import QueryRegistration, Registry, Subscrib
 from drasi_ray.model.backoff import outlasting
 from drasi_ray.model.changes import ControlEvent, DecodedEntry, Element, SubscriptionControl
 from drasi_ray.model.errors import UnknownComponentError
+from drasi_ray.model.reaction_specs import AnyReaction
 from drasi_ray.model.shards import BatchTag
 from drasi_ray.shards.core import BatchReport, ShardReport, combine_reports
 from drasi_ray.shards.state import REDIS_TRANSIENT, StateStore
@@ -193,6 +195,17 @@ class CoordinatorActor:
         self._registry.register(registration)
         await self._save_control(registration.query_id)
         return await self._bootstrap(registration)
+
+    async def set_reactions(self, query_id: str, reactions: tuple[AnyReaction, ...]) -> None:
+        """Record the reactions of a running query (one added or removed while it runs), so
+        that its host starts the same ones after a restart. Nothing is bootstrapped."""
+        await self._control_loaded
+        registration = self._registry.registrations.get(query_id)
+        if registration is None:
+            return
+        config = registration.config.model_copy(update={"reactions": reactions})
+        self._registry.registrations[query_id] = dataclasses.replace(registration, config=config)
+        await self._save_control(query_id)
 
     async def unregister_query(self, query_id: str) -> None:
         await self._control_loaded

@@ -46,6 +46,12 @@ key                               what it holds
 ``drasi:<app>:chain:<query_id>:rows`` a hash: node id -> the row it holds, as written to the
                                   chain stream, with ``:next`` (the next node number) and
                                   ``:token`` (the last batch written) beside it.
+``drasi:<app>:control``           a hash: the running app's registration (the ``drasi-ray
+                                  run`` process serving its control channel: pid, host, start,
+                                  last heartbeat), expiring unless the process renews it.
+``drasi:<app>:control:requests``  a stream: requests of the ``drasi-ray`` commands (apply,
+                                  list, describe, delete, watch) to the running app.
+``drasi:<app>:control:reply:<id>`` a list: the reply to one request, expiring.
 ================================  ===============================================================
 
 Consumer names inside a group are ``<base>-<i>`` (``i`` = 0, 1, ...): stable across actor
@@ -190,3 +196,18 @@ def chain_stream(app: str, query_id: str) -> str:
 def chain_rows(app: str, query_id: str) -> str:
     """The hash of the rows a chained query has published (node id -> row JSON)."""
     return chain_stream(app, query_id) + ":rows"
+
+
+def control(app: str) -> str:
+    """The running app's registration: ``drasi:<app>:control``."""
+    return f"{NAMESPACE}:{_require_app(app)}:control"
+
+
+def control_requests(app: str) -> str:
+    """The commands' requests to the running app: ``drasi:<app>:control:requests``."""
+    return f"{NAMESPACE}:{_require_app(app)}:control:requests"
+
+
+def control_reply(app: str, request_id: str) -> str:
+    """The reply to one request: ``drasi:<app>:control:reply:<request_id>``."""
+    return f"{control(app)}:reply:{_require('request_id', request_id)}"

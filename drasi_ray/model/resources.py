@@ -37,6 +37,7 @@ from drasi_ray.model.config import (
     PlatformSourceConfig,
     QueryConfig,
     SourceSpec,
+    validated,
 )
 from drasi_ray.model.errors import ConfigError
 from drasi_ray.model.reaction_specs import (
@@ -216,6 +217,41 @@ class ResourceFile:
             raise ConfigError(f"{self.path}: {exc}") from exc
 
 
+def combine(files: Sequence[ResourceFile]) -> ResourceFile:
+    """The resources of several files as one (Drasi users keep sources, queries and reactions
+    in files of their own); a kind and name given twice is refused at its second place."""
+    resources = [resource for read in files for resource in read.resources]
+    seen: dict[tuple[str, str], Resource] = {}
+    problems: list[ResourceProblem] = []
+    for resource in resources:
+        first = seen.setdefault((resource.kind, resource.name), resource)
+        if first is not resource:
+            where = f"{first.position.file}:{first.position.line}"
+            problems.append(_problem(resource, ("name",), f"{resource.label} is also at {where}"))
+    if problems:
+        raise ResourceError(problems)
+    notices = tuple(notice for read in files for notice in read.notices)
+    return ResourceFile(", ".join(read.path for read in files), tuple(resources), notices)
+
+
+def read_app(
+    paths: Sequence[str | Path], app_id: str | None = None
+) -> tuple[AppConfig, tuple[ResourceNotice, ...]]:
+    """The app of one drasi_ray app file, or of Drasi resource files (one or several), and
+    the notices reading them gave. ``app_id`` overrides the app file's id; an app of resource
+    files is ``default`` unless given."""
+    texts = [(str(path), Path(path).read_text(encoding="utf-8")) for path in paths]
+    if len(texts) == 1 and not looks_like_resources(texts[0][1]):
+        config = AppConfig.from_yaml(texts[0][0])
+        if app_id is not None:
+            validated(AppConfig, id=app_id)  # the id's own rules
+            config = config.model_copy(update={"id": app_id})
+        return config, ()
+    files = [parse_resources(text, path) for path, text in texts]
+    read = combine(files)
+    return read.app_config(app_id or "default"), read.notices
+
+
 def missing_sources(resource: Resource, known: set[str]) -> list[ResourceProblem]:
     """A problem per source a query resource reads that is not in ``known``."""
     query = resource.spec
@@ -260,6 +296,18 @@ def read_resources(path: str | Path) -> ResourceFile:
 
 def parse_resources(text: str, file: str = "<resources>") -> ResourceFile:
     """Read resource documents from ``text`` (``file`` names it in messages)."""
+    reader = _Reader(file)
+    for index, node in _documents(text, file):
+        reader.document(index, node)
+    reader.check_names()
+    if reader.problems:
+        raise ResourceError(reader.problems)
+    return ResourceFile(file, tuple(reader.resources), tuple(reader.notices), text)
+
+
+def _documents(text: str, file: str) -> list[tuple[int, yaml.Node]]:
+    """The documents' nodes with their 1-based index, empty documents left out; invalid
+    YAML is a :class:`ResourceError` at its line."""
     try:
         nodes = list(yaml.compose_all(text, Loader=yaml.SafeLoader))
     except yaml.MarkedYAMLError as exc:
@@ -269,14 +317,27 @@ def parse_resources(text: str, file: str = "<resources>") -> ResourceFile:
         raise ResourceError(
             [ResourceProblem(where, "(yaml)", f"invalid YAML: {exc.problem}")]
         ) from exc
+    return [
+        (index, node)
+        for index, node in enumerate(nodes, start=1)
+        if node is not None and node.tag != "tag:yaml.org,2002:null"
+    ]
+
+
+def resource_names(text: str, file: str = "<resources>") -> list[tuple[str, str, Position]]:
+    """The kind, name and place of every document, the rest unread (``drasi delete -f``
+    reads no more); an unknown kind or apiVersion, or a missing name, is still refused."""
     reader = _Reader(file)
-    for index, node in enumerate(nodes, start=1):
-        if node is not None and node.tag != "tag:yaml.org,2002:null":
-            reader.document(index, node)
-    reader.check_names()
+    found: list[tuple[str, str, Position]] = []
+    for index, node in _documents(text, file):
+        doc = _Document(reader, index, node)
+        if not isinstance(doc.data, dict):
+            doc.refuse((), "a resource is a mapping of apiVersion, kind, name, spec")
+        elif doc.envelope_ok(need_spec=False):
+            found.append((doc.kind, doc.name, doc.position(())))
     if reader.problems:
         raise ResourceError(reader.problems)
-    return ResourceFile(file, tuple(reader.resources), tuple(reader.notices), text)
+    return found
 
 
 class _Reader:
@@ -359,8 +420,9 @@ class _Document:
 
     # -- the envelope -------------------------------------------------------------------
 
-    def envelope_ok(self) -> bool:
-        """apiVersion, kind, name and spec, each checked; whether the document can be read."""
+    def envelope_ok(self, need_spec: bool = True) -> bool:
+        """apiVersion, kind, name and spec (with ``need_spec``), each checked; whether the
+        document can be read."""
         data = self.data
         ok = self.unknown_keys((), data, _ENVELOPE)
         version = data.get("apiVersion")
@@ -378,7 +440,7 @@ class _Document:
             self.refuse(("name",), f"a {kind} needs a name (a non-empty string)")
             return False
         self.name = name
-        if not isinstance(data.get("spec"), dict):
+        if need_spec and not isinstance(data.get("spec"), dict):
             self.refuse(("spec",), "spec: a mapping is required")
             return False
         if "tag" in data:

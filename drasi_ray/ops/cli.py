@@ -8,6 +8,11 @@
     drasi-ray dlq list|replay|purge SOURCE app.yaml
     drasi-ray replay SOURCE --from ID app.yaml
     drasi-ray scale SOURCE N app.yaml
+    drasi-ray apply -f FILE...              create or update Drasi resources in a running app
+    drasi-ray list [KIND]                   its sources, queries and reactions, with status
+    drasi-ray describe KIND NAME            one of them: settings (as a Drasi document), status
+    drasi-ray delete KIND NAME | -f FILE... remove resources from the running app
+    drasi-ray watch QUERY                   a query's results as a live table
     drasi-ray analytics counts app.yaml     Spark analytics over the streams (also: latest,
                                             stats LABEL, export PATH); see --help
 
@@ -24,7 +29,21 @@ from collections.abc import Callable, Sequence
 
 from drasi_ray.model.errors import DrasiRayError
 from drasi_ray.ops import analytics as analytics_command
-from drasi_ray.ops import common, dlq, publish, replay, run, scale, status, validate
+from drasi_ray.ops import (
+    apply,
+    common,
+    delete,
+    describe,
+    dlq,
+    listing,
+    publish,
+    replay,
+    run,
+    scale,
+    status,
+    validate,
+    watch,
+)
 
 EPILOG = """\
 Every subcommand has its own --help with examples, e.g. `drasi-ray status --help`.
@@ -45,6 +64,11 @@ _MODULES = {
     "dlq": dlq,
     "replay": replay,
     "scale": scale,
+    "apply": apply,
+    "list": listing,
+    "describe": describe,
+    "delete": delete,
+    "watch": watch,
 }
 
 

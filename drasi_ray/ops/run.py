@@ -33,7 +33,7 @@ def add_parser(commands: Any) -> None:
         "run an app from a YAML file until interrupted",
         HELP,
     )
-    common.add_app_arguments(parser)
+    common.add_app_arguments(parser, several=True, app_id=True)
     parser.add_argument("--quiet", action="store_true", help="do not print result diffs")
     parser.add_argument(
         "--exit-when-idle",
@@ -52,7 +52,7 @@ def add_parser(commands: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from drasi_ray.app import DrasiRay
 
-    config = common.load_app(args.config, args.redis_url)
+    config = common.load_app(args.config, args.redis_url, args.app_id)
     app = DrasiRay.from_config(config)
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
@@ -60,23 +60,40 @@ def run(args: argparse.Namespace) -> int:
     app.start()
     print(f"drasi-ray: app {app.app_id!r} running; Ctrl-C to stop", flush=True)
     line = StatusLine(config, sys.stderr, args.status_interval)
-    subscriptions = [app.subscribe(query_id) for query_id in app.query_ids]
+    subscriptions = {query_id: app.subscribe(query_id) for query_id in app.query_ids}
+    commands = _serve_commands(app, config, args, subscriptions)
     try:
         if args.exit_when_idle:
             app.wait_until_idle(timeout=3600)
             stop.set()
         while True:
-            _print_results(subscriptions, args.quiet)
+            _print_results(list(subscriptions.values()), args.quiet)
             if stop.is_set():
                 break
             line.maybe_show(app)
+            if commands is not None:
+                commands.serve()
     finally:
-        for subscription in subscriptions:
+        if commands is not None:
+            commands.close()
+        for subscription in subscriptions.values():
             subscription.close()
         line.close()
         app.stop()
         print("drasi-ray: stopped", flush=True)
     return 0
+
+
+def _serve_commands(app: Any, config: Any, args: argparse.Namespace, subscriptions: Any) -> Any:
+    """Serve apply, list, describe, delete and watch on the app's control Redis (its state
+    Redis, else its first source's, else --redis-url); None when it has none."""
+    from drasi_ray.ops.manage import serve_commands
+
+    url = common.control_url(config) or args.redis_url
+    if url is None:
+        print("drasi-ray: no Redis to serve commands on (set state.redis_url)", file=sys.stderr)
+        return None
+    return serve_commands(app, url, list(args.config), subscriptions)
 
 
 def _print_results(subscriptions: list[Any], quiet: bool) -> None:
