@@ -10,7 +10,10 @@ divergences in full; ``--shrink`` shrinks the first divergence of each query to 
 case (tests/differential/minimize.py) and prints it. Exit status 1 if anything diverged.
 
 With ``--sources`` it runs the join and middleware catalogue (tests/differential/
-catalogue_sources.py) over two-source cases (``generate_two_source_case``) instead.
+catalogue_sources.py) over two-source cases (``generate_two_source_case``) instead. With
+``--gql`` it runs the GQL catalogue (tests/differential/catalogue_gql.py) through drasi-lib
+with ``language="gql"``, and also compares each GQL query's drasi_ray output with its Cypher
+twin's (tests/differential/test_gql_differential.py is that with a few fixed seeds).
 
 The CI part (tests/differential/test_differential.py) is this with a few fixed seeds.
 """
@@ -26,13 +29,14 @@ from collections.abc import Sequence
 from bench.common import command_line, format_table, print_lines
 from bench.results import Recorder
 from tests.differential.catalogue import CATALOGUE
+from tests.differential.catalogue_gql import GQL_CATALOGUE, TWINS
 from tests.differential.catalogue_sources import SOURCES_CATALOGUE
 from tests.differential.compare import Comparison, Divergence, compare_runs
 from tests.differential.generator import generate_case, generate_two_source_case
 from tests.differential.minimize import shrink
 from tests.differential.subject import run_drasi_ray
 from tests.oracle.cases import run_oracle
-from tests.oracle.model import Case, QuerySpec
+from tests.oracle.model import Case, CaseRun, QuerySpec
 
 
 def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -49,6 +53,9 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--no-label-changes", action="store_true", help="(--sources) updates keep the labels"
+    )
+    parser.add_argument(
+        "--gql", action="store_true", help="the GQL catalogue, and each query's Cypher twin"
     )
     return parser.parse_args(argv)
 
@@ -89,9 +96,11 @@ def _summary(
     return lines
 
 
-def _shrunk(divergences: Sequence[Divergence], cases: Sequence[Case]) -> list[str]:
+def _shrunk(
+    divergences: Sequence[Divergence], cases: Sequence[Case], queries: Sequence[QuerySpec]
+) -> list[str]:
     by_name = {case.name: case for case in cases}
-    texts = {query.id: query for query in (*CATALOGUE, *SOURCES_CATALOGUE)}
+    texts = {query.id: query for query in queries}
     lines: list[str] = []
     seen: set[str] = set()
     for divergence in divergences:
@@ -131,12 +140,34 @@ def record_figures(
     )
 
 
+def _catalogue(args: argparse.Namespace) -> tuple[str, tuple[QuerySpec, ...]]:
+    """The run's bench name (each mode is its own figure: none replaces another's) and its
+    catalogue."""
+    if args.sources:
+        return "differential-sources", SOURCES_CATALOGUE
+    if args.gql:
+        return "differential-gql", GQL_CATALOGUE
+    return "differential", CATALOGUE
+
+
+def _twin_divergences(
+    queries: Sequence[QuerySpec], cases: Sequence[Case], ours: dict[str, CaseRun]
+) -> Comparison:
+    """drasi_ray's GQL runs against its runs of each query's Cypher twin."""
+    twins = [TWINS[query.id] for query in queries if query.id in TWINS]
+    theirs = {case.name: run_drasi_ray(case, twins) for case in cases}
+    gql = {
+        name: CaseRun(name, {twin.id: run.queries[twin.id] for twin in twins})
+        for name, run in ours.items()
+    }
+    return compare_runs(theirs, gql, {query.id: query.text for query in queries})
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _arguments(argv)
-    # the sources run is its own figure: it must not replace the catalogue run's
-    bench = "differential-sources" if args.sources else "differential"
+    bench, catalogue = _catalogue(args)
     recorder = Recorder(bench, command_line("bench.differential", argv))
-    queries = _selected(args.queries, SOURCES_CATALOGUE if args.sources else CATALOGUE)
+    queries = _selected(args.queries, catalogue)
     seeds = range(args.first_seed, args.first_seed + args.cases)
     if args.sources:
         keep = not args.no_label_changes
@@ -149,15 +180,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     outcome = compare_runs(drasi, ours, {query.id: query.text for query in queries})
     seconds = time.perf_counter() - started
     lines = _summary(queries, cases, outcome, seconds)
+    twins = _twin_divergences(queries, cases, ours) if args.gql else None
+    if twins is not None:
+        lines.append(
+            f"Cypher twins: {twins.compared_queries} query runs compared, "
+            f"{len(twins.diverging_queries())} GQL queries differ from their twin "
+            f"{twins.diverging_queries() or ''}"
+        )
     print_lines(lines)
     if args.show:
-        print_lines([d.describe() for d in outcome.divergences[: args.show]])
+        shown = [*outcome.divergences, *(twins.divergences if twins else [])]
+        print_lines([d.describe() for d in shown[: args.show]])
     if args.shrink:
-        print_lines(_shrunk(outcome.divergences, cases))
+        print_lines(_shrunk(outcome.divergences, cases, queries))
     if not args.no_record:
         record_figures(recorder, queries, cases, outcome, seconds)
+        if twins is not None:
+            recorder.add(
+                "GQL queries whose drasi_ray output differed from their Cypher twin's",
+                float(len(twins.diverging_queries())),
+                "queries",
+                detail=f"{twins.compared_queries} query runs compared",
+            )
         recorder.write()
-    return 1 if outcome.divergences else 0
+    return 1 if outcome.divergences or (twins and twins.divergences) else 0
 
 
 if __name__ == "__main__":

@@ -35,6 +35,7 @@ from drasi_ray.model.errors import (
     UnknownComponentError,
     UnsupportedQueryError,
 )
+from drasi_ray.model.query_specs import QueryLanguage
 from drasi_ray.model.reaction_specs import (
     CallbackReaction,
     JsonLinesReaction,
@@ -71,6 +72,7 @@ __all__ = [
     "Query",
     "QueryConfig",
     "QueryError",
+    "QueryLanguage",
     "QueryResult",
     "QuerySyntaxError",
     "RayConfig",

@@ -49,6 +49,7 @@ from drasi_ray.model.changes import ElementDelta, PipedChange
 from drasi_ray.model.clock import ActorClock, ClockSetting
 from drasi_ray.model.config import DispatchMode, QueryConfig
 from drasi_ray.model.identity import reads_several
+from drasi_ray.model.query_specs import QueryLanguage
 from drasi_ray.model.reaction_specs import AnyReaction
 from drasi_ray.model.results import ControlSignal, Delivered
 from drasi_ray.model.shards import BootstrapPart
@@ -71,8 +72,12 @@ piped changes) by shard (each shard's in its order)."""
 
 def query_digest(config: QueryConfig) -> str:
     """What identifies the query a persisted function state belongs to: its text and
-    parameters (call sites are numbered from the text)."""
-    return digest((config.query, tuple(sorted((k, repr(v)) for k, v in config.parameters.items()))))
+    parameters (call sites are numbered from the text), and its language if not Cypher (so a
+    Cypher query's digest is what it was before GQL existed)."""
+    parameters = tuple(sorted((k, repr(v)) for k, v in config.parameters.items()))
+    if config.query_language is QueryLanguage.CYPHER:
+        return digest((config.query, parameters))
+    return digest((config.query, parameters, config.query_language.value))
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

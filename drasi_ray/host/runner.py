@@ -233,6 +233,7 @@ def make_engine(config: QueryConfig, state: FunctionState | None = None) -> Cont
         config.joins,
         state=state,
         history=config.history.limits(),
+        language=config.query_language,
     )
 
 

@@ -31,6 +31,7 @@ from drasi_ray.model.history import DEFAULT_MAX_VERSIONS, HistoryLimits
 from drasi_ray.model.query_specs import (
     MiddlewareSpec,
     QueryJoin,
+    QueryLanguage,
     SourceLabels,
     check_pipelines,
     split_subscriptions,
@@ -371,17 +372,21 @@ class HistoryConfig(_Model):
 
 
 class QueryConfig(_Model):
-    """A continuous query: Cypher text over one or more sources."""
+    """A continuous query: Cypher or GQL text over one or more sources."""
 
     id: str = Field(
         min_length=1,
         description="the query id (result stream '<id>-results', actor 'drasi/query/<id>')",
     )
     query: str = Field(
-        min_length=1, description="Cypher text (docs/semantics.md §3), parsed when added"
+        min_length=1,
+        description="the query text in query_language (docs/semantics.md §3), parsed when added",
     )
     sources: tuple[str, ...] = Field(min_length=1, description="ids of the sources it reads")
-    query_language: Literal["cypher"] = Field("cypher", description="the only language")
+    query_language: QueryLanguage = Field(
+        QueryLanguage.CYPHER,
+        description="the language of query: cypher or gql (any case: Drasi's queryLanguage: GQL)",
+    )
     parameters: dict[str, Any] = Field(
         default_factory=dict, description="values of the query's $name parameters"
     )

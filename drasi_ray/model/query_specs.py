@@ -1,4 +1,4 @@
-"""What a query declares besides its Cypher text: synthetic joins and source middleware.
+"""What a query declares besides its text: its language, synthetic joins and source middleware.
 
 These are the YAML schema of Drasi's ``QueryConfig`` (``joins: [{id, keys: [{label,
 property}]}]``, ``middleware: [{name, kind, config}]`` and a source subscription's
@@ -8,6 +8,8 @@ errors, and every error names the offending field.
 - A **join** is a relation label the query's patterns may use although no source has such
   relations: nodes whose key properties hold equal values are linked by it, in both directions
   (:mod:`drasi_ray.query.joins`).
+- The **language** of the text: Cypher, or GQL (Drasi's ``queryLanguage``; parsed by
+  :mod:`drasi_ray.query.gql`).
 - A **middleware** is one named, configured transformation of a source's changes; a
   **pipeline** is the ordered list of middleware names one source subscription runs
   (:mod:`drasi_ray.source.middleware`). The ``config`` of a middleware is validated by its kind
@@ -16,6 +18,7 @@ errors, and every error names the offending field.
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Mapping
 from typing import Any
 
@@ -23,6 +26,22 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 MIDDLEWARE_KINDS = ("decoder", "jq", "map", "parse_json", "promote", "relabel", "remap", "unwind")
 """Drasi's middleware kinds (``remap`` is another name of ``map``)."""
+
+
+class QueryLanguage(str, enum.Enum):
+    """The language of a query's text. Any case is accepted (Drasi's resource files write
+    ``queryLanguage: GQL``, drasi-lib ``language="gql"``)."""
+
+    CYPHER = "cypher"
+    GQL = "gql"
+
+    @classmethod
+    def _missing_(cls, value: object) -> QueryLanguage | None:
+        if isinstance(value, str):
+            for member in cls:
+                if member.value == value.lower():
+                    return member
+        return None
 
 
 class _Spec(BaseModel):

@@ -66,11 +66,11 @@ PLATFORM_BUILDER_EXTRA: dict[str, str] = {
     "tombstone_sweep_ms": "`with_tombstone_ttl(ttl_ms, sweep_ms)`",
 }
 QUERY_BUILDER: dict[str, str] = {
-    "id": "`Query.cypher(id)`",
+    "id": "`Query.cypher(id)`, `Query.gql(id)`",
     "query": "`.query(text)`",
     "sources": "`.from_source(id)`; `.from_query(id)` adds a query's id, which `start()`"
     " refuses as an unknown source until query chaining lands",
-    "query_language": "",
+    "query_language": "`Query.gql(id)` (GQL), `Query.cypher(id)` (Cypher)",
     "parameters": "`.with_parameter(name, value)`, `.with_parameters(map)`",
     "auto_start": "`.with_auto_start(flag)`",
     "reactions": "`.with_reaction(reaction)`",

@@ -151,7 +151,9 @@ def query_problem(
     """The query's parse error at its place in the file ``name`` holding ``text``, ``node``
     the YAML scalar of its text (None: it parses)."""
     try:
-        ContinuousQuery(query.id, query.query, query.parameters, query.joins)
+        ContinuousQuery(
+            query.id, query.query, query.parameters, query.joins, language=query.query_language
+        )
     except QueryError as exc:
         line, column = _position(node)
         if isinstance(exc, QuerySyntaxError) and node is not None:

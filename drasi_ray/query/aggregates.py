@@ -101,7 +101,10 @@ class _Total:
             if not self.specials[key]:
                 del self.specials[key]
         if self.count == 0:
-            self.floats = 0.0  # forget rounding residue once the group is empty
+            # An empty group sums to nothing: forget the floats' rounding residue, and what an
+            # Integer taken back as an equal Float (2 given, 2.0 taken back) left behind.
+            self.integers = 0
+            self.floats = 0.0
 
     def value(self) -> float:
         if self.specials:

@@ -1,6 +1,8 @@
-"""``Query``: the builder users write continuous queries with (Drasi's ``Query::cypher``).
+"""``Query``: the builder users write continuous queries with (Drasi's ``Query::cypher`` and
+``Query::gql``).
 
 Query.cypher("hot-sensors").query("MATCH (s:Sensor) ... RETURN ...").from_source("sensors").build()
+Query.gql("hot-sensors").query("MATCH (s:Sensor) FILTER s.t > 70 RETURN ...").from_source(...)
 
 Joins and middleware as in Drasi's query config::
 
@@ -17,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from drasi_ray.model.config import QueryConfig, validated
-from drasi_ray.model.query_specs import MiddlewareSpec, QueryJoin
+from drasi_ray.model.query_specs import MiddlewareSpec, QueryJoin, QueryLanguage
 from drasi_ray.model.reaction_specs import AnyReaction
 
 
@@ -26,14 +28,22 @@ class Query:
 
     @staticmethod
     def cypher(query_id: str) -> QueryBuilder:
+        """A query written in Cypher (docs/semantics.md §3)."""
         return QueryBuilder(query_id)
+
+    @staticmethod
+    def gql(query_id: str) -> QueryBuilder:
+        """A query written in GQL, as Drasi's GQL has it (docs/semantics.md §3,
+        :mod:`drasi_ray.query.gql`)."""
+        return QueryBuilder(query_id, QueryLanguage.GQL)
 
 
 class QueryBuilder:
     """Fluent construction of a :class:`~drasi_ray.model.config.QueryConfig`."""
 
-    def __init__(self, query_id: str) -> None:
+    def __init__(self, query_id: str, language: QueryLanguage = QueryLanguage.CYPHER) -> None:
         self._id = query_id
+        self._language = language
         self._text = ""
         self._sources: list[str] = []
         self._parameters: dict[str, Any] = {}
@@ -132,6 +142,7 @@ class QueryBuilder:
             QueryConfig,
             id=self._id,
             query=self._text,
+            query_language=self._language,
             sources=tuple(self._sources),
             parameters=dict(self._parameters),
             auto_start=self._auto_start,

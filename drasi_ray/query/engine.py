@@ -63,7 +63,7 @@ from typing import Any
 from drasi_ray.model.changes import ZERO_VERSION, Element, ElementDelta
 from drasi_ray.model.errors import UnsupportedQueryError
 from drasi_ray.model.history import ElementHistory, HistoryLimits
-from drasi_ray.model.query_specs import QueryJoin
+from drasi_ray.model.query_specs import QueryJoin, QueryLanguage
 from drasi_ray.query import ast
 from drasi_ray.query.contexts import Collector, Context, Diff, Kind
 from drasi_ray.query.evaluation import EvaluationContext, EvaluationMode, QueryClock
@@ -71,8 +71,8 @@ from drasi_ray.query.expressions import contains_aggregate, walk
 from drasi_ray.query.futures import FutureEntry
 from drasi_ray.query.indexes import GraphIndex, LabelFilter
 from drasi_ray.query.joins import JoinIndex, active_joins
+from drasi_ray.query.languages import parse
 from drasi_ray.query.matching import ANONYMOUS_PREFIX as ANONYMOUS
-from drasi_ray.query.parser import parse_query
 from drasi_ray.query.parts import AggregatingPart, EvaluationErrors, ProjectingPart
 from drasi_ray.query.past import PAST_FUNCTIONS
 from drasi_ray.query.solutions import ChangeKind, MatchSolutions, RowChange
@@ -89,9 +89,9 @@ class ContinuousQuery:
 
     Raises :class:`~drasi_ray.model.errors.QuerySyntaxError` (or its subclass
     :class:`~drasi_ray.model.errors.UnsupportedQueryError`) at construction if ``text`` is not a
-    supported query. ``node_labels`` / ``relation_labels`` say which elements the query can
-    use (None = every node / relation); deltas of other elements are ignored cheaply, so the
-    caller may route only matching deltas or all of them.
+    supported query in ``language`` (Cypher or GQL). ``node_labels`` / ``relation_labels``
+    say which elements the query can use (None = every node / relation); deltas of other
+    elements are ignored cheaply, so the caller may route only matching deltas or all of them.
 
     ``joins`` are the query's synthetic relations (:mod:`drasi_ray.query.joins`); as in Drasi,
     a join takes effect only where a pattern names its id as a relation label, and then the
@@ -109,9 +109,10 @@ class ContinuousQuery:
         joins: Sequence[QueryJoin] = (),
         state: FunctionState | None = None,
         history: HistoryLimits | None = None,
+        language: QueryLanguage = QueryLanguage.CYPHER,
     ) -> None:
         self.query_id = query_id
-        self.query = parse_query(text)
+        self.query = parse(text, language)
         params: Mapping[str, Any] = dict(parameters or {})
         parts = self.query.parts
         _check_supported(self.query)

@@ -1,27 +1,30 @@
 """Cypher text -> :class:`drasi_ray.query.ast.Query` (docs/semantics.md §3).
 
-:func:`parse_query` is the only entry point. It parses with lark's LALR parser and contextual
-lexer (grammar in ``grammar.lark``), builds the typed AST, and rejects everything outside the
-supported subset *at registration*, each error carrying the 1-based line and column of the
-offending token:
+:func:`parse_query` is the entry point. It parses with lark's LALR parser and contextual
+lexer (grammar in ``grammar.lark``, what the query languages share, and ``cypher.lark``),
+builds the typed AST, and rejects everything outside the supported subset *at registration*,
+each error carrying the 1-based line and column of the offending token:
 
 - :class:`~drasi_ray.model.errors.QuerySyntaxError` for text that is not Cypher, unknown functions,
   wrong argument counts and misplaced aggregates;
 - :class:`~drasi_ray.model.errors.UnsupportedQueryError` for valid Cypher that continuous queries do
   not support (ORDER BY, SKIP, LIMIT, DISTINCT, UNWIND, UNION, CREATE..., count(*),
   variable-length paths).
+
+The GQL front end (:mod:`drasi_ray.query.gql`) builds on what is here: :func:`parse_tree`
+with its own grammar, and :class:`AstBuilder` for everything the languages share.
 """
 
 from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any, NoReturn
 
-from lark import Lark, Token, Transformer, v_args
+from lark import Lark, Token, Transformer, Tree, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken, VisitError
 from lark.lexer import PatternStr
 from lark.tree import Meta
@@ -31,24 +34,29 @@ from drasi_ray.query import ast, functions, future_functions
 from drasi_ray.query.expressions import referenced_variables, walk
 from drasi_ray.query.values import I64_MAX
 
-# Clause keywords of full Cypher that continuous queries reject, with the message's subject.
-_UNSUPPORTED_WORDS: dict[str, str] = {
-    "ORDER": "ORDER BY",
-    "SKIP": "SKIP",
-    "LIMIT": "LIMIT",
-    "DISTINCT": "DISTINCT",
-    "UNWIND": "UNWIND",
-    "UNION": "UNION",
-    "CREATE": "CREATE",
-    "MERGE": "MERGE",
-    "SET": "SET",
-    "DELETE": "DELETE",
-    "REMOVE": "REMOVE",
-    "DETACH": "DETACH DELETE",
-    "CALL": "CALL",
-    "FOREACH": "FOREACH",
-    "LOAD": "LOAD CSV",
-    "USE": "USE",
+
+def unsupported(subject: str) -> str:
+    return f"{subject} is not supported in continuous queries"
+
+
+# Clause keywords of full Cypher that continuous queries reject, with the message.
+_UNSUPPORTED_WORDS: Mapping[str, str] = {
+    "ORDER": unsupported("ORDER BY"),
+    "SKIP": unsupported("SKIP"),
+    "LIMIT": unsupported("LIMIT"),
+    "DISTINCT": unsupported("DISTINCT"),
+    "UNWIND": unsupported("UNWIND"),
+    "UNION": unsupported("UNION"),
+    "CREATE": unsupported("CREATE"),
+    "MERGE": unsupported("MERGE"),
+    "SET": unsupported("SET"),
+    "DELETE": unsupported("DELETE"),
+    "REMOVE": unsupported("REMOVE"),
+    "DETACH": unsupported("DETACH DELETE"),
+    "CALL": unsupported("CALL"),
+    "FOREACH": unsupported("FOREACH"),
+    "LOAD": unsupported("LOAD CSV"),
+    "USE": unsupported("USE"),
 }
 
 
@@ -60,11 +68,8 @@ def parse_query(text: str) -> ast.Query:
     :class:`~drasi_ray.model.errors.UnsupportedQueryError`) naming the line and column of the first
     problem found.
     """
-    try:
-        tree = _parser().parse(text, start="start")
-    except UnexpectedInput as error:
-        raise _syntax_error(text, error) from None
-    query = _transform(text, tree)
+    tree = parse_tree(text, CYPHER, "start", _UNSUPPORTED_WORDS)
+    query = transform(tree, _CypherBuilder(text, reserved_words(CYPHER)))
     assert isinstance(query, ast.Query)
     return query
 
@@ -75,27 +80,46 @@ def parse_expression(text: str) -> ast.Expr:
     Any variable may appear (there is no MATCH to bind it); function names, argument counts
     and nested aggregates are checked as in :func:`parse_query`.
     """
-    try:
-        tree = _parser().parse(text, start="standalone_expression")
-    except UnexpectedInput as error:
-        raise _syntax_error(text, error) from None
-    expression: ast.Expr = _transform(text, tree)
+    tree = parse_tree(text, CYPHER, "standalone_expression", _UNSUPPORTED_WORDS)
+    expression: ast.Expr = transform(tree, AstBuilder(text, reserved_words(CYPHER)))
     return expression
 
 
-def _transform(text: str, tree: Any) -> Any:
+CYPHER = "cypher"
+"""The grammar file of Cypher's query structure, without ``.lark`` (:func:`lark_parser`)."""
+
+
+def parse_tree(text: str, language: str, start: str, unsupported: Mapping[str, str]) -> Tree[Token]:
+    """``text`` parsed from rule ``start`` of ``language``'s grammar (:func:`lark_parser`).
+
+    A syntax error raises :class:`QuerySyntaxError` with its position; where the parse fails
+    at a word of ``unsupported`` (upper-case), :class:`UnsupportedQueryError` with its message.
+    """
+    parser = lark_parser(language)
     try:
-        return _AstBuilder(text).transform(tree)
+        return parser.parse(text, start=start)
+    except UnexpectedInput as error:
+        raise syntax_error(text, error, parser, unsupported) from None
+
+
+def transform(tree: Tree[Token], builder: AstBuilder) -> Any:
+    """Build the AST of ``tree`` (an error the builder raises comes out as itself)."""
+    try:
+        return builder.transform(tree)
     except VisitError as error:
         if isinstance(error.orig_exc, QueryError):
             raise error.orig_exc from None
         raise
 
 
-@functools.lru_cache(maxsize=1)
-def _parser() -> Lark:
-    """The LALR parser, built once per process on first use (building takes ~50 ms)."""
-    grammar = resources.files("drasi_ray.query").joinpath("grammar.lark").read_text("utf-8")
+@functools.lru_cache(maxsize=4)
+def lark_parser(language: str) -> Lark:
+    """The LALR parser of ``grammar.lark`` followed by ``<language>.lark``, built once per
+    process on first use (building takes ~50 ms)."""
+    files = resources.files("drasi_ray.query")
+    grammar = "\n".join(
+        files.joinpath(name).read_text("utf-8") for name in ("grammar.lark", f"{language}.lark")
+    )
     return Lark(
         grammar,
         parser="lalr",
@@ -106,12 +130,13 @@ def _parser() -> Lark:
     )
 
 
-@functools.lru_cache(maxsize=1)
-def _reserved_words() -> frozenset[str]:
-    """The grammar's keywords: the word-bounded terminals (``MATCH: /match\\b/i``...)."""
+@functools.lru_cache(maxsize=4)
+def reserved_words(language: str) -> frozenset[str]:
+    """The keywords of ``language``'s grammar: its word-bounded terminals (``MATCH:
+    /match\\b/i``...)."""
     return frozenset(
         terminal.name
-        for terminal in _parser().terminals
+        for terminal in lark_parser(language).terminals
         if terminal.name.isalpha() and terminal.pattern.value.endswith("\\b")
     )
 
@@ -119,26 +144,25 @@ def _reserved_words() -> frozenset[str]:
 # --------------------------------------------------------------------------- syntax errors
 
 
-def _syntax_error(text: str, error: UnexpectedInput) -> QuerySyntaxError:
-    """Translate lark's error into ours, recognising unsupported clauses by their keyword."""
+def syntax_error(
+    text: str, error: UnexpectedInput, parser: Lark, unsupported: Mapping[str, str]
+) -> QuerySyntaxError:
+    """Translate lark's error into ours, recognising unsupported clauses by their keyword
+    (``unsupported``: upper-case word -> message)."""
     line, column = _error_position(text, error)
     distinct = _distinct_before(text, line, column)
     if distinct is not None:
         # `RETURN DISTINCT n`: DISTINCT lexed as a name, so the parse fails one word later.
         return UnsupportedQueryError("DISTINCT is not supported in continuous queries", *distinct)
     word = _word_at(text, line, column)
-    if word.upper() in _UNSUPPORTED_WORDS:
-        subject = _UNSUPPORTED_WORDS[word.upper()]
-        return UnsupportedQueryError(
-            f"{subject} is not supported in continuous queries", line, column
-        )
+    if word.upper() in unsupported:
+        return UnsupportedQueryError(unsupported[word.upper()], line, column)
     if isinstance(error, UnexpectedToken) and error.token.type == "$END":
-        return QuerySyntaxError(
-            f"unexpected end of query; expected {_expected_text(error.expected)}", line, column
-        )
+        expected = _expected_text(parser, error.expected)
+        return QuerySyntaxError(f"unexpected end of query; expected {expected}", line, column)
     if isinstance(error, UnexpectedToken):
         return QuerySyntaxError(
-            f"unexpected {error.token.value!r}; expected {_expected_text(error.expected)}",
+            f"unexpected {error.token.value!r}; expected {_expected_text(parser, error.expected)}",
             line,
             column,
         )
@@ -151,14 +175,14 @@ def _syntax_error(text: str, error: UnexpectedInput) -> QuerySyntaxError:
 
 def _error_position(text: str, error: UnexpectedInput) -> tuple[int, int]:
     if isinstance(error, UnexpectedToken) and error.token.type == "$END":
-        return _end_position(text)
+        return end_position(text)
     line, column = getattr(error, "line", None), getattr(error, "column", None)
     if isinstance(line, int) and isinstance(column, int) and line > 0:
         return line, column
-    return _end_position(text)
+    return end_position(text)
 
 
-def _end_position(text: str) -> tuple[int, int]:
+def end_position(text: str) -> tuple[int, int]:
     """Position just after the last non-blank character."""
     stripped = text.rstrip()
     lines = stripped.split("\n")
@@ -183,17 +207,17 @@ def _distinct_before(text: str, line: int, column: int) -> tuple[int, int] | Non
     return (line, match.start(1) + 1) if match else None
 
 
-def _expected_text(expected: set[str]) -> str:
+def _expected_text(parser: Lark, expected: set[str]) -> str:
     """Human names for lark's terminal names, e.g. ``RPAR`` -> ``')'``."""
-    names = sorted({_terminal_text(name) for name in expected})
+    names = sorted({_terminal_text(parser, name) for name in expected})
     if len(names) > 8:
         names = [*names[:8], "..."]
     return ", ".join(names) if names else "nothing"
 
 
-def _terminal_text(name: str) -> str:
+def _terminal_text(parser: Lark, name: str) -> str:
     try:
-        pattern = _parser().get_terminal(name).pattern
+        pattern = parser.get_terminal(name).pattern
     except KeyError:
         return name
     if isinstance(pattern, PatternStr):
@@ -215,7 +239,7 @@ class _Clause:
     position: ast.Position
 
 
-def _position(meta: Meta) -> ast.Position:
+def position_of(meta: Meta) -> ast.Position:
     return ast.Position(meta.line, meta.column)
 
 
@@ -223,7 +247,7 @@ def _token_position(token: Token) -> ast.Position:
     return ast.Position(token.line or 1, token.column or 1)
 
 
-def _fail(message: str, position: ast.Position, *, unsupported: bool = False) -> NoReturn:
+def fail(message: str, position: ast.Position, *, unsupported: bool = False) -> NoReturn:
     error = UnsupportedQueryError if unsupported else QuerySyntaxError
     raise error(message, position.line, position.column)
 
@@ -281,22 +305,25 @@ def _unescape(body: str, position: ast.Position) -> str:
             return chr(int(escape[1:], 16))
         if escape in _ESCAPES:
             return _ESCAPES[escape]
-        _fail(f"invalid escape sequence '\\{escape}' in string literal", position)
+        fail(f"invalid escape sequence '\\{escape}' in string literal", position)
 
     return re.sub(r"\\(u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|.)", replace, body, flags=re.S)
 
 
 @v_args(meta=True)
-class _AstBuilder(Transformer[Token, Any]):
-    """Builds the AST bottom-up and enforces the subset's rules that need positions.
+class AstBuilder(Transformer[Token, Any]):
+    """Builds the AST bottom-up and enforces the subset's rules that need positions: what the
+    languages share (patterns, WHERE, expressions, function calls); each language's builder
+    adds its query structure (``_CypherBuilder`` here, :mod:`drasi_ray.query.gql`).
 
     Positions of function calls are remembered on the side (the AST nodes carry none), so
     checks made higher up (an aggregate inside WHERE) can still point at the offending call.
     """
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, reserved: frozenset[str]) -> None:
         super().__init__()
         self._text = text
+        self._reserved = reserved
         # id(call) -> (call, position, name as written); holding the call keeps its id unique.
         self._calls: dict[int, tuple[ast.FunctionCall, ast.Position, str]] = {}
         # id(variable) -> (variable, position), for "variable not defined" errors.
@@ -304,30 +331,9 @@ class _AstBuilder(Transformer[Token, Any]):
 
     # ------------------------------------------------------------------ query structure
 
-    def start(self, meta: Meta, children: list[Any]) -> ast.Query:
-        parts: list[tuple[list[ast.MatchClause], _Clause]] = [
-            child for child in children if isinstance(child, tuple)
-        ]
-        for _matches, clause in parts[:-1]:
-            if clause.is_return:
-                _fail("RETURN must be the last clause of a query", clause.position)
-        if not parts[-1][1].is_return:
-            line, column = _end_position(self._text)
-            _fail("a query must end with RETURN", ast.Position(line, column))
-        query = ast.Query(
-            tuple(ast.QueryPart(tuple(matches), clause.projection) for matches, clause in parts),
-            self._text,
-        )
-        _ScopeChecker(self._variables).check(query)
-        return query
-
     def standalone_expression(self, meta: Meta, children: list[Any]) -> ast.Expr:
         expression: ast.Expr = children[0]
         return expression
-
-    def part(self, meta: Meta, children: list[Any]) -> tuple[list[ast.MatchClause], _Clause]:
-        *matches, clause = children
-        return matches, clause
 
     def match_clause(self, meta: Meta, children: list[Any]) -> ast.MatchClause:
         optional = any(token.type == "OPTIONAL" for token in _tokens(children))
@@ -335,33 +341,11 @@ class _AstBuilder(Transformer[Token, Any]):
         wheres = children[children.index(paths[-1]) + 1 :]
         return ast.MatchClause(paths, optional, ast.conjunction(wheres))
 
-    def with_clause(self, meta: Meta, children: list[Any]) -> _Clause:
-        _with, projection, *wheres = children
-        return _Clause(ast.Projection(projection, ast.conjunction(wheres)), False, _position(meta))
-
-    def return_clause(self, meta: Meta, children: list[Any]) -> _Clause:
-        return _Clause(ast.Projection(children[1]), True, _position(meta))
-
     def where(self, meta: Meta, children: list[Any]) -> ast.Expr:
         """A clause WHERE may call aggregates, as in Drasi (``WHERE drasi.trueFor(sum(o.value) >
         1, ...)``): the part that applies it evaluates them (:mod:`drasi_ray.query.parts`)."""
         expression: ast.Expr = children[1]
         return expression
-
-    def projection(self, meta: Meta, children: list[Any]) -> tuple[ast.ProjectionItem, ...]:
-        items: tuple[ast.ProjectionItem, ...] = tuple(children)
-        seen: set[str] = set()
-        for item in items:
-            if item.name in seen:
-                _fail(f"column name '{item.name}' is used twice", _position(meta))
-            seen.add(item.name)
-        return items
-
-    def projection_item(self, meta: Meta, children: list[Any]) -> ast.ProjectionItem:
-        expression, _as, alias = children
-        if alias is not None:
-            return ast.ProjectionItem(expression, alias)
-        return ast.ProjectionItem(expression, self._column_name(expression, meta))
 
     def _column_name(self, expression: ast.Expr, meta: Meta) -> str:
         """Alias else property key else identifier else function name else the text."""
@@ -392,9 +376,9 @@ class _AstBuilder(Transformer[Token, Any]):
     def properties(self, meta: Meta, children: list[Any]) -> ast.MapLiteral:
         (value,) = children
         if not isinstance(value, ast.MapLiteral):
-            _fail(
+            fail(
                 "a parameter as a pattern's property map is not supported; use a map literal",
-                _position(meta),
+                position_of(meta),
                 unsupported=True,
             )
         for _key, expression in value.items:
@@ -419,11 +403,11 @@ class _AstBuilder(Transformer[Token, Any]):
     def rel_detail(self, meta: Meta, children: list[Any]) -> tuple[Any, ...]:
         variable, labels, var_length, properties, where = children
         if var_length is not None:
-            _fail("variable-length paths are not supported", var_length, unsupported=True)
+            fail("variable-length paths are not supported", var_length, unsupported=True)
         return variable, labels, properties, where
 
     def var_length(self, meta: Meta, children: list[Any]) -> ast.Position:
-        return _position(meta)
+        return position_of(meta)
 
     def range(self, meta: Meta, children: list[Any]) -> None:
         return None
@@ -480,14 +464,14 @@ class _AstBuilder(Transformer[Token, Any]):
         value = int(text, 16) if text.lower().startswith("0x") else int(text)
         # 2^63 is allowed here only so that the folded `-9223372036854775808` parses.
         if value > I64_MAX + 1:
-            _fail(f"integer literal {text} is too large", _position(meta))
+            fail(f"integer literal {text} is too large", position_of(meta))
         return ast.Literal(value)
 
     def float(self, meta: Meta, children: list[Any]) -> ast.Literal:
         return ast.Literal(float(children[0].value))
 
     def string(self, meta: Meta, children: list[Any]) -> ast.Literal:
-        return ast.Literal(_unescape(children[0].value[1:-1], _position(meta)))
+        return ast.Literal(_unescape(children[0].value[1:-1], position_of(meta)))
 
     def true(self, meta: Meta, children: list[Any]) -> ast.Literal:
         return ast.Literal(True)
@@ -505,19 +489,19 @@ class _AstBuilder(Transformer[Token, Any]):
         name: str = children[0]
         # The contextual lexer reads a keyword as a name where no keyword fits (`RETURN
         # DISTINCT n`); catch that here, unless the name was quoted with backticks.
-        if not self._text.startswith("`", meta.start_pos) and name.upper() in _reserved_words():
+        if not self._text.startswith("`", meta.start_pos) and name.upper() in self._reserved:
             if name.upper() == "DISTINCT":
-                _fail(
+                fail(
                     "DISTINCT is not supported in continuous queries",
-                    _position(meta),
+                    position_of(meta),
                     unsupported=True,
                 )
-            _fail(
+            fail(
                 f"'{name}' is a reserved word; quote it as `{name}` to use it as a name",
-                _position(meta),
+                position_of(meta),
             )
         variable = ast.Variable(name)
-        self._variables[id(variable)] = (variable, _position(meta))
+        self._variables[id(variable)] = (variable, position_of(meta))
         return variable
 
     def symbolic_name(self, meta: Meta, children: list[Any]) -> str:
@@ -552,7 +536,7 @@ class _AstBuilder(Transformer[Token, Any]):
         seen: set[str] = set()
         for key, _value in entries:
             if key in seen:
-                _fail(f"duplicate key '{key}' in map literal", _position(meta))
+                fail(f"duplicate key '{key}' in map literal", position_of(meta))
             seen.add(key)
         return ast.MapLiteral(tuple(entries))
 
@@ -597,7 +581,7 @@ class _AstBuilder(Transformer[Token, Any]):
             and isinstance(head.left, ast.Variable)
         ):
             return head.left.name, head.right
-        _fail(f"{construct} must start with 'variable IN list'", _position(meta))
+        fail(f"{construct} must start with 'variable IN list'", position_of(meta))
 
     # ------------------------------------------------------------------ function calls
 
@@ -607,71 +591,93 @@ class _AstBuilder(Transformer[Token, Any]):
 
     def function_call(self, meta: Meta, children: list[Any]) -> ast.FunctionCall:
         name, (distinct, args) = children
-        return self._call(name, args, distinct, _position(meta))
+        return self._call(name, args, distinct, position_of(meta))
 
     def namespaced_call(self, meta: Meta, children: list[Any]) -> ast.FunctionCall:
         subject, key, (distinct, args) = children
         namespace = _dotted_name(subject)
         if namespace is None:
-            _fail(f"'{key}(...)' is not a function call on a namespace", _position(meta))
-        return self._call(f"{namespace}.{key}", args, distinct, _position(meta))
+            fail(f"'{key}(...)' is not a function call on a namespace", position_of(meta))
+        return self._call(f"{namespace}.{key}", args, distinct, position_of(meta))
 
     def count_star(self, meta: Meta, children: list[Any]) -> NoReturn:
         name = children[0]
-        _fail(
+        fail(
             f"{name}(*) is not supported in continuous queries; count a variable instead, "
             f"e.g. {name}(n)",
-            _position(meta),
+            position_of(meta),
             unsupported=True,
         )
 
     def _call(
         self, written: str, args: tuple[ast.Expr, ...], distinct: bool, position: ast.Position
     ) -> ast.FunctionCall:
-        name = written.lower()
+        return self._named_call(
+            self._function_name(written, position), written, args, distinct, position
+        )
+
+    def _function_name(self, written: str, position: ast.Position) -> str:
+        """The registry name of the function called ``written`` (its language's name for it)."""
+        return written.lower()
+
+    def _named_call(
+        self,
+        name: str,
+        written: str,
+        args: tuple[ast.Expr, ...],
+        distinct: bool,
+        position: ast.Position,
+    ) -> ast.FunctionCall:
+        """A call of registry function ``name``, written ``written`` (what messages and the
+        column name say), with its arguments checked."""
         if functions.is_aggregate(name):
-            self._check_aggregate_call(written, args, position)
+            self._check_aggregate_call(name, written, args, position)
         else:
-            self._check_scalar_call(written, args, distinct, position)
+            self._check_scalar_call(name, written, args, distinct, position)
         call = ast.FunctionCall(name, args, distinct)
         self._calls[id(call)] = (call, position, written)
         return call
 
     def _check_aggregate_call(
-        self, written: str, args: tuple[ast.Expr, ...], position: ast.Position
+        self, name: str, written: str, args: tuple[ast.Expr, ...], position: ast.Position
     ) -> None:
-        wanted = functions.aggregate_argument_count(written.lower())
+        wanted = functions.aggregate_argument_count(name)
         if len(args) != wanted:
             noun = "argument" if wanted == 1 else "arguments"
-            _fail(f"{written}() takes {wanted} {noun}, got {len(args)}", position)
+            fail(f"{written}() takes {wanted} {noun}, got {len(args)}", position)
         nested = next(filter(None, map(self._first_aggregate, args)), None)
         if nested is not None:
-            _fail(
+            fail(
                 f"aggregate function {nested[1]}() cannot be nested inside {written}()",
                 nested[0],
             )
 
     def _check_scalar_call(
-        self, written: str, args: tuple[ast.Expr, ...], distinct: bool, position: ast.Position
+        self,
+        name: str,
+        written: str,
+        args: tuple[ast.Expr, ...],
+        distinct: bool,
+        position: ast.Position,
     ) -> None:
-        spec = functions.lookup(written) or future_functions.lookup(written)
+        spec = functions.lookup(name) or future_functions.lookup(name)
         if spec is None:
-            _fail(f"unknown function '{written}'", position)
+            fail(f"unknown function '{written}'", position)
         if distinct:
-            _fail(
+            fail(
                 f"DISTINCT is only allowed in aggregate functions, not in {written}()",
                 position,
                 unsupported=True,
             )
         if not spec.accepts(len(args)):
-            _fail(f"{written}() takes {spec.arity_text()}, got {len(args)}", position)
+            fail(f"{written}() takes {spec.arity_text()}, got {len(args)}", position)
 
     # ------------------------------------------------------------------ aggregate checks
 
     def _no_aggregates(self, expression: ast.Expr, where: str) -> ast.Expr:
         found = self._first_aggregate(expression)
         if found is not None:
-            _fail(f"aggregate function {found[1]}() is not allowed in {where}", found[0])
+            fail(f"aggregate function {found[1]}() is not allowed in {where}", found[0])
         return expression
 
     def _first_aggregate(self, expression: ast.Expr) -> tuple[ast.Position, str] | None:
@@ -681,6 +687,56 @@ class _AstBuilder(Transformer[Token, Any]):
                 _call, position, written = self._calls[id(node)]
                 return position, written
         return None
+
+
+@v_args(meta=True)
+class _CypherBuilder(AstBuilder):
+    """:class:`AstBuilder` for Cypher: parts, each its MATCH clauses then a WITH or RETURN."""
+
+    def start(self, meta: Meta, children: list[Any]) -> ast.Query:
+        parts: list[tuple[list[ast.MatchClause], _Clause]] = [
+            child for child in children if isinstance(child, tuple)
+        ]
+        for _matches, clause in parts[:-1]:
+            if clause.is_return:
+                fail("RETURN must be the last clause of a query", clause.position)
+        if not parts[-1][1].is_return:
+            line, column = end_position(self._text)
+            fail("a query must end with RETURN", ast.Position(line, column))
+        query = ast.Query(
+            tuple(ast.QueryPart(tuple(matches), clause.projection) for matches, clause in parts),
+            self._text,
+        )
+        ScopeChecker(self._variables).check(query)
+        return query
+
+    def part(self, meta: Meta, children: list[Any]) -> tuple[list[ast.MatchClause], _Clause]:
+        *matches, clause = children
+        return matches, clause
+
+    def with_clause(self, meta: Meta, children: list[Any]) -> _Clause:
+        _with, projection, *wheres = children
+        return _Clause(
+            ast.Projection(projection, ast.conjunction(wheres)), False, position_of(meta)
+        )
+
+    def return_clause(self, meta: Meta, children: list[Any]) -> _Clause:
+        return _Clause(ast.Projection(children[1]), True, position_of(meta))
+
+    def projection(self, meta: Meta, children: list[Any]) -> tuple[ast.ProjectionItem, ...]:
+        items: tuple[ast.ProjectionItem, ...] = tuple(children)
+        seen: set[str] = set()
+        for item in items:
+            if item.name in seen:
+                fail(f"column name '{item.name}' is used twice", position_of(meta))
+            seen.add(item.name)
+        return items
+
+    def projection_item(self, meta: Meta, children: list[Any]) -> ast.ProjectionItem:
+        expression, _as, alias = children
+        if alias is not None:
+            return ast.ProjectionItem(expression, alias)
+        return ast.ProjectionItem(expression, self._column_name(expression, meta))
 
 
 def _direction(left_arrow: Token | None, right_arrow: Token | None) -> ast.Direction:
@@ -703,7 +759,7 @@ def _dotted_name(expression: ast.Expr) -> str | None:
     return None
 
 
-class _ScopeChecker:
+class ScopeChecker:
     """Rejects expressions that read a variable no clause has bound at that point.
 
     Scope grows clause by clause: a MATCH binds its pattern variables (usable in its own
@@ -712,8 +768,13 @@ class _ScopeChecker:
     evaluation error on the first change.
     """
 
-    def __init__(self, positions: dict[int, tuple[ast.Variable, ast.Position]]) -> None:
+    def __init__(
+        self,
+        positions: dict[int, tuple[ast.Variable, ast.Position]],
+        hints: Mapping[str, str] | None = None,
+    ) -> None:
         self._positions = positions
+        self._hints = hints or {}
 
     def check(self, query: ast.Query) -> None:
         scope: frozenset[str] = frozenset()
@@ -735,7 +796,9 @@ class _ScopeChecker:
         for node in walk(expression):
             if isinstance(node, ast.Variable) and node.name in missing:
                 _variable, position = self._positions[id(node)]
-                _fail(f"variable '{node.name}' is not defined", position)
+                hint = self._hints.get(node.name)
+                hinted = f" ({hint})" if hint else ""
+                fail(f"variable '{node.name}' is not defined{hinted}", position)
 
 
 def _pattern_variables(match: ast.MatchClause) -> frozenset[str]:

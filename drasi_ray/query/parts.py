@@ -420,10 +420,7 @@ class ProjectingPart:
 
     def _updating(self, context: Context) -> list[Context]:
         if context.before is not None and _unchanged(context) and not self._context.reprocessing:
-            # Drasi ignores it, but reads the row as it now is next time: 2 and 2.0 are equal
-            # here, not in what the next change reports.
-            self._state[context.new_key] = self._look(context.after, context.new_key)
-            return []
+            return self._refresh(context)
         before = self._before(context)
         after = self._evaluate(context.after, context.new_key)
         self._state.pop(context.old_key, None)
@@ -436,6 +433,18 @@ class ProjectingPart:
         if isinstance(before, dict):
             return [updating(old, new, before, after, context)]
         return [adding(new, after, context)]
+
+    def _refresh(self, context: Context) -> list[Context]:
+        """A row change that alters no value: Drasi ignores it, but reads the row as it now is
+        next time (2 and 2.0 are equal here, not in what the next change reports). Drasi reads
+        it through every part again, so the parts after this one are handed the row as it
+        now is too (an update no part reports), to hold it as it now is."""
+        held = self._state.get(context.old_key, ABSENT)
+        now = self._look(context.after, context.new_key)
+        self._state[context.new_key] = now
+        if isinstance(held, dict) and isinstance(now, dict) and not self._last:
+            return [updating(context.old_key, context.new_key, held, now, context)]
+        return []
 
     def _aggregation(self, context: Context) -> list[Context]:
         """A group's row changed in the (aggregating) part before this one."""

@@ -7,6 +7,10 @@ Every column is computed, none typed in:
 - language features (tests/differential/drasi_registry.py ``FEATURES``): each sample query
   runs through drasi-lib over a small graph (it runs, Drasi refuses it when added, or the query
   stops on an error or a panic) and is added to drasi_ray's engine (accepted or refused);
+- GQL's constructs (tests/differential/gql_registry.py ``GQL_FEATURES``) likewise, with
+  ``language="gql"``, and GQL's functions (``DRASI_GQL_FUNCTIONS``) by drasi_ray's GQL front
+  end (:data:`drasi_ray.query.gql.FUNCTIONS`), differential-tested when a query of the GQL
+  catalogue (tests/differential/catalogue_gql.py) uses them;
 - functions (``DRASI_FUNCTIONS``): drasi_ray supports one when its function registry
   (``drasi_ray.query.functions.FUNCTIONS``, the aggregates, the future and stateful functions of
   ``drasi_ray.query.future_functions``) has it, so a function another branch adds shows up
@@ -23,24 +27,31 @@ tests/differential/test_conformance_doc.py fails when the file differs from what
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import Iterable, Sequence
 from importlib.metadata import version
 from pathlib import Path
 
 from drasi_ray.model.errors import QueryError
+from drasi_ray.model.query_specs import QueryLanguage
 from drasi_ray.query import ast
 from drasi_ray.query.engine import ContinuousQuery
 from drasi_ray.query.expressions import walk
 from drasi_ray.query.functions import AGGREGATES, FUNCTIONS
 from drasi_ray.query.future_functions import SPECS as FUTURE_FUNCTIONS
+from drasi_ray.query.gql import FUNCTIONS as GQL_FUNCTIONS
 from drasi_ray.query.parser import parse_query
 from tests.differential.catalogue import CATALOGUE
+from tests.differential.catalogue_gql import GQL_CATALOGUE, TWINS
 from tests.differential.drasi_registry import DRASI_FUNCTIONS, FEATURES, Feature
+from tests.differential.gql_registry import DRASI_GQL_FUNCTIONS, GQL_FEATURES, GqlFeature
 from tests.differential.known import KNOWN, Known
 from tests.differential.pinned import PINNED
 from tests.differential.probes import changes
 from tests.differential.test_differential import CHANGES, SEEDS
+from tests.differential.test_gql_differential import CHANGES as GQL_CHANGES
+from tests.differential.test_gql_differential import SEEDS as GQL_SEEDS
 from tests.oracle.cases import run_jobs
 from tests.oracle.model import Case, CaseRun, QueryRun, QuerySpec
 from tests.query.drasi_function_cases import ERROR, REFUSED, SCALAR_CASES, SILENT
@@ -90,9 +101,9 @@ def drasi_ray_has(name: str) -> bool:
     return key in FUNCTIONS or key in AGGREGATES or key in FUTURE_FUNCTIONS or key == "reduce"
 
 
-def drasi_ray_accepts(feature: Feature) -> str:
+def drasi_ray_accepts(feature: Feature | GqlFeature, language: QueryLanguage) -> str:
     try:
-        ContinuousQuery("sample", feature.sample, dict(feature.parameters))
+        ContinuousQuery("sample", feature.sample, dict(feature.parameters), language=language)
     except QueryError:
         return "refused"
     return "yes"
@@ -109,14 +120,24 @@ def drasi_verdict(run: QueryRun) -> str:
     return "fails"
 
 
-def run_samples() -> dict[str, str]:
-    """Drasi's verdict on every feature's sample, by feature name."""
-    queries = tuple(QuerySpec(f"f{number}", f.sample) for number, f in enumerate(FEATURES))
-    run: CaseRun = run_jobs([(Case("features", SAMPLE_GRAPH), queries)])["features"]
-    return {
-        feature.name: drasi_verdict(run.queries[f"f{number}"])
-        for number, feature in enumerate(FEATURES)
-    }
+def run_samples() -> tuple[dict[str, str], dict[str, str]]:
+    """Drasi's verdict on every feature's sample, by feature name: Cypher's, GQL's."""
+    cypher = tuple(QuerySpec(f"f{number}", f.sample) for number, f in enumerate(FEATURES))
+    gql = tuple(
+        QuerySpec(f"g{number}", f.sample, language="gql") for number, f in enumerate(GQL_FEATURES)
+    )
+    jobs = [(Case("features", SAMPLE_GRAPH), cypher), (Case("gql", SAMPLE_GRAPH), gql)]
+    runs: dict[str, CaseRun] = run_jobs(jobs)
+    return (
+        {
+            feature.name: drasi_verdict(runs["features"].queries[f"f{number}"])
+            for number, feature in enumerate(FEATURES)
+        },
+        {
+            feature.name: drasi_verdict(runs["gql"].queries[f"g{number}"])
+            for number, feature in enumerate(GQL_FEATURES)
+        },
+    )
 
 
 # --------------------------------------------------------------------------- the document
@@ -137,11 +158,46 @@ def _feature_rows(verdicts: dict[str, str], queries: list[ast.Query]) -> list[li
         [
             feature.name,
             verdicts[feature.name],
-            drasi_ray_accepts(feature),
+            drasi_ray_accepts(feature, QueryLanguage.CYPHER),
             _yes(any(feature.used_by(query) for query in queries)),
         ]
         for feature in FEATURES
     ]
+
+
+def _gql_feature_rows(verdicts: dict[str, str]) -> list[list[str]]:
+    return [
+        [
+            feature.name,
+            verdicts[feature.name],
+            drasi_ray_accepts(feature, QueryLanguage.GQL),
+            _yes(any(feature.used_by(query.text) for query in GQL_CATALOGUE)),
+        ]
+        for feature in GQL_FEATURES
+    ]
+
+
+def gql_calls(name: str) -> bool:
+    """Whether a GQL catalogue query calls GQL function ``name``."""
+    call = re.compile(rf"(?<![\w.]){re.escape(name)}\s*\(", re.I)
+    return any(call.search(query.text) for query in GQL_CATALOGUE)
+
+
+def _gql_function_rows() -> list[list[str]]:
+    rows = []
+    for function in DRASI_GQL_FUNCTIONS:
+        drasi = f"yes ({function.note})" if function.note else "yes"
+        known = function.name.lower() in GQL_FUNCTIONS or function.name in ("cast", "reduce")
+        rows.append(
+            [
+                f"`{function.name}`",
+                function.category,
+                drasi,
+                "yes" if known else "no (refused when added)",
+                _yes(gql_calls(function.name)),
+            ]
+        )
+    return rows
 
 
 def _function_rows(tested: set[str]) -> list[list[str]]:
@@ -167,8 +223,10 @@ def _extra_rows() -> list[list[str]]:
     return [[f"`{name}`", "no (unknown function: the query stops)", "yes"] for name in extra]
 
 
-def _known_rows(kind: str) -> list[list[str]]:
-    chosen: list[Known] = [known for known in KNOWN if known.kind == kind]
+def _known_rows(kind: str, language: str = "cypher") -> list[list[str]]:
+    chosen: list[Known] = [
+        known for known in KNOWN if known.kind == kind and known.probe.language == language
+    ]
     test = "tests/differential/test_known.py"
     return [
         [
@@ -214,9 +272,9 @@ def _function_case_rows() -> list[list[str]]:
 
 HEADER = """# Conformance with Drasi
 
-What drasi_ray supports of Drasi's continuous Cypher, and where it differs, checked against
-Drasi's own engine: drasi-lib {lib} (drasi-core through its Python binding), run in process by
-the differential tests (tests/differential). **Generated** by
+What drasi_ray supports of Drasi's continuous Cypher (and, at the end, of its GQL), and where it
+differs, checked against Drasi's own engine: drasi-lib {lib} (drasi-core through its Python
+binding), run in process by the differential tests (tests/differential). **Generated** by
 `python -m tests.differential.conformance_doc`; tests/differential/test_conformance_doc.py
 fails when this file is out of date. Do not edit it by hand.
 
@@ -232,11 +290,62 @@ diffs compared per change as multisets and final result sets compared.
 """
 
 
+GQL_INTRO = """What drasi_ray supports of Drasi's GQL (a query's `queryLanguage: GQL`, drasi-lib's
+`language="gql"`; docs/semantics.md §3 says how a GQL query is built into parts), checked the
+same way: each construct's sample runs through drasi-lib with `language="gql"` and is added
+to drasi_ray as GQL; *differential-tested* says whether a query of the GQL catalogue
+(tests/differential/catalogue_gql.py, {queries} queries, {twins} of them with a Cypher twin
+whose output must be the GQL query's) uses it: {seeds} seeds x {changes} changes in CI
+(tests/differential/test_gql_differential.py) and at length with
+`python -m bench.differential --gql`.
+"""
+
+
+def _gql_section(verdicts: dict[str, str]) -> list[str]:
+    intro = GQL_INTRO.format(
+        queries=len(GQL_CATALOGUE), twins=len(TWINS), seeds=len(GQL_SEEDS), changes=GQL_CHANGES
+    )
+    return [
+        "## GQL",
+        "",
+        intro,
+        "### Constructs",
+        "",
+        *_table(
+            ("construct", "Drasi", "drasi_ray", "differential-tested"), _gql_feature_rows(verdicts)
+        ),
+        "",
+        "### Functions",
+        "",
+        "GQL has a function set of its own (drasi-core's `functions-gql`, and the future and past",
+        "functions core registers for both languages). A Cypher name GQL lacks (`toUpper`,",
+        "`elementId`, `datetime`, `collect`) is refused when added, with GQL's name where there is",
+        "one; Drasi accepts the query and stops at its first row.",
+        "",
+        *_table(
+            ("function", "category", "Drasi", "drasi_ray", "differential-tested"),
+            _gql_function_rows(),
+        ),
+        "",
+        "### Deviations",
+        "",
+        "The Cypher deviations above hold for GQL too (the expressions are the same); these are",
+        "GQL's own, or shown in GQL:",
+        "",
+        *_table(("id", "query", "Drasi", "drasi_ray", "test"), _known_rows("deviation", "gql")),
+        "",
+        "### Where Drasi fails",
+        "",
+        *_table(("id", "query", "Drasi", "drasi_ray", "test"), _known_rows("refusal", "gql")),
+        "",
+    ]
+
+
 def build() -> str:
     """The document's text."""
     queries = catalogue_queries()
     tested = tested_functions(queries)
-    verdicts = run_samples()
+    verdicts, gql_verdicts = run_samples()
     lines = [
         HEADER.format(
             lib=version("drasi-lib"), queries=len(CATALOGUE), seeds=len(SEEDS), changes=CHANGES
@@ -288,6 +397,7 @@ def build() -> str:
         "",
         *_table(("id", "query", "Drasi", "drasi_ray", "test"), _known_rows("refusal")),
         "",
+        *_gql_section(gql_verdicts),
     ]
     return "\n".join(lines)
 

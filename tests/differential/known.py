@@ -59,6 +59,22 @@ def _n(**properties: Any) -> tuple[Any, ...]:
     return ("insert", "n1", "N", properties)
 
 
+def _join(join_id: str, *keys: str) -> dict[str, Any]:
+    """A join in Drasi's shape from ``Label.property`` keys."""
+    pairs = (key.split(".") for key in keys)
+    return {"id": join_id, "keys": [{"label": label, "property": name} for label, name in pairs]}
+
+
+PLACED = _join("PLACED", "Order.customer", "Customer.cid")
+AT = _join("AT", "Order.store", "Store.sid")
+SHOPS = _join("SHOPS", "Customer.home", "Store.sid")
+NEAR = _join("NEAR", "Order.region", "Customer.region")
+CYCLE = (
+    "MATCH (c:Customer)-[:PLACED]->(o:Order)-[:AT]->(s:Store)<-[:SHOPS]-(c) "
+    "RETURN c.cid AS c, o.oid AS o, s.sid AS s"
+)
+"""Customers who placed an order at their home store: a cycle of three joins."""
+
 _RUNS = Expected()
 _REFUSED = Expected(failure="refused")
 _PANIC = Expected(failure="did not finish")
@@ -498,6 +514,120 @@ KNOWN: tuple[Known, ...] = (
             results=({"g": 2.0},),
         ),
     ),
+    Known(
+        "and_or_precedence",
+        "deviation",
+        "AND and OR bind alike, left to right: `a OR b AND c` is `(a OR b) AND c`",
+        "AND binds tighter than OR (openCypher's, and GQL's): `a OR (b AND c)`",
+        Probe(
+            "and_or_precedence",
+            "MATCH (n:N) WHERE n.x = 3 OR n.x = 1 AND n.y = 5 RETURN n.name AS name",
+            changes(_n(name="a", x=3, y=2)),
+        ),
+        Expected(steps=((),), results=()),
+        _added(name="a"),
+    ),
+    Known(
+        "modulo_precedence",
+        "deviation",
+        "`%` binds tighter than `*` and `/` (as tight as `^`): `2 * 3 % 4` is 6",
+        "`%` binds as `*` and `/`, left to right: 2",
+        Probe("modulo_precedence", "MATCH (n:N) RETURN 2 * n.x % 4 AS m", changes(_n(x=3))),
+        _added(m=6),
+        _added(m=2),
+    ),
+    Known(
+        "string_escapes",
+        "deviation",
+        "a backslash in a string literal is itself: `'a\\nb'` is `a`, a backslash, `nb` (and "
+        "`'\\''` does not parse)",
+        "the escape: a newline",
+        Probe("string_escapes", "MATCH (n:N) RETURN 'a\\nb' AS s", changes(_n(x=1))),
+        _added(s="a\\nb"),
+        _added(s="a\nb"),
+    ),
+    Known(
+        "join_cycle",
+        "deviation",
+        "a cycle of joins (a customer placed an order at a store that is the customer's home "
+        "store) also matches a customer who did not place the order, when that customer "
+        "arrives last; in other orders it reports the right row twice, or right, from run to "
+        "run, and a cycle of plain relations does the same (tests/differential/"
+        "test_cycles.py)",
+        "the rows whose every link closes the cycle, once",
+        Probe(
+            "join_cycle",
+            CYCLE,
+            changes(
+                ("insert", "o1", "Order", {"oid": "o1", "customer": "c1", "store": "s1"}),
+                ("insert", "s1", "Store", {"sid": "s1"}),
+                ("insert", "c1", "Customer", {"cid": "c1", "home": "s1"}),
+                ("insert", "c2", "Customer", {"cid": "c2", "home": "s1"}),
+            ),
+            joins=(PLACED, AT, SHOPS),
+        ),
+        Expected(
+            steps=((), (), _row(c="c1", o="o1", s="s1"), _row(c="c2", o="o1", s="s1")),
+            results=({"c": "c1", "o": "o1", "s": "s1"}, {"c": "c2", "o": "o1", "s": "s1"}),
+        ),
+        Expected(
+            steps=((), (), _row(c="c1", o="o1", s="s1"), ()),
+            results=({"c": "c1", "o": "o1", "s": "s1"},),
+        ),
+    ),
+    Known(
+        "two_joins_on_one_pair",
+        "deviation",
+        "two joins that link the same pair of nodes (an order and the customer who placed it, "
+        "in the order's region) give both links the one id `o1:c1`: one replaces the other, "
+        "so a pattern that needs both finds nothing",
+        "one relation with both labels: the pattern matches while both keys agree",
+        Probe(
+            "two_joins_on_one_pair",
+            "MATCH (o:Order)-[:PLACED]->(c:Customer), (o)-[:NEAR]->(c) "
+            "RETURN o.oid AS o, c.cid AS c",
+            changes(
+                ("insert", "c1", "Customer", {"cid": "c1", "region": "north"}),
+                ("insert", "o1", "Order", {"oid": "o1", "customer": "c1", "region": "north"}),
+                ("update", "o1", "Order", {"region": "south"}),
+                ("update", "o1", "Order", {"region": "north"}),
+            ),
+            joins=(PLACED, NEAR),
+        ),
+        Expected(steps=((), (), (), ()), results=()),
+        Expected(
+            steps=(
+                (),
+                _row(o="o1", c="c1"),
+                (("DELETE", {"o": "o1", "c": "c1"}, None),),
+                _row(o="o1", c="c1"),
+            ),
+            results=({"o": "o1", "c": "c1"},),
+        ),
+    ),
+    Known(
+        "two_joins_on_one_pair_break_together",
+        "deviation",
+        "of two joins on one pair of nodes (one id `o1:c1`), the one that breaks (the order "
+        "moves to another region) takes the other link with it: the customer who placed the "
+        "order is matched no more",
+        "the link that still holds keeps the row",
+        Probe(
+            "two_joins_on_one_pair_break_together",
+            "MATCH (o:Order)-[:PLACED|NEAR]->(c:Customer) RETURN o.oid AS o, c.cid AS c",
+            changes(
+                ("insert", "c1", "Customer", {"cid": "c1", "region": "north"}),
+                ("insert", "o1", "Order", {"oid": "o1", "customer": "c1", "region": "north"}),
+                ("update", "o1", "Order", {"region": "south"}),
+            ),
+            joins=(PLACED, NEAR),
+        ),
+        Expected(
+            steps=((), _row(o="o1", c="c1"), (("DELETE", {"o": "o1", "c": "c1"}, None),)),
+            results=(),
+        ),
+        Expected(steps=((), _row(o="o1", c="c1"), ()), results=({"o": "o1", "c": "c1"},)),
+    ),
     # ------------------------------------------------------------------ refusals
     Known(
         "count_star",
@@ -828,6 +958,109 @@ KNOWN: tuple[Known, ...] = (
             ),
             results=({"id": "c1", "top": None},),
         ),
+    ),
+    # ------------------------------------------------------------------ GQL
+    Known(
+        "gql_and_or_precedence",
+        "deviation",
+        "as in its Cypher: AND and OR bind alike, left to right",
+        "AND binds tighter than OR, as GQL has it",
+        Probe(
+            "gql_and_or_precedence",
+            "MATCH (n:N) WHERE n.x = 3 OR n.x = 1 AND n.y = 5 RETURN n.name AS name",
+            changes(_n(name="a", x=3, y=2)),
+            "gql",
+        ),
+        Expected(steps=((),), results=()),
+        _added(name="a"),
+    ),
+    Known(
+        "gql_group_by_key_named_as_a_column",
+        "deviation",
+        "a GROUP BY key the RETURN does not show, whose name (here `n.y`: `y`) is a RETURN "
+        "column's alias, gives that column its value",
+        "the column's own value",
+        Probe(
+            "gql_group_by_key_named_as_a_column",
+            "MATCH (n:N) RETURN n.x AS y, count(n) AS c GROUP BY y, n.y",
+            changes(_n(x=1, y=2)),
+            "gql",
+        ),
+        _added(y=2, c=1),
+        _added(y=1, c=1),
+    ),
+    Known(
+        "gql_relation_after_statement",
+        "refusal",
+        "a LET, FILTER or YIELD keeps only the node variables: a relation variable read after "
+        "one stops the query (unknown identifier)",
+        "refused when added, naming the variable and why",
+        Probe(
+            "gql_relation_after_statement",
+            "MATCH (a:N)-[r:R]->(b) LET z = 1 RETURN r.w AS w, z",
+            changes(_n(x=1), ("insert", "r1", "R", {"w": 2}, "n1", "n1")),
+            "gql",
+        ),
+        _stops('UnknownIdentifier("r")'),
+        _REFUSED,
+    ),
+    Known(
+        "gql_let_reads_its_own_binding",
+        "refusal",
+        "a LET binding that reads another of the same LET stops the query (unknown identifier)",
+        "refused when added (a later LET can read it)",
+        Probe(
+            "gql_let_reads_its_own_binding",
+            "MATCH (n:N) LET a = n.x, b = a + 1 RETURN b",
+            changes(_n(x=1)),
+            "gql",
+        ),
+        _stops('UnknownIdentifier("a")'),
+        _REFUSED,
+    ),
+    Known(
+        "gql_unaliased_column_beside_a_hidden_key",
+        "refusal",
+        "with a GROUP BY key the RETURN does not show, a RETURN column that is an unaliased "
+        "expression stops the query (unknown identifier)",
+        "refused when added, asking for an alias",
+        Probe(
+            "gql_unaliased_column_beside_a_hidden_key",
+            "MATCH (n:N) RETURN count(n) GROUP BY n.y",
+            changes(_n(y=1)),
+            "gql",
+        ),
+        _stops('UnknownIdentifier("n")'),
+        _REFUSED,
+    ),
+    Known(
+        "gql_cypher_function_name",
+        "refusal",
+        "a function of its Cypher set that GQL's lacks (here `toUpper`, GQL's `upper`): the "
+        "query stops (unknown function)",
+        "refused when added, naming GQL's function",
+        Probe(
+            "gql_cypher_function_name",
+            "MATCH (n:N) RETURN toUpper(n.name) AS u",
+            changes(_n(name="a")),
+            "gql",
+        ),
+        _stops('UnknownFunction("toUpper")'),
+        _REFUSED,
+    ),
+    Known(
+        "gql_function_name_case",
+        "refusal",
+        "function names are case-sensitive: `UPPER` stops the query (unknown function)",
+        "names in any case, as in Cypher",
+        Probe(
+            "gql_function_name_case",
+            "MATCH (n:N) RETURN UPPER(n.name) AS u, COUNT(n) AS c",
+            changes(_n(name="a")),
+            "gql",
+        ),
+        _stops('UnknownFunction("UPPER")'),
+        Expected(steps=((("aggregation", {"u": "A", "c": 0}, {"u": "A", "c": 1}),),)),
     ),
 )
 """Every known difference, in the order docs/conformance.md lists them."""

@@ -114,5 +114,15 @@ PINNED: tuple[Pinned, ...] = (
         "one relation per pair of elements (`elementId()` still `a:b`)",
         "tests/differential/test_identity.py::test_two_links_between_equal_ids_of_two_sources",
     ),
+    Pinned(
+        "relation_cycle",
+        "a pattern that closes a cycle of plain relations (a customer placed an order at the "
+        "customer's home store) reports two rows when the cycle closes: the right row twice, "
+        "or beside it a row for another customer of the store, who did not place the order "
+        "(which one varies from run to run; joins in this order: the right row once or twice)",
+        "the one row",
+        "tests/differential/test_cycles.py"
+        "::test_drasi_adds_a_row_too_many_where_a_cycle_closes_and_drasi_ray_does_not",
+    ),
 )
 """Every difference pinned outside tests/differential, by id."""

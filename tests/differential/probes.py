@@ -9,7 +9,7 @@ engine refused the query or stopped running it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,15 +23,23 @@ BASE_MS = 1_700_000_000_000
 
 @dataclass(frozen=True, slots=True)
 class Probe:
-    """One query over a few changes, named for the test that runs it."""
+    """One query over a few changes, named for the test that runs it; ``language``: the
+    query's (``cypher`` or ``gql``)."""
 
     name: str
     query: str
     changes: tuple[GraphChange, ...]
+    language: str = "cypher"
+    joins: tuple[Mapping[str, Any], ...] = ()
+    """The query's synthetic joins, in Drasi's config shape."""
 
     @property
     def case(self) -> Case:
         return Case(self.name, self.changes)
+
+    @property
+    def spec(self) -> QuerySpec:
+        return QuerySpec("q", self.query, self.joins, language=self.language)
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,11 +86,11 @@ def _outcome(run: QueryRun) -> Outcome:
 def run_probes(probes: Iterable[Probe]) -> dict[str, tuple[Outcome, Outcome]]:
     """``{probe name: (Drasi's outcome, drasi_ray's outcome)}``."""
     chosen: Sequence[Probe] = list(probes)
-    jobs = [(probe.case, (QuerySpec("q", probe.query),)) for probe in chosen]
+    jobs = [(probe.case, (probe.spec,)) for probe in chosen]
     drasi = run_jobs(jobs, timeout_s=20.0)
     outcomes: dict[str, tuple[Outcome, Outcome]] = {}
     for probe in chosen:
         theirs = drasi[probe.name].queries["q"]
-        ours = run_drasi_ray(probe.case, [QuerySpec("q", probe.query)]).queries["q"]
+        ours = run_drasi_ray(probe.case, [probe.spec]).queries["q"]
         outcomes[probe.name] = (_outcome(theirs), _outcome(ours))
     return outcomes

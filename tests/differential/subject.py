@@ -28,7 +28,7 @@ from drasi_ray.model.changes import ElementDelta, PipedChange
 from drasi_ray.model.encoding import dumps
 from drasi_ray.model.errors import ConfigError, QuerySyntaxError
 from drasi_ray.model.identity import reads_several
-from drasi_ray.model.query_specs import MiddlewareSpec, QueryJoin
+from drasi_ray.model.query_specs import MiddlewareSpec, QueryJoin, QueryLanguage
 from drasi_ray.query.engine import ContinuousQuery
 from drasi_ray.query.expressions import contains_aggregate
 from drasi_ray.shards.core import ShardCore
@@ -59,7 +59,9 @@ class DrasiRaySubject:
 
     def _register(self, query: QuerySpec) -> None:
         joins = [QueryJoin.model_validate(join) for join in query.joins]
-        engine = ContinuousQuery(query.id, query.text, joins=joins)
+        engine = ContinuousQuery(
+            query.id, query.text, joins=joins, language=QueryLanguage(query.language)
+        )
         middleware = [MiddlewareSpec.model_validate(spec) for spec in query.middleware]
         pipes = self.pipes[query.id] = SourcePipelines()
         several = reads_several(query.sources)

@@ -9,8 +9,10 @@ from pathlib import Path
 import pytest
 
 from drasi_ray.query.functions import FUNCTIONS
+from drasi_ray.query.gql import FUNCTIONS as GQL_FUNCTIONS
 from tests.differential.conformance_doc import DOC, build
 from tests.differential.drasi_registry import ARCHIVE_ONLY, DRASI_FUNCTIONS
+from tests.differential.gql_registry import DRASI_GQL_FUNCTIONS
 from tests.differential.pinned import PINNED, Pinned
 from tests.differential.probes import changes
 from tests.oracle.cases import needs_archive, run_jobs
@@ -39,6 +41,32 @@ def calls() -> CaseRun:
     others = tuple(query for query in queries if query not in past)
     runs = run_jobs([(Case("functions", graph), others), (Case("past", graph), past)])
     return CaseRun("functions", {**runs["functions"].queries, **runs["past"].queries})
+
+
+@pytest.fixture(scope="module")
+def gql_calls() -> CaseRun:
+    """Each function listed as GQL's, called once in drasi-lib with ``language="gql"``."""
+    names = [function.name for function in DRASI_GQL_FUNCTIONS]
+    queries = [
+        QuerySpec(name, f"MATCH (n:N) RETURN {name}(n.x) AS v", language="gql") for name in names
+    ]
+    graph = changes(("insert", "n1", "N", {"x": 1}))
+    past = tuple(query for query in queries if needs_archive((query,)))
+    others = tuple(query for query in queries if query not in past)
+    runs = run_jobs([(Case("gql", graph), others), (Case("gql_past", graph), past)])
+    return CaseRun("gql", {**runs["gql"].queries, **runs["gql_past"].queries})
+
+
+def test_drasi_knows_every_function_listed_as_gqls(gql_calls: CaseRun) -> None:
+    listed = [f.name for f in DRASI_GQL_FUNCTIONS]
+    assert [name for name in listed if _unknown(gql_calls, name)] == []
+
+
+def test_drasi_rays_gql_has_the_functions_drasis_gql_has() -> None:
+    """GQL's functions are its own set: drasi_ray's GQL front end maps exactly these (CAST and
+    reduce have syntax of their own)."""
+    listed = {function.name.lower() for function in DRASI_GQL_FUNCTIONS}
+    assert listed - {"cast", "reduce"} == set(GQL_FUNCTIONS)
 
 
 def _unknown(run: CaseRun, name: str) -> bool:

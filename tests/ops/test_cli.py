@@ -73,6 +73,19 @@ def test_validate_reports_a_bad_query_at_the_token(
     assert "(query line 1, column 61)" in out
 
 
+def test_validate_reads_a_gql_query_as_gql(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    gql = APP.replace("    query: >\n", "    query_language: GQL\n    query: >\n").replace(
+        "WHERE s.temperature > 70", "FILTER s.temperature > 70"
+    )
+    assert cli.main(["validate", _app_file(tmp_path, "redis://localhost:6379", gql)]) == 0
+    bad = gql.replace("RETURN s.id AS id", "RETURN toUpper(s.id) AS id")
+    assert cli.main(["validate", _app_file(tmp_path, "redis://localhost:6379", bad)]) == 1
+    out = capsys.readouterr().out.strip()
+    assert "app.yaml:14:14: queries.0.query: unknown GQL function 'toUpper'; GQL writes" in out
+
+
 def test_validate_accepts_the_example(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["validate", str(EXAMPLES / "app.yaml")]) == 0
     assert capsys.readouterr().out.strip().endswith(": ok")

@@ -196,6 +196,7 @@ class _CaseRunner:
                     query.id,
                     query.text,
                     query.subscriptions(),
+                    language=query.language,
                     joins=list(query.joins) or None,
                     middleware=list(query.middleware) or None,
                     auto_start=False,

@@ -142,11 +142,14 @@ class QuerySpec:
     middleware: tuple[Mapping[str, Any], ...] = ()
     pipelines: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     sources: tuple[str, ...] = (SOURCE_ID,)
+    language: str = "cypher"
+    """The query's language as drasi-lib's ``add_query`` names it: ``cypher`` or ``gql``."""
 
     def to_json(self) -> dict[str, Any]:
         return {
             "id": self.id,
             "text": self.text,
+            "language": self.language,
             "joins": list(self.joins),
             "middleware": list(self.middleware),
             "pipelines": {k: list(v) for k, v in self.pipelines.items()},
@@ -162,6 +165,7 @@ class QuerySpec:
             tuple(doc.get("middleware", ())),
             {k: tuple(v) for k, v in doc.get("pipelines", {}).items()},
             tuple(doc.get("sources", (SOURCE_ID,))),
+            doc.get("language", "cypher"),
         )
 
     def subscriptions(self) -> list[Any]:

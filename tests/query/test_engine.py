@@ -8,6 +8,7 @@ import pytest
 
 from drasi_ray.model.changes import ZERO_VERSION, Element, ElementDelta, node, relation
 from drasi_ray.model.errors import QuerySyntaxError, UnsupportedQueryError
+from drasi_ray.model.query_specs import QueryLanguage
 from drasi_ray.query.engine import ContinuousQuery
 from tests.query.support import same_multiset
 
@@ -15,8 +16,13 @@ from tests.query.support import same_multiset
 class Graph:
     """Drives one query with whole-element puts and deletes."""
 
-    def __init__(self, text: str, parameters: dict[str, Any] | None = None) -> None:
-        self.query = ContinuousQuery("q", text, parameters)
+    def __init__(
+        self,
+        text: str,
+        parameters: dict[str, Any] | None = None,
+        language: QueryLanguage = QueryLanguage.CYPHER,
+    ) -> None:
+        self.query = ContinuousQuery("q", text, parameters, language=language)
         self.elements: dict[str, Element] = {}
 
     def put(self, element: Element) -> list[dict[str, Any]]:
