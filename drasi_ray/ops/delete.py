@@ -8,7 +8,6 @@ from typing import Any
 from drasi_ray.model import resources
 from drasi_ray.model.errors import ConfigError
 from drasi_ray.ops import common, target
-from drasi_ray.ops.manage import resource_kind
 
 HELP = f"""\
 Deletes resources from a running app, as `drasi delete` does in Drasi: one named by its kind
@@ -35,7 +34,7 @@ def add_parser(commands: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    named = [(resource_kind(args.kind), args.name)] if args.kind is not None else []
+    named = [(target.resource_kind(args.kind), args.name)] if args.kind is not None else []
     if args.kind is not None and args.name is None:
         raise ConfigError("delete: give KIND NAME, or -f FILE...")
     listed = [item for path in args.files or () for item in _names(path)]

@@ -8,7 +8,6 @@ from typing import Any
 import yaml
 
 from drasi_ray.ops import common, target
-from drasi_ray.ops.manage import resource_kind
 
 HELP = f"""\
 Shows a resource of a running app as `drasi describe` does in Drasi: the Drasi resource
@@ -34,8 +33,25 @@ def add_parser(commands: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    kind = resource_kind(args.kind)
+    kind = target.resource_kind(args.kind)
     with target.client(args) as app:
         document = app.call("describe", {"kind": kind, "name": args.name}, args.timeout)
-    print(yaml.safe_dump(document, sort_keys=False, width=100).rstrip())
+    print(as_yaml(document))
     return 0
+
+
+class _Dumper(yaml.SafeDumper):
+    """Multi-line text (a query) as a literal block, as people write it."""
+
+
+def _text(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_Dumper.add_representer(str, _text)
+
+
+def as_yaml(document: Any) -> str:
+    """``document`` as YAML, keys in their order, multi-line text as literal blocks."""
+    return yaml.dump(document, Dumper=_Dumper, sort_keys=False, width=100).rstrip()

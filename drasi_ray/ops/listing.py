@@ -6,7 +6,6 @@ import argparse
 from typing import Any
 
 from drasi_ray.ops import common, tables, target
-from drasi_ray.ops.manage import resource_kind
 
 HELP = f"""\
 Lists the resources of a running app with their status, as `drasi list` does in Drasi: every
@@ -43,7 +42,7 @@ def add_parser(commands: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     if args.kind is not None:
-        resource_kind(args.kind)  # refused here: nothing is sent
+        target.resource_kind(args.kind)  # refused here: nothing is sent
     with target.client(args) as app:
         listing = app.call("list", {"kind": args.kind}, args.timeout)
     print(render(listing))

@@ -32,6 +32,7 @@ from drasi_ray.model.reaction_specs import AnyReaction
 from drasi_ray.model.resources import QUERY, REACTION, SOURCE, ReactionDefinition, Resource
 from drasi_ray.ops.control import ControlServer, Request
 from drasi_ray.ops.status import source_status
+from drasi_ray.ops.target import resource_kind
 from drasi_ray.source.middleware import check_middleware
 from drasi_ray.source.platform import PlatformSource
 
@@ -39,23 +40,6 @@ if TYPE_CHECKING:
     from drasi_ray.app import DrasiRay
 
 logger = logging.getLogger("drasi_ray.control")
-
-KIND_NAMES = {
-    "source": SOURCE,
-    "continuousquery": QUERY,
-    "query": QUERY,
-    "reaction": REACTION,
-}
-"""What the commands take for a kind (Drasi's CLI names, any case) -> the resource kind."""
-
-
-def resource_kind(written: str) -> str:
-    """The resource kind a command names (``source``, ``query``/``continuousquery``,
-    ``reaction``, any case); ConfigError otherwise."""
-    kind = KIND_NAMES.get(written.lower())
-    if kind is None:
-        raise ConfigError(f"unknown kind {written!r}: source, query (or continuousquery), reaction")
-    return kind
 
 
 @dataclass
@@ -355,7 +339,8 @@ class AppManager:
             spec = next(iter(running.values()))
             document = resource_docs.reaction_document(name, sorted(running), spec)
             row = next(r for r in self._reaction_rows(status) if r["id"] == name)
-        document["status"] = {k: v for k, v in row.items() if k not in ("id", "sources")}
+        shown = ("id", "sources", "kind", "streams", "queries")
+        document["status"] = {k: v for k, v in row.items() if k not in shown}
         return document
 
     def _results(self, args: Mapping[str, Any]) -> dict[str, Any]:

@@ -99,6 +99,8 @@ def _serve_commands(app: Any, config: Any, args: argparse.Namespace, subscriptio
 def _print_results(subscriptions: list[Any], quiet: bool) -> None:
     from drasi_ray.ops.demo import format_result
 
+    if not subscriptions:  # no query yet (one may be applied): wait as a round would
+        time.sleep(0.2)
     wait = 0.2 / max(1, len(subscriptions))
     for subscription in subscriptions:
         for result in subscription.next(timeout=wait):

@@ -14,6 +14,7 @@ import os
 from pathlib import Path
 
 from drasi_ray.model.errors import ConfigError
+from drasi_ray.model.resources import QUERY, REACTION, SOURCE
 from drasi_ray.ops.control import ControlClient
 
 DEFAULT_APP = "default"
@@ -66,3 +67,21 @@ def read_text(path: str) -> str:
         raise ConfigError(f"{path}: no such file") from exc
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: cannot read it: {exc}") from exc
+
+
+KIND_NAMES = {
+    "source": SOURCE,
+    "continuousquery": QUERY,
+    "query": QUERY,
+    "reaction": REACTION,
+}
+"""What the commands take for a kind (Drasi's CLI names, any case) -> the resource kind."""
+
+
+def resource_kind(written: str) -> str:
+    """The resource kind a command names (``source``, ``query``/``continuousquery``,
+    ``reaction``, any case); ConfigError otherwise."""
+    kind = KIND_NAMES.get(written.lower())
+    if kind is None:
+        raise ConfigError(f"unknown kind {written!r}: source, query (or continuousquery), reaction")
+    return kind
