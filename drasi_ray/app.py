@@ -35,6 +35,7 @@ from drasi_ray.actors import names, scaling
 from drasi_ray.actors.consumer import ConsumerActor
 from drasi_ray.actors.coordinator import CoordinatorActor
 from drasi_ray.actors.placement import Placer
+from drasi_ray.actors.postgres import PostgresReaderActor
 from drasi_ray.actors.query_host import QueryHostActor
 from drasi_ray.actors.shard import ShardActor, ShardSettings
 from drasi_ray.actors.subscription import Subscription
@@ -47,18 +48,25 @@ from drasi_ray.model.config import (
     AppConfig,
     DispatchMode,
     PlatformSourceConfig,
+    PostgresSourceSpec,
     QueryConfig,
     RayConfig,
     ScalingConfig,
     StateConfig,
 )
-from drasi_ray.model.errors import ConfigError, NotRunningError, UnknownComponentError
+from drasi_ray.model.errors import (
+    ConfigError,
+    DrasiRayError,
+    NotRunningError,
+    UnknownComponentError,
+)
 from drasi_ray.model.reaction_specs import AnyReaction
 from drasi_ray.query.engine import ContinuousQuery
 from drasi_ray.reactions.factory import resolve_specs
 from drasi_ray.shards.core import ApplyProbe
 from drasi_ray.source.middleware import check_middleware
 from drasi_ray.source.platform import PlatformSource
+from drasi_ray.source.postgres.definition import PostgresSource
 from drasi_ray.streams import admin
 
 if TYPE_CHECKING:
@@ -102,6 +110,8 @@ class DrasiRay:
         self._analytics_config = analytics_config or AnalyticsConfig()
         self._analytics: Analytics | None = None  # while running with analytics enabled
         self._sources: dict[str, PlatformSource] = {}
+        self._postgres: dict[str, PostgresSource] = {}  # their consumers are in _sources
+        self._readers: dict[str, Any] = {}  # source id -> its PostgreSQL reader actor
         self._queries: dict[str, QueryConfig] = {}
         self._engines: dict[str, ContinuousQuery] = {}
         self._coordinator: Any = None
@@ -129,7 +139,10 @@ class DrasiRay:
             scaling_config=config.scaling,
         )
         for spec in config.sources:
-            app.add_source(PlatformSource.from_spec(spec))
+            if isinstance(spec, PostgresSourceSpec):
+                app.add_source(PostgresSource.from_spec(spec))
+            else:
+                app.add_source(PlatformSource.from_spec(spec))
         for query in config.queries:
             app.add_query(query)
         return app
@@ -139,12 +152,18 @@ class DrasiRay:
         """Build an app from Drasi's YAML schema (``sources``) plus ``queries`` and ``ray``."""
         return cls.from_config(AppConfig.from_yaml(path))
 
-    def add_source(self, source: PlatformSource) -> DrasiRay:
+    def add_source(self, source: PlatformSource | PostgresSource) -> DrasiRay:
+        """Add a platform source, or a PostgreSQL source (its reader, and consumers of the
+        stream it writes)."""
         if source.id in self._sources:
             raise ConfigError(f"source {source.id!r} is already added")
-        self._sources[source.id] = source
+        if isinstance(source, PostgresSource):
+            self._postgres[source.id] = source
+            self._sources[source.id] = source.platform_source(self.app_id)
+        else:
+            self._sources[source.id] = source
         if self.running and source.auto_start:
-            self._start_source(source)
+            self._start_source(self._sources[source.id])
         return self
 
     def add_query(self, query: QueryConfig) -> DrasiRay:
@@ -203,12 +222,12 @@ class DrasiRay:
             raise UnknownComponentError(f"unknown query {query_id!r}")
         return query
 
-    def source(self, source_id: str) -> PlatformSource:
+    def source(self, source_id: str) -> PlatformSource | PostgresSource:
         """The source ``source_id`` as it was added (the queries' chain sources excluded)."""
         source = self._sources.get(source_id)
         if source is None or source_id in self._chain_sources:
             raise UnknownComponentError(f"unknown source {source_id!r}")
-        return source
+        return self._postgres.get(source_id, source)
 
     def _reaction_redis_url(self, query: QueryConfig) -> str | None:
         """Where a platform reaction writes by default (:meth:`StateConfig.results_redis_url`)."""
@@ -354,9 +373,13 @@ class DrasiRay:
         for query in self._queries.values():
             if query.auto_start:
                 self._start_query(query)
-        for source in self._sources.values():
-            if source.auto_start:
-                self._start_source(source)
+        try:
+            for source in self._sources.values():
+                if source.auto_start:
+                    self._start_source(source)
+        except DrasiRayError:
+            self.stop()  # a source that cannot start (a PostgreSQL error): nothing left running
+            raise
         return self
 
     def _shard_settings(self, index: int, shards: int) -> ShardSettings:
@@ -562,6 +585,40 @@ class DrasiRay:
         ]
         self._consumers[source.id] = actors
         ray.get([actor.ready.remote() for actor in actors])
+        if source.id in self._postgres:
+            self._start_reader(self._postgres[source.id])
+
+    def _start_reader(self, source: PostgresSource) -> None:
+        """Start a PostgreSQL source's reader (after its consumers, so its snapshot is read
+        as it is written) and wait until it streams. Its startup error (credentials, a missing
+        publication, a table without a key) is raised as it is: one message naming the
+        database and the fix."""
+        name = names.postgres_reader(source.id)
+        actor = PostgresReaderActor.options(  # type: ignore[attr-defined]
+            name=name,
+            namespace=self.namespace,
+            get_if_exists=True,
+            max_restarts=-1,
+            max_task_retries=0,
+            max_concurrency=8,  # ready, sync, report and stop beside each other
+            num_cpus=self._ray.actor_num_cpus,
+            **self._placement().next_options(name),
+        ).remote(
+            source.id,
+            source.config,
+            source.stream_key(self.app_id),
+            self._sources[source.id].config.consumer_group,
+            self.app_id,
+            niceness=self._ray.actor_niceness,
+        )
+        self._readers[source.id] = actor
+        try:
+            ray.get(actor.ready.remote(source.config.start_timeout_s))
+        except ray.exceptions.RayTaskError as exc:
+            _best_effort(lambda: ray.kill(actor, no_restart=True))
+            del self._readers[source.id]
+            cause = exc.cause
+            raise cause if isinstance(cause, DrasiRayError) else exc from None
 
     def stop(self) -> None:
         """Drain in-flight batches, stop every actor, and shut Ray down if we started it."""
@@ -570,6 +627,8 @@ class DrasiRay:
         if self._stop_listening is not None:
             self._stop_listening()
             self._stop_listening = None
+        readers = list(self._readers.values())  # first: nothing more is written
+        _best_effort(lambda: ray.get([r.stop.remote() for r in readers], timeout=STOP_TIMEOUT_S))
         consumers = [actor for actors in self._consumers.values() for actor in actors]
         for source_id, actors in self._consumers.items():  # + any `drasi-ray scale` started
             consumers += scaling.find_consumers(self.namespace, source_id, len(actors))
@@ -579,8 +638,9 @@ class DrasiRay:
         hosts = list(self._hosts.values())  # signal `stopped`, flush reactions
         _best_effort(lambda: ray.get([h.stop.remote() for h in hosts], timeout=STOP_TIMEOUT_S))
         shards = [*self._shards, *scaling.find_shards(self.namespace, len(self._shards) + 1)]
-        for actor in [*consumers, *hosts, *shards, self._coordinator]:
+        for actor in [*readers, *consumers, *hosts, *shards, self._coordinator]:
             _best_effort(lambda actor=actor: ray.kill(actor))
+        self._readers.clear()
         self._consumers.clear()
         self._hosts.clear()
         self._host_of.clear()
@@ -693,7 +753,26 @@ class DrasiRay:
             break
         raise TimeoutError(f"the chain stream of {query_id!r} not written within {timeout:.1f}s")
 
+    def _sync_readers(self, deadline: float, timeout: float) -> None:
+        """Wait until every PostgreSQL reader wrote what its database committed before now.
+        A reader Ray is restarting is asked again (its new instance catches up)."""
+        for source_id, reader in self._readers.items():
+            while True:
+                remaining = max(deadline - time.monotonic(), 0.001)
+                try:
+                    ray.get(reader.sync.remote(remaining), timeout=remaining + 5)
+                    break
+                except ray.exceptions.RayTaskError as exc:
+                    raise TimeoutError(str(exc.cause)) from None
+                except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError) as exc:
+                    if time.monotonic() > deadline:
+                        raise TimeoutError(
+                            f"the reader of {source_id!r} did not catch up within {timeout:.1f}s"
+                        ) from exc
+                    time.sleep(IDLE_POLL_S)
+
     def _drain_once(self, deadline: float, timeout: float) -> None:
+        self._sync_readers(deadline, timeout)
         targets = [
             (
                 self._client(src.config.redis_url),
@@ -783,6 +862,9 @@ class DrasiRay:
                 source_id: [_ask(actor.stats) for actor in actors]
                 for source_id, actors in self._consumers.items()
             },
+            "readers": {
+                source_id: _ask(actor.report) for source_id, actor in self._readers.items()
+            },
             "hosts": hosts,
             "queries": queries,
         }
@@ -817,6 +899,12 @@ class DrasiRay:
         """The name of the query host that runs ``query_id``."""
         self._query_host(query_id)
         return self._host_of[query_id]
+
+    def reader_actor(self, source_id: str) -> Any:
+        """The Ray handle of a PostgreSQL source's reader (for operations and tests)."""
+        if source_id not in self._readers:
+            raise UnknownComponentError(f"source {source_id!r} has no running reader")
+        return self._readers[source_id]
 
     def consumer_actors(self, source_id: str) -> list[Any]:
         """The Ray handles of a source's consumer actors (for operations and tests)."""

@@ -4,7 +4,8 @@ Every test belongs to one tier, by its directory, marked so that ``pytest -m <ti
 
 - ``pure`` (``tests/pure``, ``tests/query``, ``tests/differential``): no server, no Ray (the
   differential tests run drasi-lib in a child process); seconds, run freely;
-- ``redis`` (``tests/redis``): a real Redis (``redis_url``), no Ray;
+- ``redis`` (``tests/redis``): a real Redis (``redis_url``), no Ray; PostgreSQL too where a
+  test needs it (``postgres_server``);
 - ``ray`` (``tests/ray``): a local Ray (``ray_session``);
 - ``pipeline`` (``tests/pipeline``): the whole app on Ray and Redis, Spark, crash tests;
 - ``ops`` (``tests/ops``): the command line, the README's commands, ``ray job submit``.
@@ -31,6 +32,7 @@ import ray
 import redis
 
 from drasi_ray.testing.embedded_redis import EmbeddedRedis
+from drasi_ray.testing.postgres import EmbeddedPostgres
 
 TESTS = Path(__file__).parent
 TIER_OF_DIRECTORY = {
@@ -43,9 +45,9 @@ TIER_OF_DIRECTORY = {
     "ops": "ops",
 }
 FORBIDDEN_FIXTURES = {
-    "pure": {"redis_server", "redis_url", "ray_session", "spark_session"},
+    "pure": {"redis_server", "redis_url", "ray_session", "spark_session", "postgres_server"},
     "redis": {"ray_session", "spark_session"},
-    "ray": {"redis_server", "redis_url", "spark_session"},
+    "ray": {"redis_server", "redis_url", "spark_session", "postgres_server"},
 }
 
 
@@ -105,6 +107,14 @@ def redis_url(redis_server: EmbeddedRedis) -> Iterator[str]:
     with redis.Redis.from_url(redis_server.url) as client:
         client.flushall()
     yield redis_server.url
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[EmbeddedPostgres]:
+    """One private PostgreSQL 16 (pgserver's binaries) with logical replication, for the whole
+    session (~2 s to start); each test makes its own database (``server.create_database``)."""
+    with EmbeddedPostgres() as server:
+        yield server
 
 
 @pytest.fixture(scope="session")

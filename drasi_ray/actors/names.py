@@ -6,7 +6,8 @@ Every actor of an app lives in the Ray namespace ``drasi_ray.<app_id>``:
 - ``drasi/shard-<k>``: store shard ``k`` (1 .. K-1);
 - ``drasi/query-host-<m>``: shared query host ``m``; ``drasi/query-host/<query_id>``: the host
   of a query that has one of its own (``dedicated_host``);
-- ``drasi/<source>/consumer-<i>``: consumer ``i`` of a source.
+- ``drasi/<source>/consumer-<i>``: consumer ``i`` of a source;
+- ``drasi/<source>/postgres-reader``: the reader of a PostgreSQL source.
 """
 
 from __future__ import annotations
@@ -22,6 +23,10 @@ def namespace(app_id: str) -> str:
 
 def consumer_actor(source_id: str, index: int) -> str:
     return f"drasi/{source_id}/consumer-{index}"
+
+
+def postgres_reader(source_id: str) -> str:
+    return f"drasi/{source_id}/postgres-reader"
 
 
 def shard_actor(index: int) -> str:

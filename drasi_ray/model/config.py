@@ -13,13 +13,15 @@ from __future__ import annotations
 import enum
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import (
     BaseModel,
     ConfigDict,
+    Discriminator,
     Field,
+    Tag,
     ValidationError,
     field_validator,
     model_validator,
@@ -28,6 +30,7 @@ from pydantic import (
 from drasi_ray.model import keys, urls
 from drasi_ray.model.errors import ConfigError
 from drasi_ray.model.history import DEFAULT_MAX_VERSIONS, HistoryLimits
+from drasi_ray.model.postgres_specs import PostgresSourceConfig
 from drasi_ray.model.query_specs import (
     MiddlewareSpec,
     QueryJoin,
@@ -332,11 +335,17 @@ class PlatformSourceConfig(_Model):
 
 
 class SourceSpec(_Model):
-    """A source entry of the YAML schema (Drasi's ``sources:`` list)."""
+    """A source entry of the YAML schema (Drasi's ``sources:`` list): a platform source, the
+    default ``kind`` (a PostgreSQL source is a :class:`PostgresSourceSpec`)."""
 
     id: str = Field(min_length=1, description="the source id queries name")
+    kind: Literal["platform"] = Field(
+        "platform",
+        description="`platform`: Drasi's platform source (Redis Streams); `PostgreSQL`: the "
+        "PostgreSQL source (its own table below)",
+    )
     source_type: Literal["platform"] = Field(
-        "platform", description="Drasi's platform source (Redis Streams), the only type"
+        "platform", description="Drasi's platform source (Redis Streams)"
     )
     auto_start: bool = Field(True, description="start the consumers with the app")
     dispatch_mode: DispatchMode = Field(
@@ -348,6 +357,75 @@ class SourceSpec(_Model):
         1000, ge=1, description="default size of each subscriber buffer, in results"
     )
     properties: PlatformSourceConfig = Field(description="the stream and its consumer group")
+
+    def stream_settings(self, app_id: str) -> PlatformSourceConfig:
+        """The streams the source's consumers read, and how."""
+        return self.properties
+
+
+class PostgresSourceSpec(_Model):
+    """A ``kind: PostgreSQL`` entry of ``sources``: a reader turns the database's logical
+    replication into changes on a Redis stream, which the source's consumers read
+    (docs/sources.md, "PostgreSQL")."""
+
+    id: str = Field(min_length=1, description="the source id queries name")
+    kind: Literal["PostgreSQL"] = Field(description="`PostgreSQL` (Drasi's spelling)")
+    auto_start: bool = Field(True, description="start the reader and the consumers with the app")
+    dispatch_mode: DispatchMode = Field(
+        DispatchMode.CHANNEL, description="as for a platform source"
+    )
+    dispatch_buffer_capacity: int = Field(1000, ge=1, description="as for a platform source")
+    properties: PostgresSourceConfig = Field(description="the database and the stream")
+
+    @model_validator(mode="after")
+    def _check_consumer(self) -> PostgresSourceSpec:
+        try:
+            postgres_consumer_config(self.properties, "placeholder")
+        except ConfigError as exc:
+            raise ValueError(f"properties.{exc}") from exc
+        return self
+
+    def stream_key(self, app_id: str) -> str:
+        """The stream the reader writes: ``stream_key``, else the app's default for it."""
+        return self.properties.stream_key or keys.postgres_stream(app_id, self.id)
+
+    def stream_settings(self, app_id: str) -> PlatformSourceConfig:
+        """The stream the source's consumers read, and how."""
+        return postgres_consumer_config(self.properties, self.stream_key(app_id))
+
+
+def postgres_consumer_config(
+    settings: PostgresSourceConfig, stream_key: str
+) -> PlatformSourceConfig:
+    """How the consumers of a PostgreSQL source read its stream: the ``consumer`` settings,
+    on ``stream_key`` at ``redis_url``, from the stream's start (``start_id: "0"``: everything
+    on it was written by the source's own reader, the snapshot first). Raises ConfigError
+    naming a wrong ``consumer`` setting."""
+    values = {**settings.consumer, "redis_url": settings.redis_url, "stream_keys": (stream_key,)}
+    values.setdefault("start_id", "0")
+    try:
+        return PlatformSourceConfig(**values)
+    except ValidationError as exc:
+        raise ConfigError(f"consumer: {format_validation_error(exc)}") from exc
+
+
+SOURCE_KINDS = ("platform", "PostgreSQL")
+
+
+def _source_kind(raw: Any) -> str | None:
+    kind = raw.get("kind", "platform") if isinstance(raw, dict) else getattr(raw, "kind", None)
+    return kind if kind in SOURCE_KINDS else None
+
+
+AnySourceSpec = Annotated[
+    Annotated[SourceSpec, Tag("platform")] | Annotated[PostgresSourceSpec, Tag("PostgreSQL")],
+    Discriminator(
+        _source_kind,
+        custom_error_type="source_kind",
+        custom_error_message="kind must be 'platform' (the default) or 'PostgreSQL'",
+    ),
+]
+"""A ``sources`` entry: its ``kind`` picks the model."""
 
 
 class HistoryConfig(_Model):
@@ -580,7 +658,9 @@ class AppConfig(_Model):
         pattern=r"^[A-Za-z0-9_.-]+$",
         description="app id: Ray namespace 'drasi_ray.<id>', Redis keys 'drasi:<id>:...'",
     )
-    sources: tuple[SourceSpec, ...] = Field((), description="the change feeds")
+    sources: tuple[AnySourceSpec, ...] = Field(
+        (), description="the change feeds (`kind` picks a platform or a PostgreSQL source)"
+    )
     queries: tuple[QueryConfig, ...] = Field((), description="the continuous queries")
     ray: RayConfig = Field(RayConfig(), description="Ray and actor placement (below)")
     analytics: AnalyticsConfig = Field(
@@ -615,10 +695,21 @@ def format_validation_error(exc: ValidationError) -> str:
     """One line per problem: ``sources.0.properties.batch_sise: unknown key``."""
     lines = []
     for error in exc.errors():
-        where = ".".join(str(part) for part in error["loc"]) or "(root)"
+        where = ".".join(str(part) for part in error_path(error["loc"])) or "(root)"
         message = "unknown key" if error["type"] == "extra_forbidden" else error["msg"]
         lines.append(f"{where}: {message}")
     return "; ".join(lines)
+
+
+def error_path(loc: tuple[int | str, ...]) -> tuple[int | str, ...]:
+    """A validation error's location as the YAML path: without the tag pydantic inserts
+    after the index of a ``sources`` entry (``sources.0.PostgreSQL.properties`` ->
+    ``sources.0.properties``)."""
+    return tuple(
+        part
+        for index, part in enumerate(loc)
+        if not (index and isinstance(loc[index - 1], int) and part in SOURCE_KINDS)
+    )
 
 
 def validated(model: type[BaseModel], **values: Any) -> Any:

@@ -91,6 +91,12 @@ class ShardMapChangedError(DrasiRayError):
     """
 
 
+class PostgresSourceError(DrasiRayError):
+    """A PostgreSQL source cannot read its database as configured: wrong credentials, no
+    publication, no replication permission, a table it cannot key. The message names the
+    source and the database, and says what to fix; it never contains a password."""
+
+
 class NotRunningError(DrasiRayError):
     """The operation needs a started app (``DrasiRay.start()``)."""
 

@@ -46,6 +46,11 @@ key                               what it holds
 ``drasi:<app>:chain:<query_id>:rows`` a hash: node id -> the row it holds, as written to the
                                   chain stream, with ``:next`` (the next node number) and
                                   ``:token`` (the last batch written) beside it.
+``drasi:<app>:postgres:<source_id>`` a stream: a PostgreSQL source's changes in the platform
+                                  format, written by its reader only, each entry id made of the
+                                  transaction's WAL position (the default ``stream_key``).
+``drasi:<app>:postgres:<source_id>:reader`` a hash: the reader's state (its slot, database
+                                  and the snapshot position), so a restarted reader resumes.
 ``drasi:<app>:control``           a hash: the running app's registration (the ``drasi-ray
                                   run`` process serving its control channel: pid, host, start,
                                   last heartbeat), expiring unless the process renews it.
@@ -196,6 +201,17 @@ def chain_stream(app: str, query_id: str) -> str:
 def chain_rows(app: str, query_id: str) -> str:
     """The hash of the rows a chained query has published (node id -> row JSON)."""
     return chain_stream(app, query_id) + ":rows"
+
+
+def postgres_stream(app: str, source_id: str) -> str:
+    """The stream a PostgreSQL source's reader writes by default:
+    ``drasi:<app>:postgres:<source_id>``."""
+    return f"{NAMESPACE}:{_require_app(app)}:postgres:{_require('source_id', source_id)}"
+
+
+def postgres_reader(app: str, source_id: str) -> str:
+    """The hash of a PostgreSQL reader's state: ``drasi:<app>:postgres:<source_id>:reader``."""
+    return postgres_stream(app, source_id) + ":reader"
 
 
 def control(app: str) -> str:

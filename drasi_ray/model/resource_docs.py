@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from drasi_ray.model import urls
-from drasi_ray.model.config import QueryConfig, SourceSpec
+from drasi_ray.model.config import PostgresSourceSpec, QueryConfig, SourceSpec
 from drasi_ray.model.reaction_specs import AnyReaction
 
 API_VERSION = "v1"
@@ -35,8 +35,10 @@ def _changed(model: BaseModel, exclude: set[str] | None = None) -> dict[str, Any
     return {camel(key): value for key, value in written.items()}
 
 
-def source_document(spec: SourceSpec) -> dict[str, Any]:
-    """A ``kind: Source`` document of a platform (or CDC-format) source."""
+def source_document(spec: SourceSpec | PostgresSourceSpec) -> dict[str, Any]:
+    """A ``kind: Source`` document of a platform (or CDC-format) or PostgreSQL source."""
+    if isinstance(spec, PostgresSourceSpec):
+        return _postgres_document(spec)
     props = spec.properties
     properties = _changed(props, {"format", "stream_keys", "redis_url", "cdc"})
     properties["redisUrl"] = urls.redact_url(props.redis_url)
@@ -48,6 +50,22 @@ def source_document(spec: SourceSpec) -> dict[str, Any]:
         properties["cdc"] = _changed(props.cdc)
     body: dict[str, Any] = {"kind": _source_kind(props.format.value)}
     body.update(_changed(spec, {"id", "properties", "source_type"}))
+    body["properties"] = properties
+    return {"apiVersion": API_VERSION, "kind": "Source", "name": spec.id, "spec": body}
+
+
+def _postgres_document(spec: PostgresSourceSpec) -> dict[str, Any]:
+    props = spec.properties
+    properties = _changed(props, {"redis_url", "table_keys", "relations", "consumer"})
+    properties.update(host=props.host, port=props.port, redisUrl=urls.redact_url(props.redis_url))
+    if props.table_keys:
+        properties["tableKeys"] = [_changed(key) for key in props.table_keys]
+    if props.relations:
+        properties["relations"] = [_changed(relation) for relation in props.relations]
+    if props.consumer:
+        properties["consumer"] = {camel(key): value for key, value in props.consumer.items()}
+    body: dict[str, Any] = {"kind": "PostgreSQL"}
+    body.update(_changed(spec, {"id", "kind", "properties"}))
     body["properties"] = properties
     return {"apiVersion": API_VERSION, "kind": "Source", "name": spec.id, "spec": body}
 

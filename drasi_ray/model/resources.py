@@ -35,11 +35,13 @@ from drasi_ray.model.config import (
     AppConfig,
     CdcConfig,
     PlatformSourceConfig,
+    PostgresSourceSpec,
     QueryConfig,
     SourceSpec,
     validated,
 )
 from drasi_ray.model.errors import ConfigError
+from drasi_ray.model.postgres_specs import PostgresSourceConfig, RelationSpec, TableKey
 from drasi_ray.model.reaction_specs import (
     AnyReaction,
     CallbackReaction,
@@ -145,7 +147,7 @@ class ReactionDefinition:
     spec: AnyReaction
 
 
-Spec = SourceSpec | QueryConfig | ReactionDefinition
+Spec = SourceSpec | PostgresSourceSpec | QueryConfig | ReactionDefinition
 
 
 @dataclass(frozen=True, slots=True)
@@ -235,11 +237,11 @@ def combine(files: Sequence[ResourceFile]) -> ResourceFile:
 
 
 def read_app(
-    paths: Sequence[str | Path], app_id: str | None = None
+    paths: Sequence[str | Path], app_id: str | None = None, redis_url: str | None = None
 ) -> tuple[AppConfig, tuple[ResourceNotice, ...]]:
     """The app of one drasi_ray app file, or of Drasi resource files (one or several), and
     the notices reading them gave. ``app_id`` overrides the app file's id; an app of resource
-    files is ``default`` unless given."""
+    files is ``default`` unless given. ``redis_url``: as for :func:`parse_resources`."""
     texts = [(str(path), Path(path).read_text(encoding="utf-8")) for path in paths]
     if len(texts) == 1 and not looks_like_resources(texts[0][1]):
         config = AppConfig.from_yaml(texts[0][0])
@@ -247,7 +249,7 @@ def read_app(
             validated(AppConfig, id=app_id)  # the id's own rules
             config = config.model_copy(update={"id": app_id})
         return config, ()
-    files = [parse_resources(text, path) for path, text in texts]
+    files = [parse_resources(text, path, redis_url) for path, text in texts]
     read = combine(files)
     return read.app_config(app_id or "default"), read.notices
 
@@ -289,14 +291,19 @@ def looks_like_resources(text: str) -> bool:
     return isinstance(first, dict) and ("apiVersion" in first or "kind" in first)
 
 
-def read_resources(path: str | Path) -> ResourceFile:
-    """Read a resource file; :class:`ResourceError` lists every problem, each with its line."""
-    return parse_resources(Path(path).read_text(encoding="utf-8"), str(path))
+def read_resources(path: str | Path, redis_url: str | None = None) -> ResourceFile:
+    """Read a resource file; :class:`ResourceError` lists every problem, each with its line
+    (``redis_url``: as for :func:`parse_resources`)."""
+    return parse_resources(Path(path).read_text(encoding="utf-8"), str(path), redis_url)
 
 
-def parse_resources(text: str, file: str = "<resources>") -> ResourceFile:
-    """Read resource documents from ``text`` (``file`` names it in messages)."""
-    reader = _Reader(file)
+def parse_resources(
+    text: str, file: str = "<resources>", redis_url: str | None = None
+) -> ResourceFile:
+    """Read resource documents from ``text`` (``file`` names it in messages). ``redis_url``:
+    where a PostgreSQL source that names no ``redisUrl`` has its reader write the changes
+    (the app's Redis; Drasi's documents do not say)."""
+    reader = _Reader(file, redis_url)
     for index, node in _documents(text, file):
         reader.document(index, node)
     reader.check_names()
@@ -343,8 +350,9 @@ def resource_names(text: str, file: str = "<resources>") -> list[tuple[str, str,
 class _Reader:
     """Reads documents one by one, collecting resources, problems and notices."""
 
-    def __init__(self, file: str) -> None:
+    def __init__(self, file: str, redis_url: str | None = None) -> None:
         self.file = file
+        self.redis_url = redis_url
         self.resources: list[Resource] = []
         self.problems: list[ResourceProblem] = []
         self.notices: list[ResourceNotice] = []
@@ -523,7 +531,7 @@ def _properties(
 # -- Source ---------------------------------------------------------------------------
 
 
-def _read_source(doc: _Document) -> SourceSpec | None:
+def _read_source(doc: _Document) -> SourceSpec | PostgresSourceSpec | None:
     spec = doc.data["spec"]
     ok = doc.unknown_keys(("spec",), spec, _SOURCE_SPEC)
     if "services" in spec:
@@ -535,45 +543,119 @@ def _read_source(doc: _Document) -> SourceSpec | None:
     if "identity" in spec:
         doc.refuse(
             ("spec", "identity"),
-            "drasi_ray has no identity providers: put the credentials in properties.redisUrl",
+            "drasi_ray has no identity providers: put the credentials in properties",
         )
         ok = False
     kind = spec.get("kind")
-    source_format = SOURCE_FORMATS.get(str(kind).lower()) if kind is not None else None
-    if source_format is None:
+    written = str(kind).lower() if kind is not None else None
+    if written == "postgresql":
+        read = _postgres_properties(doc, spec.get("properties"))
+        model: type[BaseModel] = PostgresSourceSpec
+    elif written in SOURCE_FORMATS:
+        read = _platform_properties(doc, spec.get("properties"), SOURCE_FORMATS[written])
+        model = SourceSpec
+    else:
         doc.refuse(("spec", "kind"), _source_kind_message(kind))
         return None
-    read = _properties(doc, ("spec", "properties"), spec.get("properties"), PlatformSourceConfig)
     if read is None or not ok:
         return None
     properties, trail = read
-    if isinstance(properties.get("cdc"), dict):
-        cdc_path = trail[("cdc",)]
-        properties["cdc"] = {_field_name(k, CdcConfig): v for k, v in properties["cdc"].items()}
-        trail.update(
-            {("cdc", _field_name(k, CdcConfig)): (*cdc_path, k) for k in spec["properties"]["cdc"]}
-        )
-    if not _format_agrees(doc, properties, source_format):
-        return None
     raw: dict[str, Any] = {"id": doc.name, "properties": properties}
-    for key in (
-        "autoStart",
-        "auto_start",
-        "dispatchMode",
-        "dispatch_mode",
-        "dispatchBufferCapacity",
-        "dispatch_buffer_capacity",
-    ):
+    if model is PostgresSourceSpec:
+        raw["kind"] = "PostgreSQL"
+    for key in _SOURCE_SPEC - {"kind", "properties", "services", "identity"}:
         if key in spec:
-            raw[_field_name(key, SourceSpec)] = spec[key]
+            raw[_field_name(key, model)] = spec[key]
     full_trail: dict[Path_, Path_] = {
         (): ("spec",),
         ("id",): ("name",),
+        ("kind",): ("spec", "kind"),
         ("properties",): ("spec", "properties"),
     }
-    full_trail.update({("properties", *model): written for model, written in trail.items()})
-    full_trail.update({(_field_name(k, SourceSpec),): ("spec", k) for k in spec})
-    return doc.validated(SourceSpec, raw, full_trail)  # type: ignore[no-any-return]
+    full_trail.update({(_field_name(k, model),): ("spec", k) for k in spec})
+    full_trail.update({("properties", *name): path for name, path in trail.items()})
+    return doc.validated(model, raw, full_trail)  # type: ignore[no-any-return]
+
+
+Read = tuple[dict[str, Any], dict[Path_, Path_]]
+
+
+def _platform_properties(doc: _Document, given: Any, source_format: str) -> Read | None:
+    """A Platform (or Debezium, DeltaForge) source's properties as PlatformSourceConfig's."""
+    path: Path_ = ("spec", "properties")
+    read = _properties(doc, path, given, PlatformSourceConfig)
+    if read is None:
+        return None
+    properties, trail = read
+    if isinstance(properties.get("cdc"), dict):
+        nested = _nested(doc, (*path, _written(given, "cdc")), properties["cdc"], CdcConfig)
+        properties["cdc"], more = nested
+        trail.update({("cdc", *name): written for name, written in more.items()})
+    if not _format_agrees(doc, properties, source_format):
+        return None
+    return properties, trail
+
+
+def _postgres_properties(doc: _Document, given: Any) -> Read | None:
+    """A PostgreSQL source's properties (Drasi's, and drasi_ray's own) as
+    PostgresSourceConfig's; Drasi's ``ssl: true|false`` is ``sslMode: require|disable``."""
+    path: Path_ = ("spec", "properties")
+    read = _properties(doc, path, given, PostgresSourceConfig)
+    if read is None:
+        return None
+    properties, trail = read
+    if "password" in properties:
+        doc.refuse(
+            trail[("password",)],
+            "a password is never written in drasi_ray's configuration: name the environment "
+            "variable holding it (passwordEnv: VAR) or a file (passwordFile: PATH)",
+            key=True,
+        )
+        return None
+    if "redis_url" not in properties:
+        if doc.reader.redis_url is None:
+            doc.refuse(
+                path,
+                "redisUrl is required: the Redis the reader writes the database's changes to "
+                "(drasi-ray run --redis-url gives it)",
+            )
+            return None
+        properties["redis_url"] = doc.reader.redis_url
+    if "ssl" in properties:
+        ssl = properties.pop("ssl")
+        properties["ssl_mode"] = "require" if ssl is True else "disable" if ssl is False else ssl
+        trail[("ssl_mode",)] = trail.pop(("ssl",))
+    for name, model in (("table_keys", TableKey), ("relations", RelationSpec)):
+        entries = properties.get(name)
+        if isinstance(entries, list):
+            converted = []
+            for index, entry in enumerate(entries):
+                where = (*trail[(name,)], index)
+                item, more = (
+                    _nested(doc, where, entry, model) if isinstance(entry, dict) else (entry, {})
+                )
+                converted.append(item)
+                trail.update({(name, index, *k): v for k, v in more.items()})
+            properties[name] = converted
+    return properties, trail
+
+
+def _nested(
+    doc: _Document, path: Path_, given: dict[str, Any], model: type[BaseModel]
+) -> tuple[dict[str, Any], dict[Path_, Path_]]:
+    """A nested mapping's keys as ``model``'s fields, and the trail back to them."""
+    values = {_field_name(str(key), model): value for key, value in given.items()}
+    trail: dict[Path_, Path_] = {(_field_name(str(key), model),): (*path, key) for key in given}
+    return values, trail
+
+
+def _written(given: Any, name: str) -> str:
+    """The key a property was written under (``cdc`` is ``cdc`` in either spelling)."""
+    return (
+        name
+        if not isinstance(given, dict)
+        else next((key for key in given if _CAMEL.sub("_", str(key)).lower() == name), name)
+    )
 
 
 def _format_agrees(doc: _Document, properties: dict[str, Any], source_format: str) -> bool:
@@ -590,7 +672,7 @@ def _format_agrees(doc: _Document, properties: dict[str, Any], source_format: st
 
 
 def _source_kind_message(kind: Any) -> str:
-    known = "Platform (Drasi's platform events on Redis Streams), Debezium, DeltaForge"
+    known = "Platform (Drasi's platform events on Redis Streams), Debezium, DeltaForge, PostgreSQL"
     if kind is None:
         return f"a source needs a kind: {known}"
     return (

@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from drasi_ray.model.config import AppConfig, SourceSpec
+from drasi_ray.model.config import AppConfig, PostgresSourceSpec, SourceSpec
 from drasi_ray.model.errors import ConfigError
 from drasi_ray.ops import common
 
@@ -75,17 +75,25 @@ def run(args: argparse.Namespace) -> int:
 
 def replay_config(config: AppConfig, tag: str) -> AppConfig:
     """``config`` reading every stream from its start under temporary groups, analytics on."""
-    sources = tuple(_replay_source(spec, tag) for spec in config.sources)
+    sources = tuple(_replay_source(spec, tag, config.id) for spec in config.sources)
     analytics = config.analytics.model_copy(update={"enabled": True})
     return config.model_copy(update={"sources": sources, "queries": (), "analytics": analytics})
 
 
-def _replay_source(spec: SourceSpec, tag: str) -> SourceSpec:
-    group = f"{spec.properties.consumer_group}.analytics-{tag}"
-    properties = spec.properties.model_copy(
+def _replay_source(spec: SourceSpec | PostgresSourceSpec, tag: str, app_id: str) -> SourceSpec:
+    """A platform source reading ``spec``'s streams (a PostgreSQL source's too: no reader)
+    from their start, under a group of its own."""
+    settings = spec.stream_settings(app_id)
+    group = f"{settings.consumer_group}.analytics-{tag}"
+    properties = settings.model_copy(
         update={"consumer_group": group, "start_id": "0", "consumer_name": f"analytics-{tag}"}
     )
-    return spec.model_copy(update={"properties": properties, "auto_start": True})
+    return SourceSpec(
+        id=spec.id,
+        dispatch_mode=spec.dispatch_mode,
+        dispatch_buffer_capacity=spec.dispatch_buffer_capacity,
+        properties=properties,
+    )
 
 
 @contextmanager
@@ -102,9 +110,10 @@ def _running(config: AppConfig) -> Iterator[DrasiRay]:
     finally:
         app.stop()
         for spec in config.sources:
-            with redis.Redis.from_url(spec.properties.redis_url) as client:
-                for stream in spec.properties.stream_keys:
-                    client.xgroup_destroy(stream, spec.properties.consumer_group)
+            settings = spec.stream_settings(config.id)
+            with redis.Redis.from_url(settings.redis_url) as client:
+                for stream in settings.stream_keys:
+                    client.xgroup_destroy(stream, settings.consumer_group)
 
 
 def _run_job(analytics: Analytics, args: argparse.Namespace) -> None:

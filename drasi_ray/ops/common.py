@@ -10,7 +10,7 @@ from typing import Any
 import redis
 
 from drasi_ray.model import keys, resources
-from drasi_ray.model.config import AppConfig, QueryConfig, SourceSpec
+from drasi_ray.model.config import AppConfig, PostgresSourceSpec, QueryConfig, SourceSpec
 from drasi_ray.model.errors import ConfigError, UnknownComponentError
 from drasi_ray.model.reaction_specs import PlatformReaction
 
@@ -62,7 +62,7 @@ def load_app(
     """Read the app file at ``path``, or Drasi resource files (their notices printed to
     stderr); with ``redis_url``, point every source and the state at it."""
     paths = [path] if isinstance(path, str) else list(path)
-    config, notices = resources.read_app(paths, app_id)
+    config, notices = resources.read_app(paths, app_id, redis_url)
     for notice in notices:
         print(f"drasi-ray: {notice}", file=sys.stderr)
     return config if redis_url is None else with_redis_url(config, redis_url)
@@ -82,7 +82,7 @@ def with_redis_url(config: AppConfig, redis_url: str) -> AppConfig:
     return AppConfig.from_mapping(raw, origin="--redis-url")
 
 
-def source_spec(config: AppConfig, source_id: str) -> SourceSpec:
+def source_spec(config: AppConfig, source_id: str) -> SourceSpec | PostgresSourceSpec:
     for spec in config.sources:
         if spec.id == source_id:
             return spec

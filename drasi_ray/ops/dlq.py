@@ -60,7 +60,7 @@ def add_parser(commands: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     config = common.load_app(args.config, args.redis_url)
-    props = common.source_spec(config, args.source).properties
+    props = common.source_spec(config, args.source).stream_settings(config.id)
     with common.client(props.redis_url) as client:
         if args.action == "list":
             for line in list_lines(client, props, args.limit, args.ids):

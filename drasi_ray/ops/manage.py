@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from drasi_ray.host.runner import make_engine
 from drasi_ray.model import resource_docs, resources
-from drasi_ray.model.config import QueryConfig, SourceSpec
+from drasi_ray.model.config import PostgresSourceSpec, QueryConfig, SourceSpec
 from drasi_ray.model.errors import ConfigError, DrasiRayError, UnknownComponentError
 from drasi_ray.model.reaction_specs import AnyReaction
 from drasi_ray.model.resources import QUERY, REACTION, SOURCE, ReactionDefinition, Resource
@@ -35,6 +35,7 @@ from drasi_ray.ops.status import source_status
 from drasi_ray.ops.target import resource_kind
 from drasi_ray.source.middleware import check_middleware
 from drasi_ray.source.platform import PlatformSource
+from drasi_ray.source.postgres.definition import PostgresSource
 
 if TYPE_CHECKING:
     from drasi_ray.app import DrasiRay
@@ -46,7 +47,7 @@ logger = logging.getLogger("drasi_ray.control")
 class _Plan:
     """What an ``apply`` will do, every resource checked first."""
 
-    sources: list[SourceSpec] = field(default_factory=list)
+    sources: list[SourceSpec | PostgresSourceSpec] = field(default_factory=list)
     queries: list[tuple[QueryConfig, bool]] = field(default_factory=list)
     """(the query, whether it replaces a running one)"""
     reactions: list[tuple[str, ReactionDefinition, list[str]]] = field(default_factory=list)
@@ -59,8 +60,12 @@ class AppManager:
     """Runs the commands' requests on ``app``. ``on_query`` is called with a query id after
     the query was added (True) or removed (False), so the ``run`` loop follows it."""
 
-    def __init__(self, app: DrasiRay, on_query: Callable[[str, bool], None]) -> None:
+    def __init__(
+        self, app: DrasiRay, redis_url: str, on_query: Callable[[str, bool], None]
+    ) -> None:
         self.app = app
+        self.redis_url = redis_url
+        """The app's control Redis: where a PostgreSQL source applied writes by default."""
         self._on_query = on_query
 
     def serve(self, server: ControlServer) -> None:
@@ -91,13 +96,13 @@ class AppManager:
     # -- apply --------------------------------------------------------------------------
 
     def _apply(self, args: Mapping[str, Any]) -> dict[str, Any]:
-        read = resources.parse_resources(str(args["text"]), str(args["file"]))
+        read = resources.parse_resources(str(args["text"]), str(args["file"]), self.redis_url)
         plan = self._plan(read)
         if plan.problems:
             raise ConfigError("\n".join(plan.problems))
         done = list(plan.lines)
         for spec in plan.sources:
-            self.app.add_source(PlatformSource.from_spec(spec))
+            self.app.add_source(_source_of(spec))
         for query, replaces in plan.queries:
             if replaces:
                 self._remove_query(query.id)
@@ -125,11 +130,11 @@ class AppManager:
 
     def _plan_source(self, resource: Resource, plan: _Plan) -> None:
         spec = resource.spec
-        assert isinstance(spec, SourceSpec)
+        assert isinstance(spec, (SourceSpec, PostgresSourceSpec))
         if spec.id not in self.app.source_ids:
             plan.sources.append(spec)
             plan.lines.append(f"{resource.label}: created")
-        elif PlatformSource.from_spec(spec) == self.app.source(spec.id):
+        elif _source_of(spec) == self.app.source(spec.id):
             plan.lines.append(f"{resource.label}: unchanged")
         else:
             plan.problems.append(
@@ -270,15 +275,16 @@ class AppManager:
         source = self.app.source(source_id)
         consumers = status.get("sources", {}).get(source_id, [])
         states = [consumer.get("state", "unavailable") for consumer in consumers]
+        streams = _spec_of(source).stream_settings(self.app.app_id)
         row: dict[str, Any] = {
             "id": source_id,
-            "kind": source.config.format.value,
-            "streams": list(source.config.stream_keys),
+            "kind": "PostgreSQL" if isinstance(source, PostgresSource) else streams.format.value,
+            "streams": list(streams.stream_keys),
             "consumers": len(consumers),
             "status": _source_state(states, source.auto_start),
         }
         try:
-            found = source_status(_spec_of(source))
+            found = source_status(_spec_of(source), self.app.app_id)
             row.update(lag=found.lag, pending=found.pending, dead_letters=found.dead_letters)
         except Exception as exc:  # the listing stays useful when a source's Redis is away
             row.update(lag=None, pending=None, dead_letters=None, error=str(exc))
@@ -358,7 +364,7 @@ class CommandService:
         self.server = server
         self.subscriptions = subscriptions
         self._app = app
-        self.manager = AppManager(app, self._follow)
+        self.manager = AppManager(app, server.redis_url, self._follow)
 
     def _follow(self, query_id: str, added: bool) -> None:
         if added:
@@ -389,14 +395,25 @@ def _at(resource: Resource) -> str:
     return f"{place.file}:{place.line}:{place.column}"
 
 
-def _spec_of(source: PlatformSource) -> SourceSpec:
-    return SourceSpec(
-        id=source.id,
-        auto_start=source.auto_start,
-        dispatch_mode=source.dispatch_mode,
-        dispatch_buffer_capacity=source.dispatch_buffer_capacity,
-        properties=source.config,
-    )
+def _spec_of(source: PlatformSource | PostgresSource) -> SourceSpec | PostgresSourceSpec:
+    """The source's settings as the YAML schema holds them."""
+    common = {
+        "id": source.id,
+        "auto_start": source.auto_start,
+        "dispatch_mode": source.dispatch_mode,
+        "dispatch_buffer_capacity": source.dispatch_buffer_capacity,
+        "properties": source.config,
+    }
+    if isinstance(source, PostgresSource):
+        return PostgresSourceSpec(kind="PostgreSQL", **common)
+    return SourceSpec(**common)
+
+
+def _source_of(spec: SourceSpec | PostgresSourceSpec) -> PlatformSource | PostgresSource:
+    """The source a spec adds."""
+    if isinstance(spec, PostgresSourceSpec):
+        return PostgresSource.from_spec(spec)
+    return PlatformSource.from_spec(spec)
 
 
 def _source_state(states: list[str], auto_start: bool) -> str:

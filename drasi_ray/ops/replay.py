@@ -48,7 +48,7 @@ def add_parser(commands: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     config = common.load_app(args.config, args.redis_url)
-    props = common.source_spec(config, args.source).properties
+    props = common.source_spec(config, args.source).stream_settings(config.id)
     streams = props.stream_keys if args.stream is None else (args.stream,)
     if args.stream is not None and args.stream not in props.stream_keys:
         raise ConfigError(

@@ -136,7 +136,7 @@ class StatusLine:
     def render(self, app: Any) -> str:
         parts = []
         for spec in self._config.sources:
-            s = source_status(spec)
+            s = source_status(spec, self._config.id)
             consumers = max(len(stream.consumers) for stream in s.streams)
             parts.append(f"{spec.id} lag {s.lag} pending {s.pending} consumers {consumers}")
         for query_id, info in app.status().get("queries", {}).items():

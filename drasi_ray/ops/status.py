@@ -19,7 +19,7 @@ import orjson
 import redis
 
 from drasi_ray.model import encoding, keys
-from drasi_ray.model.config import AppConfig, QueryConfig, SourceSpec
+from drasi_ray.model.config import AppConfig, PostgresSourceSpec, QueryConfig, SourceSpec
 from drasi_ray.model.results import diffs_from_platform_event
 from drasi_ray.ops import common
 from drasi_ray.streams import admin
@@ -182,13 +182,13 @@ def app_status(config: AppConfig) -> AppStatus:
     """The whole report."""
     return AppStatus(
         app=config.id,
-        sources={spec.id: source_status(spec) for spec in config.sources},
+        sources={spec.id: source_status(spec, config.id) for spec in config.sources},
         queries={query.id: query_status(config, query) for query in config.queries},
     )
 
 
-def source_status(spec: SourceSpec) -> SourceStatus:
-    props = spec.properties
+def source_status(spec: SourceSpec | PostgresSourceSpec, app_id: str) -> SourceStatus:
+    props = spec.stream_settings(app_id)
     with common.client(props.redis_url) as client:
         return SourceStatus(
             group=props.consumer_group,

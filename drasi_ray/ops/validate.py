@@ -22,7 +22,7 @@ import yaml
 from pydantic import ValidationError
 
 from drasi_ray.model import resources
-from drasi_ray.model.config import AppConfig, QueryConfig
+from drasi_ray.model.config import AppConfig, QueryConfig, error_path
 from drasi_ray.model.errors import QueryError, QuerySyntaxError
 from drasi_ray.ops import common
 from drasi_ray.query.engine import ContinuousQuery
@@ -36,6 +36,10 @@ examples:
   drasi-ray validate app.yaml
   drasi-ray validate app.yaml && drasi-ray run app.yaml
 """
+
+
+PLACEHOLDER_REDIS = "redis://localhost:6379"
+"""Where a Drasi file's PostgreSQL source writes, for checking it (the running app's Redis)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,7 +108,8 @@ def _schema_problem(name: str, root: yaml.Node | None, error: Any) -> Problem:
     node = _locate(root, loc, key_of_last=error["type"] == "extra_forbidden")
     line, column = _position(node)
     message = "unknown key" if error["type"] == "extra_forbidden" else error["msg"]
-    return Problem(name, line, column, ".".join(str(p) for p in loc) or "(root)", message)
+    where = ".".join(str(part) for part in error_path(loc)) or "(root)"
+    return Problem(name, line, column, where, message)
 
 
 def _locate(root: yaml.Node | None, loc: tuple[Any, ...], key_of_last: bool = False) -> Any:
@@ -168,7 +173,7 @@ def query_problem(
 def _resource_problems(name: str, text: str) -> list[Problem]:
     """A Drasi resource file's problems, its queries parsed, then its notices."""
     try:
-        read = resources.parse_resources(text, name)
+        read = resources.parse_resources(text, name, PLACEHOLDER_REDIS)
     except resources.ResourceError as exc:
         return [_as_problem(found) for found in exc.problems]
     found: list[Problem] = []

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from drasi_ray.model.config import QueryConfig, SourceSpec
+from drasi_ray.model.config import PostgresSourceSpec, QueryConfig, SourceSpec
 from drasi_ray.model.query_specs import QueryJoin, SourceLabels
 from drasi_ray.model.reaction_specs import LogReaction, PlatformReaction
 from drasi_ray.model.resources import (
@@ -98,7 +98,6 @@ def test_the_getting_started_queries_load_the_gql_one_as_gql() -> None:
 @pytest.mark.parametrize(
     ("path", "line", "refused"),
     [
-        ("getting-started/hello-world-source.yaml", 6, "source kind 'PostgreSQL'"),
         ("curbside-pickup/physical-ops-source.yaml", 6, "source kind 'MySQL'"),
         ("getting-started/hello-world-reaction.yaml", 6, "reaction kind 'Debug'"),
         ("curbside-pickup/reaction.yaml", 6, "reaction kind 'SignalR'"),
@@ -143,6 +142,47 @@ spec:
     assert (props.consumer_group, props.batch_size, props.block_ms) == ("g", 50, 100)
     assert (props.consumers, props.start_id) == (2, "0")
     assert props.format.value == "platform"
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "getting-started/hello-world-source.yaml",
+        "building-comfort/source-facilities.yaml",
+        "curbside-pickup/retail-ops-source.yaml",
+    ],
+)
+def test_the_tutorials_postgresql_sources_load_once_their_password_is_not_written(
+    path: str,
+) -> None:
+    with pytest.raises(ResourceError) as caught:
+        read_resources(TUTORIALS / path, "redis://localhost:6379")
+    (problem,) = caught.value.problems
+    lines = (TUTORIALS / path).read_text().splitlines()
+    assert lines[problem.position.line - 1].strip() == "password: test"
+    assert problem.where.endswith(" spec.properties.password")
+    assert problem.message.startswith("a password is never written in drasi_ray's configuration")
+    text = (TUTORIALS / path).read_text().replace("password: test", "passwordFile: /run/pg")
+    (resource,) = parse_resources(text, path, "redis://localhost:6379").resources
+    spec = resource.spec
+    assert isinstance(spec, PostgresSourceSpec)
+    props = spec.properties
+    assert (props.host, props.port, props.user) == (
+        "postgres.default.svc.cluster.local",
+        5432,
+        "test",
+    )
+    assert (props.password_file, props.ssl_mode.value) == ("/run/pg", "disable")
+    assert props.tables and all(table.startswith("public.") for table in props.tables)
+    assert props.redis_url == "redis://localhost:6379"
+    without = parse_resources(
+        text.replace("  properties:\n", "  properties:\n    redisUrl: redis://db:1\n"), path
+    )
+    assert isinstance(without.resources[0].spec, PostgresSourceSpec)
+    assert without.resources[0].spec.properties.redis_url == "redis://db:1"
+    with pytest.raises(ResourceError) as nowhere:
+        parse_resources(text, path)
+    assert "redisUrl is required" in str(nowhere.value)
 
 
 def test_a_cdc_source_kind_sets_its_format() -> None:
@@ -261,7 +301,7 @@ spec:
 """
     assert problems(text) == [
         "f.yaml:6:13: Source/s spec.identity: drasi_ray has no identity providers: put the "
-        "credentials in properties.redisUrl",
+        "credentials in properties",
         "f.yaml:8:15: Source/s spec.properties.redisUrl: secret references need Drasi's secret "
         "store; write the value here or have the app read it from its environment",
     ]
