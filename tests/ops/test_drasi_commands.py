@@ -1,11 +1,14 @@
 """The commands like Drasi's CLI, end to end: ``drasi-ray run`` of a Drasi resource file, then
 ``apply``, ``list``, ``describe``, ``watch`` and ``delete`` against it, each a process of its
-own, on a real Redis and a real local Ray; and each command's one line for a user's mistake.
+own, on a real Redis, a real PostgreSQL and a real local Ray; and each command's one line for a
+user's mistake.
 
-The running app is Drasi's Getting Started tutorial: its source file adapted to a Platform
-source on this module's Redis (tests/resources/README.md says why), its queries file as
-published, its rows and steps from tests/differential/tutorials.py. The module shares one
-running app and one Redis; tests run in file order and each leaves the app as it found it.
+The running app is Drasi's Getting Started tutorial: its PostgreSQL source file with the
+database's place and credentials adapted to this session's server (host, port, user, the
+password as a file, the database and slot names: :func:`adapted_source` shows exactly what),
+its queries file as published, the rows and changes of its steps made with SQL on its
+``Message`` table. The module shares one running app; tests run in file order and each leaves
+the app as it found it.
 """
 
 from __future__ import annotations
@@ -15,7 +18,8 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator, Sequence
+import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -25,31 +29,43 @@ import redis
 
 from drasi_ray.model import keys
 from drasi_ray.ops import cli
-from drasi_ray.source.decode import encode_cloud_event
 from drasi_ray.testing.embedded_redis import EmbeddedRedis
+from drasi_ray.testing.postgres import EmbeddedPostgres
 from drasi_ray.testing.waiting import wait_until
-from tests.differential.tutorials import RESOURCES, TUTORIALS
-from tests.oracle.model import GraphChange
+from tests.differential.tutorials import RESOURCES
 
 ROOT = Path(__file__).parents[2]
 DRASI_RAY = str(Path(sys.executable).parent / "drasi-ray")
 APP_ID = "tutorial"
-STREAM = "hello-world-changes"
-QUERIES = str(RESOURCES / "getting-started" / "hello-world-queries.yaml")
-GETTING_STARTED = TUTORIALS[0]
-SOURCE = """\
-# Drasi's Getting Started source, its PostgreSQL database replaced by a Redis stream
-apiVersion: v1
-kind: Source
-name: hello-world
-spec:
-  kind: Platform
-  properties:
-    redisUrl: {url}
-    streamKey: hello-world-changes
-    startId: "0"
-    blockMs: 100
+GETTING_STARTED = RESOURCES / "getting-started"
+QUERIES = str(GETTING_STARTED / "hello-world-queries.yaml")
+QUIET = ("--status-interval", "0")
+SCHEMA = """
+CREATE TABLE "Message" ("MessageId" integer PRIMARY KEY, "From" varchar(50) NOT NULL,
+                        "Message" varchar(200) NOT NULL);
+CREATE PUBLICATION drasi_publication FOR TABLE "Message";
+INSERT INTO "Message" VALUES (1, 'Buzz Lightyear', 'To infinity and beyond!'),
+    (2, 'Brian Kernighan', 'Hello World'), (3, 'Antoninus', 'I am Spartacus'),
+    (4, 'David', 'I am Spartacus');
 """
+
+
+def adapted_source(server: EmbeddedPostgres, database: str) -> str:
+    """The tutorial's source file, its database found on this session's server: the
+    Kubernetes service's host and port, the tutorial's user and written password (which
+    drasi_ray refuses: passwordFile names a file instead), the database, and a replication
+    slot of its own (slot names are the server's)."""
+    text = (GETTING_STARTED / "hello-world-source.yaml").read_text()
+    for published, here in (
+        ("host: postgres.default.svc.cluster.local", f"host: {server.host}"),
+        ("user: test", "user: postgres"),
+        ("port: 5432", f"port: {server.port}"),
+        ("password: test", f"passwordFile: {server.password_file}"),
+        ("database: hello-world", f"database: {database}\n    slotName: slot_{database}"),
+    ):
+        assert published in text
+        text = text.replace(published, here)
+    return text
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,14 +78,16 @@ class Done:
 class Session:
     """The running app (``drasi-ray run`` in its own process group) and the commands."""
 
-    def __init__(self, url: str, directory: Path) -> None:
+    def __init__(self, url: str, postgres: EmbeddedPostgres, directory: Path) -> None:
         self.url = url
+        self.postgres = postgres
         self.directory = directory
-        source = directory / "hello-world-source.yaml"
-        source.write_text(SOURCE.format(url=url))
+        self.database = postgres.create_database(f"hello_{uuid.uuid4().hex[:8]}")
+        postgres.execute(SCHEMA, self.database)
+        source = self.file("hello-world-source.yaml", adapted_source(postgres, self.database))
         self.out: list[str] = []
         self.process = subprocess.Popen(
-            [DRASI_RAY, "run", str(source), "--app-id", APP_ID, "--status-interval", "0"],
+            [DRASI_RAY, "run", source, "--app-id", APP_ID, "--redis-url", url, *QUIET],
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
@@ -111,9 +129,9 @@ class Session:
         assert done.code == 0, done.err
         return done.out
 
-    def publish(self, changes: Sequence[GraphChange]) -> None:
-        for change in changes:
-            self.client.xadd(STREAM, {"data": encode_cloud_event([change.platform_event()])})
+    def sql(self, statement: str) -> None:
+        """A change to the tutorial's database, as its steps make them."""
+        self.postgres.execute(statement, self.database)
 
     def file(self, name: str, text: str) -> str:
         path = self.directory / name
@@ -139,9 +157,11 @@ def environment() -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Session]:
+def session(
+    postgres_server: EmbeddedPostgres, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Session]:
     with EmbeddedRedis() as server:
-        running = Session(server.url, tmp_path_factory.mktemp("drasi-commands"))
+        running = Session(server.url, postgres_server, tmp_path_factory.mktemp("drasi-commands"))
         try:
             yield running
         finally:
@@ -158,7 +178,6 @@ def table_rows(out: str) -> list[list[str]]:
 def test_apply_bootstraps_the_tutorials_queries_and_watch_shows_its_results(
     session: Session,
 ) -> None:
-    session.publish(GETTING_STARTED.rows)
     applied = session.ok("apply", "-f", QUERIES)
     assert applied.splitlines() == [
         "Apply: ContinuousQuery/hello-world-from: created",
@@ -170,7 +189,7 @@ def test_apply_bootstraps_the_tutorials_queries_and_watch_shows_its_results(
         ["MessageFrom", "MessageId"],
         ["Brian Kernighan", "2"],
     ]
-    session.publish(GETTING_STARTED.steps[:1])  # Allen: Hello World
+    session.sql("""INSERT INTO public."Message" VALUES (5, 'Allen', 'Hello World');""")
 
     def counted() -> list[list[str]]:
         return table_rows(session.ok("watch", "message-count", "--once"))
@@ -199,7 +218,7 @@ def test_watch_redraws_the_table_as_the_results_change(session: Session) -> None
     reader.start()
     try:
         wait_until(lambda: "hello-world-from: 2 rows\n" in seen, timeout_s=60, what="two rows")
-        session.publish(GETTING_STARTED.steps[3:])  # Hello World deleted, twice
+        session.sql("""DELETE FROM public."Message" WHERE "Message" = 'Hello World';""")
         wait_until(lambda: "hello-world-from: 0 rows\n" in seen, timeout_s=60, what="none left")
     finally:
         watch.send_signal(signal.SIGINT)
@@ -210,8 +229,10 @@ def test_watch_redraws_the_table_as_the_results_change(session: Session) -> None
         "Allen           | 5",
         "Brian Kernighan | 2",
     ]
-    session.publish([change for change in GETTING_STARTED.rows if change.id == "Message:2"])
-    session.publish(GETTING_STARTED.steps[:1])
+    session.sql(
+        """INSERT INTO "Message" VALUES (2, 'Brian Kernighan', 'Hello World'),"""
+        """ (5, 'Allen', 'Hello World');"""
+    )
 
 
 @pytest.mark.slow
@@ -219,7 +240,7 @@ def test_list_and_describe_show_the_resources_with_their_status(session: Session
     listing = session.ok("list")
     assert "SOURCES" in listing and "QUERIES" in listing and "REACTIONS" in listing
     rows = {row[0]: row for row in table_rows(listing)}
-    assert rows["hello-world"][1:3] == ["platform", STREAM]
+    assert rows["hello-world"][1] == "PostgreSQL"
     assert rows["hello-world"][-1] == "Running"
     for query in ("hello-world-from", "message-count", "inactive-people"):
         assert rows[query][2] == "Running", listing
@@ -229,7 +250,8 @@ def test_list_and_describe_show_the_resources_with_their_status(session: Session
     assert "LET Message = m.Message" in described
     assert "status:\n  status: Running\n" in described
     source = session.ok("describe", "source", "hello-world")
-    assert "  kind: Platform\n" in source and f"    streamKey: {STREAM}\n" in source
+    assert "  kind: PostgreSQL\n" in source and "    - public.Message\n" in source
+    assert session.postgres.password not in source
 
 
 @pytest.mark.slow
@@ -248,16 +270,7 @@ spec:
     first = session.file("reaction.yaml", reaction.format(maxlen=1000))
     assert "Apply: Reaction/results: created" in session.ok("apply", "-f", first)
     assert "Apply: Reaction/results: unchanged" in session.ok("apply", "-f", first)
-    session.publish(
-        [
-            GraphChange(
-                "insert",
-                "Message:8",
-                ("Message",),
-                {"MessageId": 8, "From": "Grace", "Message": "Hello World"},
-            )
-        ]
-    )
+    session.sql("""INSERT INTO "Message" VALUES (8, 'Grace', 'Hello World');""")
     stream = keys.result_stream("hello-world-from")
     wait_until(lambda: session.client.xlen(stream) > 0, timeout_s=60, what="results on the stream")
     rows = {row[0]: row for row in table_rows(session.ok("list", "reaction"))}
@@ -271,7 +284,7 @@ spec:
         "Delete operation successful",
     ]
     assert "results" not in {row[0] for row in table_rows(session.ok("list", "reaction"))}
-    session.publish([GraphChange("delete", "Message:8", ("Message",))])
+    session.sql("""DELETE FROM "Message" WHERE "MessageId" = 8;""")
 
 
 @pytest.mark.slow
