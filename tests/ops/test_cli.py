@@ -15,6 +15,7 @@ from drasi_ray.streams.records import DeadLetter
 
 EXAMPLES = Path(__file__).parent.parent.parent / "examples"
 SUBCOMMANDS = ["demo", "run", "validate", "publish", "status", "dlq", "replay", "scale"]
+SUBCOMMANDS += ["apply", "list", "describe", "delete", "watch"]
 
 APP = """\
 id: cli-app

@@ -421,3 +421,46 @@ def test_subscription_labels_restrict_what_a_source_routes_to_the_query() -> Non
     assert not routed("s", ElementKind.NODE, "B")
     assert not routed("s", ElementKind.RELATION, "R")
     assert routed("t", ElementKind.NODE, "B") and routed("t", ElementKind.RELATION, "R")
+
+
+def test_a_resource_written_back_as_a_document_reads_as_the_same_settings() -> None:
+    import yaml
+
+    from drasi_ray.model.resource_docs import (
+        query_document,
+        reaction_document,
+        source_document,
+    )
+
+    queries = [
+        resource.spec
+        for name in ("query-ui.yaml", "query-alert.yaml")
+        for resource in read_resources(TUTORIALS / "building-comfort" / name).resources
+    ]
+    queries += [
+        r.spec for r in read_resources(TUTORIALS / "curbside-pickup" / "delay.yaml").resources
+    ]
+    gql = read_resources(TUTORIALS / "getting-started" / "hello-world-queries.yaml").resources[1]
+    queries.append(gql.spec)
+    source = SourceSpec.model_validate(
+        {
+            "id": "shop",
+            "properties": {
+                "redis_url": "redis://localhost:6379",
+                "stream_keys": ["a", "b"],
+                "format": "debezium",
+                "cdc": {"labels": {"t": "T"}},
+                "consumers": 3,
+            },
+            "dispatch_mode": "broadcast",
+        }
+    )
+    documents = [query_document(q) for q in queries if isinstance(q, QueryConfig)]
+    documents.append(source_document(source))
+    reaction = PlatformReaction(name="results", maxlen=10)
+    documents.append(reaction_document("results", ["q1", "q2"], reaction))
+    text = "---\n".join(yaml.safe_dump(document, sort_keys=False) for document in documents)
+    again = parse_resources(text).resources
+    assert [r.spec for r in again[: len(queries)]] == queries
+    assert again[-2].spec == source
+    assert again[-1].spec == ReactionDefinition(("q1", "q2"), reaction)
