@@ -18,6 +18,7 @@ differs is refused: replacing it would drop its graph (delete it, then apply).
 
 from __future__ import annotations
 
+import functools
 import logging
 import traceback
 from collections.abc import Callable, Mapping
@@ -27,7 +28,12 @@ from typing import TYPE_CHECKING, Any
 from drasi_ray.host.runner import make_engine
 from drasi_ray.model import resource_docs, resources
 from drasi_ray.model.config import PostgresSourceSpec, QueryConfig, SourceSpec
-from drasi_ray.model.errors import ConfigError, DrasiRayError, UnknownComponentError
+from drasi_ray.model.errors import (
+    ConfigError,
+    ControlError,
+    DrasiRayError,
+    UnknownComponentError,
+)
 from drasi_ray.model.reaction_specs import AnyReaction
 from drasi_ray.model.resources import QUERY, REACTION, SOURCE, ReactionDefinition, Resource
 from drasi_ray.ops.control import ControlServer, Request
@@ -45,14 +51,10 @@ logger = logging.getLogger("drasi_ray.control")
 
 @dataclass
 class _Plan:
-    """What an ``apply`` will do, every resource checked first."""
+    """What an ``apply`` will do, every resource checked first: a step per resource, in
+    order (sources, queries, reactions), each its line and its action (None: unchanged)."""
 
-    sources: list[SourceSpec | PostgresSourceSpec] = field(default_factory=list)
-    queries: list[tuple[QueryConfig, bool]] = field(default_factory=list)
-    """(the query, whether it replaces a running one)"""
-    reactions: list[tuple[str, ReactionDefinition, list[str]]] = field(default_factory=list)
-    """(name, the reaction, the queries it runs on now, to be stopped first)"""
-    lines: list[str] = field(default_factory=list)
+    steps: list[tuple[str, Callable[[], None] | None]] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
 
 
@@ -100,20 +102,32 @@ class AppManager:
         plan = self._plan(read)
         if plan.problems:
             raise ConfigError("\n".join(plan.problems))
-        done = list(plan.lines)
-        for spec in plan.sources:
-            self.app.add_source(_source_of(spec))
-        for query, replaces in plan.queries:
-            if replaces:
-                self._remove_query(query.id)
-            self.app.add_query(query)
-            self._on_query(query.id, True)
-        for name, definition, running_on in plan.reactions:
-            for query_id in running_on:
-                self.app.remove_reaction(query_id, name)
-            for query_id in definition.queries:
-                self.app.add_reaction(query_id, definition.spec)
+        done: list[str] = []
+        for line, action in plan.steps:
+            try:
+                if action is not None:
+                    action()
+            except DrasiRayError as exc:
+                label = line.partition(":")[0]
+                failed = f"{label}: failed: {exc}; what follows it in the file was not applied"
+                raise ControlError("\n".join([*done, failed])) from exc
+            done.append(line)
         return {"lines": done, "notices": [str(notice) for notice in read.notices]}
+
+    def _add_source(self, source: PlatformSource | PostgresSource) -> None:
+        self.app.add_source(source)
+
+    def _add_query(self, query: QueryConfig, replaces: bool) -> None:
+        if replaces:
+            self._remove_query(query.id)
+        self.app.add_query(query)
+        self._on_query(query.id, True)
+
+    def _set_reaction(self, name: str, definition: ReactionDefinition, running: list[str]) -> None:
+        for query_id in running:
+            self.app.remove_reaction(query_id, name)
+        for query_id in definition.queries:
+            self.app.add_reaction(query_id, definition.spec)
 
     def _plan(self, read: resources.ResourceFile) -> _Plan:
         plan = _Plan()
@@ -132,10 +146,10 @@ class AppManager:
         spec = resource.spec
         assert isinstance(spec, (SourceSpec, PostgresSourceSpec))
         if spec.id not in self.app.source_ids:
-            plan.sources.append(spec)
-            plan.lines.append(f"{resource.label}: created")
+            source = _source_of(spec)
+            plan.steps.append((f"{resource.label}: created", lambda: self._add_source(source)))
         elif _source_of(spec) == self.app.source(spec.id):
-            plan.lines.append(f"{resource.label}: unchanged")
+            plan.steps.append((f"{resource.label}: unchanged", None))
         else:
             plan.problems.append(
                 f"{_at(resource)}: {resource.label} runs with other settings: replacing a "
@@ -170,10 +184,10 @@ class AppManager:
             kept = tuple(r for r in current.reactions if r.name is not None)
             query = query.model_copy(update={"reactions": (*query.reactions, *kept)})
             if query == current:
-                plan.lines.append(f"{resource.label}: unchanged")
+                plan.steps.append((f"{resource.label}: unchanged", None))
                 return
-        plan.queries.append((query, running))
-        plan.lines.append(f"{resource.label}: {'updated' if running else 'created'}")
+        line = f"{resource.label}: {'updated' if running else 'created'}"
+        plan.steps.append((line, functools.partial(self._add_query, query, running)))
 
     def _plan_reaction(self, resource: Resource, queries: set[str], plan: _Plan) -> None:
         definition = resource.spec
@@ -191,10 +205,11 @@ class AppManager:
         if set(running) == set(definition.queries) and all(
             spec == definition.spec for spec in running.values()
         ):
-            plan.lines.append(f"{resource.label}: unchanged")
+            plan.steps.append((f"{resource.label}: unchanged", None))
             return
-        plan.reactions.append((resource.name, definition, sorted(running)))
-        plan.lines.append(f"{resource.label}: {'updated' if running else 'created'}")
+        line = f"{resource.label}: {'updated' if running else 'created'}"
+        action = functools.partial(self._set_reaction, resource.name, definition, sorted(running))
+        plan.steps.append((line, action))
 
     def _reactions(self) -> dict[str, dict[str, AnyReaction]]:
         """Reaction name -> query id -> its spec there, over the app's queries."""
