@@ -61,8 +61,9 @@ def run(args: argparse.Namespace) -> int:
     print(f"drasi-ray: app {app.app_id!r} running; Ctrl-C to stop", flush=True)
     line = StatusLine(config, sys.stderr, args.status_interval)
     subscriptions = {query_id: app.subscribe(query_id) for query_id in app.query_ids}
-    commands = _serve_commands(app, config, args, subscriptions)
+    commands = None
     try:
+        commands = _serve_commands(app, config, args, subscriptions)
         if args.exit_when_idle:
             app.wait_until_idle(timeout=3600)
             stop.set()

@@ -464,3 +464,25 @@ def test_a_resource_written_back_as_a_document_reads_as_the_same_settings() -> N
     assert [r.spec for r in again[: len(queries)]] == queries
     assert again[-2].spec == source
     assert again[-1].spec == ReactionDefinition(("q1", "q2"), reaction)
+
+
+def test_an_app_is_made_of_several_drasi_files_or_of_an_app_file(tmp_path: Path) -> None:
+    from drasi_ray.model.resources import read_app
+
+    source = tmp_path / "source.yaml"
+    source.write_text(
+        "apiVersion: v1\nkind: Source\nname: hello-world\nspec:\n  kind: Platform\n"
+        "  properties: {redisUrl: 'redis://localhost:6379', streamKey: messages}\n"
+    )
+    queries = TUTORIALS / "getting-started" / "hello-world-queries.yaml"
+    app, notices = read_app([source, queries], "tutorial")
+    assert (app.id, notices) == ("tutorial", ())
+    assert [s.id for s in app.sources] == ["hello-world"]
+    assert [q.id for q in app.queries] == ["hello-world-from", "message-count", "inactive-people"]
+    assert read_app([source, queries])[0].id == "default"
+    with pytest.raises(ResourceError, match=r"ContinuousQuery/hello-world-from is also at "):
+        read_app([source, queries, queries])
+    app_file = tmp_path / "app.yaml"
+    app_file.write_text("id: mine\n")
+    assert read_app([app_file])[0].id == "mine"
+    assert read_app([app_file], "other")[0].id == "other"
