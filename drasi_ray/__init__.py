@@ -38,9 +38,15 @@ from drasi_ray.model.errors import (
 from drasi_ray.model.query_specs import QueryLanguage
 from drasi_ray.model.reaction_specs import (
     CallbackReaction,
+    HttpCall,
+    HttpQueryCalls,
+    HttpReaction,
     JsonLinesReaction,
     LogReaction,
     PlatformReaction,
+    PostgresStoredProcReaction,
+    SseReaction,
+    StoredProcCommands,
 )
 from drasi_ray.model.results import ControlResult, ControlSignal, QueryResult
 from drasi_ray.query.definition import Query
@@ -61,6 +67,9 @@ __all__ = [
     "DispatchMode",
     "DrasiRay",
     "DrasiRayError",
+    "HttpCall",
+    "HttpQueryCalls",
+    "HttpReaction",
     "JsonLinesReaction",
     "LogReaction",
     "ManualClock",
@@ -69,6 +78,7 @@ __all__ = [
     "PlatformReaction",
     "PlatformSource",
     "PlatformSourceConfig",
+    "PostgresStoredProcReaction",
     "Query",
     "QueryConfig",
     "QueryError",
@@ -78,7 +88,9 @@ __all__ = [
     "RayConfig",
     "ScalingConfig",
     "SourceFormat",
+    "SseReaction",
     "StateConfig",
+    "StoredProcCommands",
     "StreamError",
     "Subscription",
     "SystemClock",

@@ -26,12 +26,13 @@ import time
 import uuid
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 import ray
 import redis
 
 from drasi_ray.actors import names, scaling
+from drasi_ray.actors.app_reactions import AppReactions
 from drasi_ray.actors.consumer import ConsumerActor
 from drasi_ray.actors.coordinator import CoordinatorActor
 from drasi_ray.actors.placement import Placer
@@ -60,7 +61,14 @@ from drasi_ray.model.errors import (
     NotRunningError,
     UnknownComponentError,
 )
-from drasi_ray.model.reaction_specs import AnyReaction
+from drasi_ray.model.reaction_specs import (
+    AnyAppReaction,
+    AnyReaction,
+    HttpReaction,
+    PlatformReaction,
+    PostgresStoredProcReaction,
+    SseReaction,
+)
 from drasi_ray.query.engine import ContinuousQuery
 from drasi_ray.reactions.factory import resolve_specs
 from drasi_ray.shards.core import ApplyProbe
@@ -126,6 +134,7 @@ class DrasiRay:
         self._owns_ray = False
         self._clock = clock
         self._stop_listening: Callable[[], None] | None = None
+        self._reactions = AppReactions(self.namespace, app_id, self._ray)
 
     # -- configuration ------------------------------------------------------------------
 
@@ -145,6 +154,8 @@ class DrasiRay:
                 app.add_source(PlatformSource.from_spec(spec))
         for query in config.queries:
             app.add_query(query)
+        for reaction in config.reactions:
+            app.add_reaction(reaction)
         return app
 
     @classmethod
@@ -177,10 +188,32 @@ class DrasiRay:
         if self.running and query.auto_start:
             self._check_sources(query)
             self._start_query(query)
+            self._reactions.refresh()
         return self
 
-    def add_reaction(self, query_id: str, reaction: AnyReaction) -> DrasiRay:
-        """Send a query's results to ``reaction`` too (from now on, if the app is running)."""
+    @overload
+    def add_reaction(self, target: str, reaction: AnyReaction) -> DrasiRay: ...
+
+    @overload
+    def add_reaction(self, target: AnyAppReaction) -> DrasiRay: ...
+
+    def add_reaction(
+        self, target: str | AnyAppReaction, reaction: AnyReaction | None = None
+    ) -> DrasiRay:
+        """Send a query's results to ``reaction`` too, from now on if the app is running:
+        ``add_reaction(query_id, reaction)`` for a reaction inside the query's host
+        (platform, jsonl, log, callback).
+
+        ``add_reaction(spec)`` adds a reaction of the app, an actor of its own over the
+        result streams of the queries it names (:class:`~drasi_ray.model.reaction_specs.
+        HttpReaction`, :class:`~drasi_ray.model.reaction_specs.SseReaction`); the queries it
+        names must be added first. Raises ConfigError naming the problem when it does not fit
+        them (an unknown query, a template field the query does not return)."""
+        if isinstance(target, (HttpReaction, SseReaction, PostgresStoredProcReaction)):
+            return self._add_app_reaction(target)
+        if not isinstance(target, str) or reaction is None:
+            raise TypeError("add_reaction(query_id, reaction) or add_reaction(app_reaction)")
+        query_id = target
         query = self._queries.get(query_id)
         if query is None:
             raise UnknownComponentError(f"unknown query {query_id!r}")
@@ -229,14 +262,74 @@ class DrasiRay:
             raise UnknownComponentError(f"unknown source {source_id!r}")
         return self._postgres.get(source_id, source)
 
+    def _add_app_reaction(self, spec: AnyAppReaction) -> DrasiRay:
+        columns = {query_id: engine.column_names for query_id, engine in self._engines.items()}
+        self._reactions.add(spec, columns)
+        if self.running:
+            for query_id in self._host_of:
+                if self._reactions.covers(query_id):
+                    self._ensure_result_stream(query_id)
+            self._start_app_reaction(spec)
+            self._reactions.refresh()
+        return self
+
+    def _ensure_result_stream(self, query_id: str) -> None:
+        """Give a running query a platform reaction if it has none (a reaction of the app
+        reads its result stream)."""
+        if not any(isinstance(r, PlatformReaction) for r in self._queries[query_id].reactions):
+            self.add_reaction(query_id, PlatformReaction())
+
+    def _start_app_reaction(self, spec: AnyAppReaction) -> None:
+        relayed = not isinstance(spec, SseReaction)
+        streams = {
+            query_id: self._result_stream(query)
+            for query_id, query in self._queries.items()
+            if relayed and query_id in (spec.queries or ())
+        }
+        placement = {}
+        if relayed:
+            placement = self._placement().next_options(names.reaction_actor(spec.id))
+        self._reactions.start(spec, streams, placement)
+
+    def _result_stream(self, query: QueryConfig) -> tuple[str | None, str]:
+        """(Redis URL, stream) of the query's platform reaction, as the app resolves it."""
+        configured = self._with_reaction_defaults(query)
+        platform = next(r for r in configured.reactions if isinstance(r, PlatformReaction))
+        return platform.redis_url, platform.stream or keys.result_stream(query.id)
+
+    def reaction_url(self, reaction_id: str) -> str:
+        """The base URL an SSE reaction (the dashboard) listens at, once the app runs."""
+        if reaction_id not in self._reactions.specs:
+            raise UnknownComponentError(f"unknown reaction {reaction_id!r}")
+        if reaction_id not in self._reactions.urls:
+            raise NotRunningError(f"reaction {reaction_id!r} is not listening; call start()")
+        return self._reactions.urls[reaction_id]
+
+    @property
+    def reaction_ids(self) -> list[str]:
+        """The ids of the app's reactions that run as actors (HTTP, SSE)."""
+        return list(self._reactions.specs)
+
     def _reaction_redis_url(self, query: QueryConfig) -> str | None:
         """Where a platform reaction writes by default (:meth:`StateConfig.results_redis_url`)."""
         source = self._sources.get(query.sources[0])
         return self._state.results_redis_url(None if source is None else source.config.redis_url)
 
     def _with_reaction_defaults(self, query: QueryConfig) -> QueryConfig:
-        specs = resolve_specs(query.reactions, self._reaction_redis_url(query))
+        """The query's reactions with their defaults filled."""
+        specs = resolve_specs(
+            self._with_result_stream(query).reactions, self._reaction_redis_url(query)
+        )
         return query.model_copy(update={"reactions": tuple(specs)})
+
+    def _with_result_stream(self, query: QueryConfig) -> QueryConfig:
+        """The query with a platform reaction if a reaction of the app reads its result
+        stream and it has none."""
+        if not self._reactions.covers(query.id) or any(
+            isinstance(reaction, PlatformReaction) for reaction in query.reactions
+        ):
+            return query
+        return query.model_copy(update={"reactions": (*query.reactions, PlatformReaction())})
 
     def scale(self, source_id: str, consumers: int) -> int:
         """Run ``consumers`` consumer actors for ``source_id``; returns the previous count.
@@ -351,7 +444,9 @@ class DrasiRay:
         self._add_chain_sources()
         for query in self._queries.values():
             self._check_sources(query)
+        self._reactions.read_tokens()
         self._ensure_ray()
+        self._start_app_reactions()
         self._start_analytics()
         shards = self._scaling.shards
         self._coordinator = CoordinatorActor.options(  # type: ignore[attr-defined]
@@ -373,6 +468,7 @@ class DrasiRay:
         for query in self._queries.values():
             if query.auto_start:
                 self._start_query(query)
+        self._reactions.refresh()
         try:
             for source in self._sources.values():
                 if source.auto_start:
@@ -381,6 +477,20 @@ class DrasiRay:
             self.stop()  # a source that cannot start (a PostgreSQL error): nothing left running
             raise
         return self
+
+    def _start_app_reactions(self) -> None:
+        """Start the reactions of the app first: an HTTP reaction's first position is then
+        before its queries' first result, and one that cannot start (a port in use) fails
+        the start before anything else runs (what did start is stopped)."""
+        try:
+            for spec in self._reactions.specs.values():
+                self._start_app_reaction(spec)
+        except BaseException:
+            self._reactions.stop()
+            if self._owns_ray:
+                ray.shutdown()
+                self._owns_ray = False
+            raise
 
     def _shard_settings(self, index: int, shards: int) -> ShardSettings:
         return ShardSettings(
@@ -549,6 +659,7 @@ class DrasiRay:
 
     def _start_query(self, query: QueryConfig) -> None:
         """Host the query, then register it: it returns bootstrapped from every shard."""
+        query = self._queries[query.id] = self._with_result_stream(query)
         engine = self._engines[query.id]
         host_name = self._host_name_for(query)
         host = self._host(host_name)
@@ -637,6 +748,7 @@ class DrasiRay:
         _best_effort(lambda: ray.get(coordinator.flush_deliveries.remote(), timeout=STOP_TIMEOUT_S))
         hosts = list(self._hosts.values())  # signal `stopped`, flush reactions
         _best_effort(lambda: ray.get([h.stop.remote() for h in hosts], timeout=STOP_TIMEOUT_S))
+        self._reactions.stop()  # after the hosts: what they flushed is delivered
         shards = [*self._shards, *scaling.find_shards(self.namespace, len(self._shards) + 1)]
         for actor in [*readers, *consumers, *hosts, *shards, self._coordinator]:
             _best_effort(lambda actor=actor: ray.kill(actor))
@@ -703,12 +815,14 @@ class DrasiRay:
         return self._hosts[self._host_of[query_id]]
 
     def flush_reactions(self, timeout: float = 30.0) -> None:
-        """Return once every query's reactions wrote every result produced so far.
+        """Return once every query's reactions wrote every result produced so far, and every
+        reaction of the app took in what the result streams then hold.
 
         Call after :meth:`wait_until_idle` to read a result stream or file deterministically.
         Raises TimeoutError if a reaction is still behind (e.g. failing) after ``timeout``.
         """
         hosts = list(self._hosts.values())
+        deadline = time.monotonic() + timeout
         behind = sorted(
             query_id
             for late in ray.get([host.flush_reactions.remote(timeout) for host in hosts])
@@ -716,6 +830,9 @@ class DrasiRay:
         )
         if behind:
             raise TimeoutError(f"reactions of {behind} not flushed within {timeout:.1f}s")
+        late = self._reactions.flush(max(deadline - time.monotonic(), 0.001))
+        if late:
+            raise TimeoutError(f"reactions {late} not flushed within {timeout:.1f}s")
 
     def wait_until_idle(self, timeout: float = 30.0) -> None:
         """Return once every entry appended to the source streams (every stream of each
@@ -867,6 +984,7 @@ class DrasiRay:
             },
             "hosts": hosts,
             "queries": queries,
+            "reactions": self._reactions.status(),
         }
 
     def coordinator_actor(self) -> Any:

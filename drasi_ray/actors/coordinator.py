@@ -236,6 +236,11 @@ class CoordinatorActor:
         await self._control_loaded
         return self._registry.queries_of(host)
 
+    async def registrations(self) -> list[QueryRegistration]:
+        """Every query's registration (the SSE reaction learns the queries it serves here)."""
+        await self._control_loaded
+        return list(self._registry.registrations.values())
+
     async def subscribe(self, spec: SubscriberSpec) -> None:
         """Open a subscriber's buffer on its query's host, and keep its spec so that the host
         opens it again if it restarts (recorded first: a host restarting meanwhile has it)."""

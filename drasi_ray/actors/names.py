@@ -7,7 +7,8 @@ Every actor of an app lives in the Ray namespace ``drasi_ray.<app_id>``:
 - ``drasi/query-host-<m>``: shared query host ``m``; ``drasi/query-host/<query_id>``: the host
   of a query that has one of its own (``dedicated_host``);
 - ``drasi/<source>/consumer-<i>``: consumer ``i`` of a source;
-- ``drasi/<source>/postgres-reader``: the reader of a PostgreSQL source.
+- ``drasi/<source>/postgres-reader``: the reader of a PostgreSQL source;
+- ``drasi/reaction/<id>``: a reaction of the app (HTTP, SSE) running as an actor of its own.
 """
 
 from __future__ import annotations
@@ -44,3 +45,7 @@ def dedicated_host(query_id: str) -> str:
 
 def is_query_host(name: str) -> bool:
     return name.startswith((SHARED_HOST_PREFIX, DEDICATED_HOST_PREFIX))
+
+
+def reaction_actor(reaction_id: str) -> str:
+    return f"drasi/reaction/{reaction_id}"

@@ -339,6 +339,12 @@ class HostedQuery:
     def results(self) -> list[dict[str, Any]]:
         return self.runner.engine.results()
 
+    async def snapshot(self) -> tuple[list[dict[str, Any]], int]:
+        """The result rows and the sequence of the last result they include, taken together
+        (no delivery or re-evaluation is half applied: they run under the same turn)."""
+        async with self._turn:
+            return self.runner.engine.results(), self.runner.sequence
+
     def add_reaction(self, spec: AnyReaction) -> None:
         """Start one more reaction; it receives the results from now on."""
         self._reactions.add(spec)

@@ -328,6 +328,10 @@ class QueryHostActor:
     def results(self, query_id: str) -> list[dict[str, Any]]:
         return self._hosted(query_id).results()
 
+    async def snapshot(self, query_id: str) -> tuple[list[dict[str, Any]], int]:
+        """The query's rows and the sequence they are at (:meth:`HostedQuery.snapshot`)."""
+        return await self._hosted(query_id).snapshot()
+
     async def settle(self, query_id: str) -> int:
         """Run what is due on the query's clock now (:meth:`HostedQuery.settle`)."""
         return await self._hosted(query_id).settle()

@@ -39,7 +39,7 @@ from drasi_ray.model.query_specs import (
     check_pipelines,
     split_subscriptions,
 )
-from drasi_ray.model.reaction_specs import ReactionSpec
+from drasi_ray.model.reaction_specs import AppReactionSpec, ReactionSpec
 
 _ENTRY_ID = re.compile(r"^\d+(-\d+)?$")
 
@@ -670,6 +670,23 @@ class AppConfig(_Model):
     scaling: ScalingConfig = Field(
         ScalingConfig(), description="store shards and query hosts (below)"
     )
+    reactions: tuple[AppReactionSpec, ...] = Field(
+        (), description="reactions over several queries, each an actor: http, sse (dashboard)"
+    )
+
+    @model_validator(mode="after")
+    def _check_reactions(self) -> AppConfig:
+        ids = [reaction.id for reaction in self.reactions]
+        twice = sorted({name for name in ids if ids.count(name) > 1})
+        if twice:
+            raise ValueError(f"reaction ids must be unique: {', '.join(twice)}")
+        known = {query.id for query in self.queries}
+        for reaction in self.reactions:
+            named = reaction.queries or ()
+            missing = [query_id for query_id in named if query_id not in known]
+            if missing:
+                raise ValueError(f"reaction {reaction.id!r} names unknown queries {missing}")
+        return self
 
     @classmethod
     def from_yaml(cls, path: str | Path) -> AppConfig:

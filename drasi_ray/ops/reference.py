@@ -102,6 +102,8 @@ APP_PYTHON: dict[str, str] = {
     "analytics": "`DrasiRay(..., analytics_config=AnalyticsConfig(...))`",
     "state": "`DrasiRay(..., state_config=StateConfig(...))`",
     "scaling": "`DrasiRay(..., scaling_config=ScalingConfig(...))`",
+    "reactions": "`app.add_reaction(HttpReaction(...))` (or `SseReaction`, "
+    "`PostgresStoredProcReaction`)",
 }
 
 
@@ -198,6 +200,32 @@ def sections() -> list[Section]:
         Section("Reaction `kind: callback`", reaction.CallbackReaction,
                 "Calls `function(result)` in the query actor's process; in YAML the function "
                 "is `\"package.module:attribute\"`.", skip=common - {"include_control"}),
+        Section("App reaction `kind: http` (`reactions[]`)", reaction.HttpReaction,
+                "Drasi's HTTP reaction, an actor of its own over the result streams of the "
+                "queries it names: a call per diff, in order per query, at least once with an "
+                "`Idempotency-Key` (docs/operations.md, \"Reactions that leave the process\"). "
+                "In Python, `HttpReaction(...)`."),
+        Section("HTTP calls of a query (`reactions[].queries.<query id>`)",
+                reaction.HttpQueryCalls,
+                "Per change kind, the call made for each diff; `HttpQueryCalls(...)`."),
+        Section("HTTP call (`reactions[].queries.<query id>.added` ...)", reaction.HttpCall,
+                "`url`, `body` and header values are templates: `{{after.<column>}}`, "
+                "`{{before.<column>}}`, `{{queryId}}`, `{{sequence}}`, `{{kind}}`, "
+                "`{{sourceTimeMs}}`, and `{{json <name>}}` for a value as JSON. "
+                "`HttpCall(...)`."),
+        Section("App reaction `kind: storedproc-postgres` (`reactions[]`)",
+                reaction.PostgresStoredProcReaction,
+                "Drasi's PostgreSQL stored-procedure reaction: a procedure call per diff, "
+                "`CALL proc(@field, ...)` with the row's fields bound as parameters; an actor "
+                "of its own, delivering as the HTTP reaction does. "
+                "In Python, `PostgresStoredProcReaction(...)`."),
+        Section("Procedure commands of a query (`reactions[].queries.<query id>`)",
+                reaction.StoredProcCommands,
+                "A query's own commands (else the reaction's); `StoredProcCommands(...)`."),
+        Section("App reaction `kind: sse` (`reactions[]`)", reaction.SseReaction,
+                "Server-Sent Events of the queries' results and the live dashboard page, an "
+                "actor of its own. In Python, `SseReaction(...)`; `drasi-ray dashboard` adds "
+                "one."),
         Section("Ray (`ray:`)", config.RayConfig,
                 "How to reach Ray and how the actors are placed. In Python, `RayConfig(...)`."),
         Section("State (`state:`)", config.StateConfig,

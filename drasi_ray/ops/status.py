@@ -5,6 +5,8 @@ Works whether or not the app runs. Per source: stream length, the group's lag (R
 with ``XRANGE``, capped at :data:`LAG_COUNT_CAP`), pending entries, each consumer's pending count
 and idle time, and the dead-letter count. Per query: the last sequence (the state's counter and
 the result stream's last CloudEvent) and the row count obtained by replaying the result stream.
+Per HTTP reaction of the app: per query the sequence it delivered up to (its recorded
+position), the result stream's last sequence and the lag between them, and its dead letters.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import redis
 
 from drasi_ray.model import encoding, keys
 from drasi_ray.model.config import AppConfig, PostgresSourceSpec, QueryConfig, SourceSpec
+from drasi_ray.model.reaction_specs import PlatformReaction, RelayedReaction, SseReaction
 from drasi_ray.model.results import diffs_from_platform_event
 from drasi_ray.ops import common
 from drasi_ray.streams import admin
@@ -34,6 +37,8 @@ Shows, from Redis alone (the app need not run):
               each consumer's pending count and idle time; the dead-letter count
               (JSON: the sums per source, and "streams" with each stream's figures)
   per query:  last result sequence and current row count (replayed from <queryId>-results)
+  per HTTP reaction of the app: per query the sequence delivered up to, the lag behind the
+              result stream, and the reaction's dead letters
 
 examples:
   drasi-ray status app.yaml
@@ -151,12 +156,38 @@ class QueryStatus:
 
 
 @dataclass(frozen=True, slots=True)
+class DeliveryStatus:
+    """How far an HTTP reaction delivered one query's results (None: nothing recorded yet)."""
+
+    sequence: int | None
+    stream_sequence: int | None
+    lag: int
+
+
+@dataclass(frozen=True, slots=True)
+class ReactionStatus:
+    """An HTTP or stored-procedure reaction of the app: per query its delivery, and its dead
+    letters."""
+
+    kind: str
+    dead_letters: int
+    dead_letter_stream: str
+    queries: dict[str, DeliveryStatus]
+
+    def as_dict(self) -> dict[str, Any]:
+        report = _fields(self)
+        report["queries"] = {name: _fields(query) for name, query in self.queries.items()}
+        return report
+
+
+@dataclass(frozen=True, slots=True)
 class AppStatus:
-    """The whole report: per source and per query, from Redis alone."""
+    """The whole report: per source, per query and per HTTP reaction, from Redis alone."""
 
     app: str
     sources: dict[str, SourceStatus]
     queries: dict[str, QueryStatus]
+    reactions: dict[str, ReactionStatus] = dataclasses.field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         """The ``--json`` document."""
@@ -164,6 +195,7 @@ class AppStatus:
             "app": self.app,
             "sources": {name: source.as_dict() for name, source in self.sources.items()},
             "queries": {name: query.as_dict() for name, query in self.queries.items()},
+            "reactions": {name: r.as_dict() for name, r in self.reactions.items()},
         }
 
 
@@ -184,7 +216,55 @@ def app_status(config: AppConfig) -> AppStatus:
         app=config.id,
         sources={spec.id: source_status(spec, config.id) for spec in config.sources},
         queries={query.id: query_status(config, query) for query in config.queries},
+        reactions={
+            spec.id: reaction_status(config, spec)
+            for spec in config.reactions
+            if not isinstance(spec, SseReaction)
+        },
     )
+
+
+def reaction_status(config: AppConfig, spec: RelayedReaction) -> ReactionStatus:
+    """Where an HTTP or stored-procedure reaction's recorded positions stand against its
+    queries' result streams (all on one Redis, which holds its positions and dead letters
+    too)."""
+    queries = {query.id: query for query in config.queries if query.id in spec.queries}
+    deliveries: dict[str, DeliveryStatus] = {}
+    url = None
+    for query_id, query in queries.items():
+        url, stream = _result_stream(config, query)
+        with common.client(url) as client:
+            raw: Any = client.hget(keys.reaction_positions(config.id, spec.id), query_id)
+            last = _last_sequence(client, stream)
+        done = None if raw is None else int(orjson.loads(raw)[1])
+        lag = max(0, (last or 0) - (done or 0)) if done is not None else last or 0
+        deliveries[query_id] = DeliveryStatus(done, last, lag)
+    dead_letter_stream = keys.reaction_dead_letters(config.id, spec.id)
+    dead = 0
+    if url is not None:
+        with common.client(url) as client:
+            dead = int(client.xlen(dead_letter_stream))
+    return ReactionStatus(spec.kind, dead, dead_letter_stream, deliveries)
+
+
+def _result_stream(config: AppConfig, query: QueryConfig) -> tuple[str, str]:
+    """The query's result stream: its platform reaction's, else the one a reaction of the
+    app gives it (the default platform reaction)."""
+    location = common.result_location(config, query)
+    if location is not None:
+        return location
+    with_stream = query.model_copy(update={"reactions": (*query.reactions, PlatformReaction())})
+    found = common.result_location(config, with_stream)
+    assert found is not None
+    return found
+
+
+def _last_sequence(client: redis.Redis, stream: str) -> int | None:
+    reply: Any = client.xrevrange(stream, count=1)
+    if not reply:
+        return None
+    sequence = orjson.loads(reply[0][1][b"data"])["data"].get("sequence")
+    return sequence if isinstance(sequence, int) else None
 
 
 def source_status(spec: SourceSpec | PostgresSourceSpec, app_id: str) -> SourceStatus:
@@ -298,7 +378,15 @@ def render(report: AppStatus) -> str:
     table = [("QUERY", "LAST SEQUENCE", "STREAM SEQUENCE", "ROWS", "RESULT STREAM")]
     for query_id, q in report.queries.items():
         table.append((query_id, q.last_sequence, q.stream_sequence, q.rows, q.result_stream))
-    return "\n".join(lines + _columns(table))
+    lines += _columns(table)
+    if report.reactions:
+        table = [("REACTION", "QUERY", "DELIVERED TO", "STREAM SEQUENCE", "LAG", "DLQ")]
+        for reaction_id, r in report.reactions.items():
+            for number, (query_id, d) in enumerate(r.queries.items()):
+                dead = r.dead_letters if number == 0 else ""
+                table.append((reaction_id, query_id, d.sequence, d.stream_sequence, d.lag, dead))
+        lines += ["", *_columns(table)]
+    return "\n".join(lines)
 
 
 def _columns(rows: list[tuple[Any, ...]]) -> list[str]:

@@ -23,9 +23,12 @@ from pydantic import ValidationError
 
 from drasi_ray.model import resources
 from drasi_ray.model.config import AppConfig, QueryConfig, error_path
-from drasi_ray.model.errors import QueryError, QuerySyntaxError
+from drasi_ray.model.errors import ConfigError, QueryError, QuerySyntaxError
+from drasi_ray.model.reaction_specs import HttpReaction, RelayedReaction, SseReaction
 from drasi_ray.ops import common
 from drasi_ray.query.engine import ContinuousQuery
+from drasi_ray.reactions.http import check_query
+from drasi_ray.reactions.storedproc import check_commands
 
 HELP = """\
 Validates APP_YAML: the schema (unknown keys are errors), that queries read existing sources,
@@ -100,6 +103,35 @@ def validate_file(path: str | Path) -> list[Problem]:
     problems: list[Problem] = []
     for index, query in enumerate(config.queries):
         problems += _query_problems(name, text, root, config, index, query)
+    for index, reaction in enumerate(config.reactions):
+        if not isinstance(reaction, SseReaction):
+            problems += _template_problems(name, root, config, index, reaction)
+    return problems
+
+
+def _template_problems(
+    name: str, root: Any, config: AppConfig, index: int, reaction: RelayedReaction
+) -> list[Problem]:
+    """An HTTP reaction's templates (a stored-procedure reaction's commands) against the
+    fields of the queries they serve (a query that does not parse is reported on its own)."""
+    problems: list[Problem] = []
+    queries = {query.id: query for query in config.queries}
+    for query_id in reaction.queries:
+        query = queries[query_id]
+        try:
+            engine = ContinuousQuery(
+                query.id, query.query, query.parameters, query.joins, language=query.query_language
+            )
+            if isinstance(reaction, HttpReaction):
+                check_query(reaction, query_id, engine.column_names)
+            else:
+                check_commands(reaction, query_id, engine.column_names)
+        except QueryError:
+            continue
+        except ConfigError as exc:
+            where = ("reactions", index, "queries", query_id)
+            line, column = _position(_locate(root, where))
+            problems.append(Problem(name, line, column, ".".join(map(str, where)), str(exc)))
     return problems
 
 

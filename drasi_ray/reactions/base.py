@@ -124,6 +124,23 @@ async def stop_task(task: asyncio.Task[None] | None) -> None:
             await task
 
 
+async def end_tasks(tasks: list[asyncio.Task[None]], grace_s: float) -> None:
+    """Give ``tasks`` (told to stop by a flag they check) ``grace_s`` to end by themselves,
+    then cancel what is left and wait up to 1 s more.
+
+    Letting a loop blocked in a Redis read (XREAD BLOCK) end by itself is the clean way out:
+    a task cancelled inside that read can take long to end (redis-py closes the connection on
+    the way out), so cancelling comes second; closing the client afterwards ends it for sure.
+    """
+    if not tasks:
+        return
+    _done, pending = await asyncio.wait(tasks, timeout=grace_s)
+    for task in pending:
+        task.cancel()
+    if pending:
+        await asyncio.wait(pending, timeout=1.0)
+
+
 class ReactionWorker:
     """Runs one :class:`Reaction`: bounded queue, background writes, retry with backoff."""
 

@@ -14,7 +14,17 @@ from drasi_ray.ops import cli
 from drasi_ray.streams.records import DeadLetter
 
 EXAMPLES = Path(__file__).parent.parent.parent / "examples"
-SUBCOMMANDS = ["demo", "run", "validate", "publish", "status", "dlq", "replay", "scale"]
+SUBCOMMANDS = [
+    "demo",
+    "run",
+    "dashboard",
+    "validate",
+    "publish",
+    "status",
+    "dlq",
+    "replay",
+    "scale",
+]
 SUBCOMMANDS += ["apply", "list", "describe", "delete", "watch"]
 
 APP = """\
