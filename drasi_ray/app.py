@@ -243,6 +243,18 @@ class DrasiRay:
             self._record_reactions(updated)
         return len(query.reactions) - len(kept)
 
+    def app_reactions(self) -> dict[str, AnyAppReaction]:
+        """The reactions of the app (HTTP, SSE, stored procedures), by id."""
+        return dict(self._reactions.specs)
+
+    def remove_app_reaction(self, reaction_id: str) -> AnyAppReaction:
+        """Stop a reaction of the app (it delivers what its streams hold first, for a few
+        seconds) and forget it; its spec. Its positions and dead letters stay in Redis.
+        Raises UnknownComponentError for an id the app has no reaction of."""
+        if reaction_id not in self._reactions.specs:
+            raise UnknownComponentError(f"unknown reaction {reaction_id!r}")
+        return self._reactions.remove(reaction_id)
+
     def _record_reactions(self, query: QueryConfig) -> None:
         """Tell the coordinator a running query's reactions, so a restarted host has them."""
         resolved = tuple(resolve_specs(query.reactions, self._reaction_redis_url(query)))

@@ -18,7 +18,7 @@ from pydantic import BaseModel
 
 from drasi_ray.model import urls
 from drasi_ray.model.config import PostgresSourceSpec, QueryConfig, SourceSpec
-from drasi_ray.model.reaction_specs import AnyReaction
+from drasi_ray.model.reaction_specs import AnyAppReaction, AnyReaction, SseReaction
 
 API_VERSION = "v1"
 
@@ -132,3 +132,25 @@ def _reaction_fields(spec: AnyReaction) -> dict[str, Any]:
     if function is not None:
         fields["function"] = function if isinstance(function, str) else repr(function)
     return fields
+
+
+_APP_KINDS = {"http": "Http", "sse": "SSE", "storedproc-postgres": "StoredProc"}
+
+
+def app_reaction_document(spec: AnyAppReaction) -> dict[str, Any]:
+    """A ``kind: Reaction`` document of a reaction of the app (HTTP, SSE, stored
+    procedures): Drasi's kind name, its queries with their own settings, the rest as
+    properties."""
+    body: dict[str, Any] = {"kind": _APP_KINDS.get(spec.kind, spec.kind)}
+    if isinstance(spec, SseReaction):
+        if spec.queries is not None:
+            body["queries"] = list(spec.queries)
+    else:
+        body["queries"] = {
+            query_id: None if own is None else _changed(own)
+            for query_id, own in spec.queries.items()
+        }
+    properties = _changed(spec, {"id", "kind", "queries"})
+    if properties:
+        body["properties"] = properties
+    return {"apiVersion": API_VERSION, "kind": "Reaction", "name": spec.id, "spec": body}

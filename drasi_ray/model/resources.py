@@ -43,11 +43,16 @@ from drasi_ray.model.config import (
 from drasi_ray.model.errors import ConfigError
 from drasi_ray.model.postgres_specs import PostgresSourceConfig, RelationSpec, TableKey
 from drasi_ray.model.reaction_specs import (
+    AnyAppReaction,
     AnyReaction,
     CallbackReaction,
+    HttpReaction,
     JsonLinesReaction,
     LogReaction,
     PlatformReaction,
+    PostgresStoredProcReaction,
+    SseReaction,
+    StoredProcCommands,
 )
 
 API_VERSION = "v1"
@@ -70,8 +75,21 @@ REACTION_MODELS: dict[str, type[BaseModel]] = {
     "callback": CallbackReaction,
 }
 """Reaction kind (any case) -> the model of its settings."""
+_STOREDPROC_ALIASES = {
+    "addedResultCommand": "added_command",
+    "updatedResultCommand": "updated_command",
+    "deletedResultCommand": "deleted_command",
+    "databaseHostname": "host",
+    "databasePort": "port",
+    "databaseUser": "user",
+    "databaseDbname": "database",
+    "databasePassword": "password",
+    "databaseSsl": "ssl",
+    "databaseClient": "database_client",
+}
+"""Drasi's names of the StoredProc reaction's settings -> drasi_ray's (``password`` and
+``ssl`` then read as for a PostgreSQL source, ``database_client`` checked)."""
 _REACTION_HINTS = {
-    "debug": "; `drasi-ray watch QUERY` shows a query's results live",
     "signalr": "; a front end can read a query's result stream <query>-results (kind: Platform)",
 }
 _REACTION_ALIASES = {"maxStreamLength": "maxlen", "emitControlEvents": "include_control"}
@@ -140,11 +158,17 @@ class ResourceError(ConfigError):
 
 @dataclass(frozen=True, slots=True)
 class ReactionDefinition:
-    """A Drasi ``Reaction``: one reaction spec (its ``name`` the resource's) run for each of
-    ``queries``."""
+    """A Drasi ``Reaction`` over ``queries``: a reaction of the app (HTTP, SSE, stored
+    procedures: an actor of its own, ``id`` the resource's name), or a reaction run beside
+    each query (platform, log, jsonl, callback: its ``name`` the resource's)."""
 
     queries: tuple[str, ...]
-    spec: AnyReaction
+    spec: AnyReaction | AnyAppReaction
+
+    @property
+    def of_app(self) -> bool:
+        """Whether it is a reaction of the app rather than one per query."""
+        return isinstance(self.spec, (HttpReaction, SseReaction, PostgresStoredProcReaction))
 
 
 Spec = SourceSpec | PostgresSourceSpec | QueryConfig | ReactionDefinition
@@ -198,6 +222,7 @@ class ResourceFile:
         known = {resource.name for resource in self.of_kind(SOURCE)}
         for resource in self.of_kind(QUERY):
             problems += missing_sources(resource, known)
+        of_app = []
         for resource in self.of_kind(REACTION):
             definition = resource.spec
             assert isinstance(definition, ReactionDefinition)
@@ -206,15 +231,21 @@ class ResourceFile:
                     problems.append(
                         _problem(resource, ("spec", "queries", query_id), "unknown query")
                     )
-                    continue
-                query = queries[query_id]
-                queries[query_id] = query.model_copy(
-                    update={"reactions": (*query.reactions, definition.spec)}
-                )
+                elif not definition.of_app:
+                    query = queries[query_id]
+                    reactions = (*query.reactions, definition.spec)
+                    queries[query_id] = query.model_copy(update={"reactions": reactions})
+            if definition.of_app:
+                of_app.append(definition.spec)
         if problems:
             raise ResourceError(problems)
         try:
-            return AppConfig(id=app_id, sources=tuple(sources), queries=tuple(queries.values()))
+            return AppConfig(
+                id=app_id,
+                sources=tuple(sources),
+                queries=tuple(queries.values()),
+                reactions=tuple(of_app),
+            )
         except ValidationError as exc:
             raise ConfigError(f"{self.path}: {exc}") from exc
 
@@ -819,7 +850,7 @@ def _read_reaction(doc: _Document) -> ReactionDefinition | None:
         doc.notice(
             ("spec", "services"),
             "the containers Drasi's platform runs a reaction in; drasi_ray runs reactions "
-            "beside their queries",
+            "beside their queries, or as actors of the app",
         )
     if "identity" in spec:
         doc.refuse(
@@ -828,7 +859,10 @@ def _read_reaction(doc: _Document) -> ReactionDefinition | None:
         )
         ok = False
     kind = spec.get("kind")
-    model = REACTION_MODELS.get(str(kind).lower()) if kind is not None else None
+    written = str(kind).lower() if kind is not None else ""
+    if written in APP_REACTIONS:
+        return _read_app_reaction(doc, written) if ok else None
+    model = REACTION_MODELS.get(written)
     if model is None:
         doc.refuse(("spec", "kind"), _reaction_kind_message(kind))
         return None
@@ -838,7 +872,7 @@ def _read_reaction(doc: _Document) -> ReactionDefinition | None:
     if read is None or queries is None or not ok:
         return None
     properties, trail = read
-    raw = {**properties, "kind": str(kind).lower(), "name": doc.name}
+    raw = {**properties, "kind": written, "name": doc.name}
     trail.update({(): ("spec",), ("kind",): ("spec", "kind"), ("name",): ("name",)})
     reaction = doc.validated(model, raw, trail)
     return None if reaction is None else ReactionDefinition(queries, reaction)
@@ -846,30 +880,157 @@ def _read_reaction(doc: _Document) -> ReactionDefinition | None:
 
 def _reaction_queries(doc: _Document, queries: Any, kind: str) -> tuple[str, ...] | None:
     """``spec.queries``: query id -> its per-query settings (a mapping, as Drasi writes it),
-    or a list of query ids. drasi_ray's reaction kinds take no per-query settings."""
+    or a list of query ids. These reaction kinds take no per-query settings."""
+    settings = _query_settings(doc, queries)
+    if settings is None:
+        return None
+    ok = True
+    for query_id, given in settings.items():
+        if given not in (None, "", {}):
+            doc.refuse(
+                ("spec", "queries", query_id),
+                f"per-query settings are not used by reaction kind {kind!r}",
+            )
+            ok = False
+    return tuple(settings) if ok else None
+
+
+def _query_settings(doc: _Document, queries: Any) -> dict[str, Any] | None:
+    """``spec.queries`` as query id -> its settings (None when a list names it); a per-query
+    settings text is YAML, as Drasi's platform reads it."""
     path: Path_ = ("spec", "queries")
     if isinstance(queries, list) and queries and all(isinstance(q, str) for q in queries):
-        return tuple(queries)
+        return dict.fromkeys(queries)
     if not isinstance(queries, dict) or not queries:
         doc.refuse(
             path,
             "the queries the reaction reads are required (query id: settings, or a list of ids)",
         )
         return None
-    ok = True
-    for query_id, settings in queries.items():
-        if settings not in (None, "", {}):
-            doc.refuse(
-                (*path, query_id), f"per-query settings are not used by reaction kind {kind!r}"
-            )
-            ok = False
-    return tuple(str(query_id) for query_id in queries) if ok else None
+    settings: dict[str, Any] = {}
+    for query_id, given in queries.items():
+        if isinstance(given, str) and given.strip():
+            try:
+                given = yaml.safe_load(given)
+            except yaml.YAMLError as exc:
+                doc.refuse((*path, query_id), f"its settings are not YAML: {exc}")
+                return None
+        settings[str(query_id)] = given
+    return settings
+
+
+def _read_app_reaction(doc: _Document, kind: str) -> ReactionDefinition | None:
+    """A reaction that runs as an actor of the app (HTTP, SSE and Debug, stored procedures):
+    one spec over every query it names."""
+    spec = doc.data["spec"]
+    settings = _query_settings(doc, spec.get("queries"))
+    model, aliases, build = APP_REACTIONS[kind]
+    read = _properties(doc, ("spec", "properties"), spec.get("properties"), model, aliases)
+    if read is None or settings is None:
+        return None
+    properties, trail = read
+    raw = build(doc, properties, trail, settings)
+    if raw is None:
+        return None
+    raw.update(id=doc.name)
+    trail.update({(): ("spec",), ("id",): ("name",), ("queries",): ("spec", "queries")})
+    reaction = doc.validated(model, raw, trail)
+    return None if reaction is None else ReactionDefinition(tuple(settings), reaction)
+
+
+def _http(
+    doc: _Document, props: dict[str, Any], trail: dict[Path_, Path_], queries: dict[str, Any]
+) -> dict[str, Any] | None:
+    """Drasi's Http reaction: ``baseUrl``, and per query its ``added``/``updated``/
+    ``deleted`` calls (``url``, ``method``, ``body``, ``headers``)."""
+    if "token" in props:
+        doc.refuse(
+            trail[("token",)],
+            "a token is never written in drasi_ray's configuration: name the environment "
+            "variable holding it (tokenEnv: VAR) or a file (tokenFile: PATH)",
+            key=True,
+        )
+        return None
+    for query_id in queries:
+        trail[("queries", query_id)] = ("spec", "queries", query_id)
+    return {**props, "kind": "http", "queries": queries}
+
+
+def _sse(
+    doc: _Document, props: dict[str, Any], trail: dict[Path_, Path_], queries: dict[str, Any]
+) -> dict[str, Any] | None:
+    """Drasi Server's SSE reaction (``host``, ``port``); Drasi's Debug reaction, a web page of
+    the queries' results, is the same with its dashboard."""
+    for query_id, given in queries.items():
+        if given not in (None, "", {}):
+            doc.refuse(("spec", "queries", query_id), "per-query settings are not used here")
+            return None
+    return {**props, "kind": "sse", "queries": tuple(queries)}
+
+
+def _storedproc(
+    doc: _Document, props: dict[str, Any], trail: dict[Path_, Path_], queries: dict[str, Any]
+) -> dict[str, Any] | None:
+    """Drasi's StoredProc reaction on PostgreSQL (``databaseClient: pg``): its ``database*``
+    settings, ``addedResultCommand`` and the others; a query may have its own commands."""
+    client = str(props.pop("database_client", "pg")).lower()
+    trail.pop(("database_client",), None)
+    if client not in ("pg", "postgres", "postgresql"):
+        doc.refuse(
+            ("spec", "properties", "databaseClient"),
+            f"databaseClient {client!r}: drasi_ray calls procedures on PostgreSQL only (pg)",
+        )
+        return None
+    if "password" in props:
+        doc.refuse(
+            trail[("password",)],
+            "a password is never written in drasi_ray's configuration: name the environment "
+            "variable holding it (passwordEnv: VAR) or a file (passwordFile: PATH)",
+            key=True,
+        )
+        return None
+    if "ssl" in props:
+        ssl = props.pop("ssl")
+        props["ssl_mode"] = "require" if ssl is True else "disable" if ssl is False else ssl
+        trail[("ssl_mode",)] = trail.pop(("ssl",))
+    own: dict[str, Any] = {}
+    for query_id, given in queries.items():
+        commands = given
+        if isinstance(given, dict):
+            commands = {
+                _STOREDPROC_ALIASES.get(k, _field_name(k, StoredProcCommands)): v
+                for k, v in given.items()
+            }
+        own[query_id] = commands or None
+        trail[("queries", query_id)] = ("spec", "queries", query_id)
+    return {**props, "kind": "storedproc-postgres", "queries": own}
+
+
+def _debug(
+    doc: _Document, props: dict[str, Any], trail: dict[Path_, Path_], queries: dict[str, Any]
+) -> dict[str, Any] | None:
+    raw = _sse(doc, props, trail, queries)
+    return None if raw is None else {**raw, "dashboard": True}
+
+
+AppReactionBuilder = Callable[
+    [_Document, dict[str, Any], dict[Path_, Path_], dict[str, Any]], dict[str, Any] | None
+]
+APP_REACTIONS: dict[str, tuple[type[BaseModel], Mapping[str, str] | None, AppReactionBuilder]] = {
+    "http": (HttpReaction, None, _http),
+    "sse": (SseReaction, None, _sse),
+    "debug": (SseReaction, None, _debug),
+    "storedproc": (PostgresStoredProcReaction, _STOREDPROC_ALIASES, _storedproc),
+    "storedproc-postgres": (PostgresStoredProcReaction, _STOREDPROC_ALIASES, _storedproc),
+}
+"""Reaction kinds (any case) that run as actors of the app: their model, Drasi's names of
+their settings, and how a document becomes the model's input."""
 
 
 def _reaction_kind_message(kind: Any) -> str:
     known = (
-        "Platform (CloudEvents on <query>-results, as Drasi's platform writes them), Log, "
-        "Jsonl, Callback"
+        "Http, StoredProc (PostgreSQL), SSE, Debug (the SSE dashboard), Platform (CloudEvents "
+        "on <query>-results, as Drasi's platform writes them), Log, Jsonl, Callback"
     )
     if kind is None:
         return f"a reaction needs a kind: {known}"

@@ -34,7 +34,13 @@ from drasi_ray.model.errors import (
     DrasiRayError,
     UnknownComponentError,
 )
-from drasi_ray.model.reaction_specs import AnyReaction
+from drasi_ray.model.reaction_specs import (
+    AnyAppReaction,
+    AnyReaction,
+    HttpReaction,
+    PostgresStoredProcReaction,
+    SseReaction,
+)
 from drasi_ray.model.resources import QUERY, REACTION, SOURCE, ReactionDefinition, Resource
 from drasi_ray.ops.control import ControlServer, Request
 from drasi_ray.ops.status import source_status
@@ -123,11 +129,25 @@ class AppManager:
         self.app.add_query(query)
         self._on_query(query.id, True)
 
-    def _set_reaction(self, name: str, definition: ReactionDefinition, running: list[str]) -> None:
+    def _set_reaction(self, name: str, definition: ReactionDefinition) -> None:
+        """Stop whatever runs under the name ``name``, then start ``definition``."""
+        self._stop_reaction(name)
+        spec = definition.spec
+        if isinstance(spec, (HttpReaction, SseReaction, PostgresStoredProcReaction)):
+            self.app.add_reaction(spec)
+            return
+        for query_id in definition.queries:
+            self.app.add_reaction(query_id, spec)
+
+    def _stop_reaction(self, name: str) -> bool:
+        """Stop the reaction ``name`` (of the app, or beside its queries); whether it ran."""
+        running = self._reactions().get(name, {})
         for query_id in running:
             self.app.remove_reaction(query_id, name)
-        for query_id in definition.queries:
-            self.app.add_reaction(query_id, definition.spec)
+        if name in self.app.app_reactions():
+            self.app.remove_app_reaction(name)
+            return True
+        return bool(running)
 
     def _plan(self, read: resources.ResourceFile) -> _Plan:
         plan = _Plan()
@@ -202,13 +222,18 @@ class AppManager:
         if unknown:
             return
         running = self._reactions().get(resource.name, {})
-        if set(running) == set(definition.queries) and all(
-            spec == definition.spec for spec in running.values()
-        ):
+        of_app = self.app.app_reactions().get(resource.name)
+        if of_app is not None and not running:
+            unchanged = of_app == definition.spec
+        else:
+            unchanged = set(running) == set(definition.queries) and all(
+                spec == definition.spec for spec in running.values()
+            )
+        if unchanged:
             plan.steps.append((f"{resource.label}: unchanged", None))
             return
-        line = f"{resource.label}: {'updated' if running else 'created'}"
-        action = functools.partial(self._set_reaction, resource.name, definition, sorted(running))
+        line = f"{resource.label}: {'updated' if running or of_app else 'created'}"
+        action = functools.partial(self._set_reaction, resource.name, definition)
         plan.steps.append((line, action))
 
     def _reactions(self) -> dict[str, dict[str, AnyReaction]]:
@@ -245,11 +270,8 @@ class AppManager:
 
     def _delete_one(self, kind: str, name: str) -> None:
         if kind == REACTION:
-            running = self._reactions().get(name)
-            if not running:
+            if not self._stop_reaction(name):
                 raise UnknownComponentError(f"unknown reaction {name!r}")
-            for query_id in running:
-                self.app.remove_reaction(query_id, name)
         elif kind == QUERY:
             self.app.query_config(name)  # unknown: UnknownComponentError
             self._remove_query(name)
@@ -328,7 +350,10 @@ class AppManager:
         for query_id, info in status.get("queries", {}).items():
             for report in info.get("reactions", []):
                 reports.setdefault((query_id, report.get("name") or ""), []).append(report)
-        rows = []
+        rows = [
+            _app_reaction_row(spec, status.get("reactions", {}).get(reaction_id))
+            for reaction_id, spec in sorted(self.app.app_reactions().items())
+        ]
         for name, running in sorted(self._reactions().items()):
             found = [r for q in running for r in reports.get((q, name), [])]
             kind = next(iter(running.values())).kind
@@ -355,10 +380,14 @@ class AppManager:
             row = self._query_row(name, status)
         else:
             running = self._reactions().get(name)
-            if not running:
+            of_app = self.app.app_reactions().get(name)
+            if of_app is not None:
+                document = resource_docs.app_reaction_document(of_app)
+            elif running:
+                spec = next(iter(running.values()))
+                document = resource_docs.reaction_document(name, sorted(running), spec)
+            else:
                 raise UnknownComponentError(f"unknown reaction {name!r}")
-            spec = next(iter(running.values()))
-            document = resource_docs.reaction_document(name, sorted(running), spec)
             row = next(r for r in self._reaction_rows(status) if r["id"] == name)
         shown = ("id", "sources", "kind", "streams", "queries")
         document["status"] = {k: v for k, v in row.items() if k not in shown}
@@ -437,6 +466,23 @@ def _source_state(states: list[str], auto_start: bool) -> str:
     if all(state == "running" for state in states):
         return "Running"
     return ", ".join(sorted({state.capitalize() for state in states}))
+
+
+def _app_reaction_row(spec: AnyAppReaction, report: Mapping[str, Any] | None) -> dict[str, Any]:
+    """A reaction of the app as ``list`` shows it, from its actor's report."""
+    report = report or {}
+    queries = sorted(spec.queries or ()) if spec.queries is not None else ["(every query)"]
+    state = str(report.get("state", "starting"))
+    return {
+        "id": spec.id,
+        "kind": spec.kind,
+        "queries": queries,
+        "status": state.capitalize(),
+        "delivered": report.get("delivered"),
+        "dropped": report.get("dead_lettered"),
+        "error": report.get("last_error") or report.get("error"),
+        "url": report.get("url"),
+    }
 
 
 def _reaction_row(

@@ -99,7 +99,6 @@ def test_the_getting_started_queries_load_the_gql_one_as_gql() -> None:
     ("path", "line", "refused"),
     [
         ("curbside-pickup/physical-ops-source.yaml", 6, "source kind 'MySQL'"),
-        ("getting-started/hello-world-reaction.yaml", 6, "reaction kind 'Debug'"),
         ("curbside-pickup/reaction.yaml", 6, "reaction kind 'SignalR'"),
     ],
 )
@@ -486,3 +485,128 @@ def test_an_app_is_made_of_several_drasi_files_or_of_an_app_file(tmp_path: Path)
     app_file.write_text("id: mine\n")
     assert read_app([app_file])[0].id == "mine"
     assert read_app([app_file], "other")[0].id == "other"
+
+
+def test_drasis_http_storedproc_sse_and_debug_reactions_are_reactions_of_the_app() -> None:
+    from drasi_ray.model.reaction_specs import (
+        HttpCall,
+        HttpQueryCalls,
+        HttpReaction,
+        PostgresStoredProcReaction,
+        SseReaction,
+        StoredProcCommands,
+    )
+
+    debug = read_resources(TUTORIALS / "getting-started" / "hello-world-reaction.yaml")
+    (resource,) = debug.resources
+    assert resource.spec == ReactionDefinition(
+        ("hello-world-from", "message-count", "inactive-people"),
+        SseReaction(
+            id="hello-world-debug",
+            queries=("hello-world-from", "message-count", "inactive-people"),
+            dashboard=True,
+        ),
+    )
+    text = """\
+kind: Reaction
+apiVersion: v1
+name: http-reaction
+spec:
+  kind: Http
+  properties:
+    baseUrl: "https://api.example.com"
+    tokenEnv: API_TOKEN
+  queries:
+    q: >
+      added:
+        url: "/webhook/{{after.id}}"
+        method: "POST"
+        body: '{"id": "{{after.id}}"}'
+      deleted:
+        url: "/webhook/{{before.id}}"
+        method: "DELETE"
+    r:
+---
+apiVersion: v1
+kind: Reaction
+name: stored-proc
+spec:
+  kind: StoredProc
+  queries:
+    q:
+  properties:
+    addedResultCommand: public.added_command(@MessageId, @MessageFrom)
+    deletedResultCommand: public.deleted_command(@MessageId)
+    databaseClient: pg
+    databaseHostname: postgres.default.svc.cluster.local
+    databasePort: 5432
+    databaseUser: test
+    databaseDbname: hello-world
+    passwordFile: /run/pg
+    databaseSsl: false
+"""
+    http, proc = parse_resources(text).resources
+    calls = HttpQueryCalls(
+        added=HttpCall(url="/webhook/{{after.id}}", method="POST", body='{"id": "{{after.id}}"}'),
+        deleted=HttpCall(url="/webhook/{{before.id}}", method="DELETE"),
+    )
+    assert http.spec == ReactionDefinition(
+        ("q", "r"),
+        HttpReaction(
+            id="http-reaction",
+            base_url="https://api.example.com",
+            token_env="API_TOKEN",
+            queries={"q": calls, "r": None},
+        ),
+    )
+    assert proc.spec == ReactionDefinition(
+        ("q",),
+        PostgresStoredProcReaction(
+            id="stored-proc",
+            host="postgres.default.svc.cluster.local",
+            port=5432,
+            user="test",
+            database="hello-world",
+            password_file="/run/pg",
+            ssl_mode="disable",
+            added_command="public.added_command(@MessageId, @MessageFrom)",
+            deleted_command="public.deleted_command(@MessageId)",
+            queries={"q": None},
+        ),
+    )
+    assert isinstance(proc.spec, ReactionDefinition) and proc.spec.of_app
+    token = text.replace("tokenEnv: API_TOKEN", "token: hunter2")
+    assert "a token is never written" in problems(token)[0]
+    assert "hunter2" not in " ".join(problems(token))
+    password = text.replace("passwordFile: /run/pg", "databasePassword: test")
+    assert problems(password)[0].startswith(
+        "f.yaml:35:5: Reaction/stored-proc spec.properties.databasePassword: "
+    )
+    assert "a password is never written" in problems(password)[0]
+    mysql = text.replace("databaseClient: pg", "databaseClient: mysql")
+    assert "PostgreSQL only" in only_problem(mysql)
+    with_commands = text.replace(
+        "  queries:\n    q:\n  properties:",
+        "  queries:\n    q:\n      deletedResultCommand: public.gone(@MessageId)\n  properties:",
+    )
+    (_, own) = parse_resources(with_commands).resources
+    assert isinstance(own.spec, ReactionDefinition)
+    assert isinstance(own.spec.spec, PostgresStoredProcReaction)
+    assert own.spec.spec.queries == {
+        "q": StoredProcCommands(deleted_command="public.gone(@MessageId)")
+    }
+    import yaml
+
+    from drasi_ray.model.resource_docs import app_reaction_document
+
+    written = "---\n".join(
+        yaml.safe_dump(app_reaction_document(r.spec.spec), sort_keys=False)  # type: ignore[union-attr]
+        for r in (http, proc, resource)
+    )
+    assert [r.spec for r in parse_resources(written).resources] == [
+        http.spec,
+        proc.spec,
+        ReactionDefinition(
+            ("hello-world-from", "message-count", "inactive-people"), resource.spec.spec
+        ),  # type: ignore[union-attr]
+    ]
