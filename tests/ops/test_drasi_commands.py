@@ -18,12 +18,14 @@ import signal
 import subprocess
 import sys
 import threading
+import urllib.request
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+import orjson
 import pytest
 import redis
 
@@ -255,7 +257,9 @@ def test_list_and_describe_show_the_resources_with_their_status(session: Session
 
 
 @pytest.mark.slow
-def test_a_reaction_is_applied_listed_updated_and_deleted(session: Session) -> None:
+def test_reactions_are_applied_listed_described_updated_and_deleted(session: Session) -> None:
+    """A Platform reaction beside a query, and the tutorial's Debug reaction (the SSE
+    dashboard, on a free port here: the tutorial's 8080 may be taken)."""
     reaction = """\
 apiVersion: v1
 kind: Reaction
@@ -266,21 +270,34 @@ spec:
     hello-world-from:
   properties:
     maxStreamLength: {maxlen}
+---
 """
-    first = session.file("reaction.yaml", reaction.format(maxlen=1000))
-    assert "Apply: Reaction/results: created" in session.ok("apply", "-f", first)
+    debug = (GETTING_STARTED / "hello-world-reaction.yaml").read_text()
+    debug += "  properties:\n    port: 0\n"
+    first = session.file("reaction.yaml", reaction.format(maxlen=1000) + debug)
+    assert session.ok("apply", "-f", first).splitlines()[:2] == [
+        "Apply: Reaction/results: created",
+        "Apply: Reaction/hello-world-debug: created",
+    ]
     assert "Apply: Reaction/results: unchanged" in session.ok("apply", "-f", first)
     session.sql("""INSERT INTO "Message" VALUES (8, 'Grace', 'Hello World');""")
     stream = keys.result_stream("hello-world-from")
     wait_until(lambda: session.client.xlen(stream) > 0, timeout_s=60, what="results on the stream")
     rows = {row[0]: row for row in table_rows(session.ok("list", "reaction"))}
     assert rows["results"][1:4] == ["platform", "hello-world-from", "Running"]
-    changed = session.file("reaction2.yaml", reaction.format(maxlen=10))
+    assert rows["hello-world-debug"][1] == "sse"
+    described = session.ok("describe", "reaction", "hello-world-debug")
+    url = next(line.split(": ", 1)[1] for line in described.splitlines() if "  url: " in line)
+    with urllib.request.urlopen(f"{url.rstrip('/')}/api/queries", timeout=30) as answer:
+        served = orjson.loads(answer.read())
+    assert "hello-world-from" in str(served)
+    changed = session.file("reaction2.yaml", reaction.format(maxlen=10) + debug)
     assert "Apply: Reaction/results: updated" in session.ok("apply", "-f", changed)
     assert "maxlen: 10" in session.ok("describe", "reaction", "results")
     deleted = session.ok("delete", "-f", changed)
     assert deleted.splitlines() == [
         "Delete: Reaction/results: deleted",
+        "Delete: Reaction/hello-world-debug: deleted",
         "Delete operation successful",
     ]
     assert "results" not in {row[0] for row in table_rows(session.ok("list", "reaction"))}
