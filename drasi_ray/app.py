@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import os
 import time
 import uuid
 from collections.abc import Callable, Iterable
@@ -31,10 +32,12 @@ from typing import TYPE_CHECKING, Any, overload
 import ray
 import redis
 
-from drasi_ray.actors import names, scaling
+from drasi_ray.actors import cluster, names, scaling
 from drasi_ray.actors.app_reactions import AppReactions
+from drasi_ray.actors.cluster import RayConnection
 from drasi_ray.actors.consumer import ConsumerActor
 from drasi_ray.actors.coordinator import CoordinatorActor
+from drasi_ray.actors.driver_logs import ForwardedLines
 from drasi_ray.actors.placement import Placer
 from drasi_ray.actors.postgres import PostgresReaderActor
 from drasi_ray.actors.query_host import QueryHostActor
@@ -56,6 +59,7 @@ from drasi_ray.model.config import (
     StateConfig,
 )
 from drasi_ray.model.errors import (
+    ComponentUnavailableError,
     ConfigError,
     DrasiRayError,
     NotRunningError,
@@ -65,6 +69,7 @@ from drasi_ray.model.reaction_specs import (
     AnyAppReaction,
     AnyReaction,
     HttpReaction,
+    LogReaction,
     PlatformReaction,
     PostgresStoredProcReaction,
     SseReaction,
@@ -75,7 +80,7 @@ from drasi_ray.shards.core import ApplyProbe
 from drasi_ray.source.middleware import check_middleware
 from drasi_ray.source.platform import PlatformSource
 from drasi_ray.source.postgres.definition import PostgresSource
-from drasi_ray.streams import admin
+from drasi_ray.streams import admin, connections
 
 if TYPE_CHECKING:
     from drasi_ray.analytics.facade import Analytics
@@ -88,6 +93,11 @@ RESTART_POLL_S = 0.05
 CLOCK_TIMEOUT_S = 120.0
 """How long moving a manual clock waits for the query actors to run what came due."""
 STOP_TIMEOUT_S = 30.0
+READ_TIMEOUT_S = 30.0
+"""How long results(), status() and subscribe() wait for an actor that is restarting."""
+LOG_FORWARD_TIMEOUT_S = 5.0
+"""How long stop() waits for Ray to forward the log reactions' last lines to the driver."""
+STOPPED_LINE = '"signal":"stopped"'
 
 
 class DrasiRay:
@@ -103,11 +113,13 @@ class DrasiRay:
         analytics_config: AnalyticsConfig | None = None,
         clock: Clock | None = None,
         scaling_config: ScalingConfig | None = None,
+        connect_timeout_s: float = connections.DEFAULT_DEADLINE_S,
     ) -> None:
         """``clock`` decides when the re-evaluations that Drasi's future functions schedule are
         due (:mod:`drasi_ray.model.clock`): the wall clock by default; a
         :class:`~drasi_ray.model.clock.ManualClock` moves only when told, and each move
-        returns once every query ran what came due."""
+        returns once every query ran what came due. ``connect_timeout_s``: how long
+        ``start()`` waits for each Redis (and a configured Ray) to answer."""
         AppConfig(id=app_id)  # validates the id
         self.app_id = app_id
         self.namespace = names.namespace(app_id)
@@ -132,6 +144,9 @@ class DrasiRay:
         self._redis: dict[str, redis.Redis] = {}
         self._chain_sources: set[str] = set()
         self._owns_ray = False
+        self._ray_connection: RayConnection | None = None
+        self._forwarded: ForwardedLines | None = None
+        self._connect_timeout_s = connect_timeout_s
         self._clock = clock
         self._stop_listening: Callable[[], None] | None = None
         self._reactions = AppReactions(self.namespace, app_id, self._ray)
@@ -146,6 +161,7 @@ class DrasiRay:
             state_config=config.state,
             analytics_config=config.analytics,
             scaling_config=config.scaling,
+            connect_timeout_s=config.connect_timeout_s,
         )
         for spec in config.sources:
             if isinstance(spec, PostgresSourceSpec):
@@ -160,19 +176,25 @@ class DrasiRay:
 
     @classmethod
     def from_yaml(cls, path: str | Path) -> DrasiRay:
-        """Build an app from Drasi's YAML schema (``sources``) plus ``queries`` and ``ray``."""
-        return cls.from_config(AppConfig.from_yaml(path))
+        """Build an app from Drasi's YAML schema (``sources``) plus ``queries`` and ``ray``;
+        ``${NAME}`` and ``${file:PATH}`` in its values are read from this process's environment
+        and files (:func:`~drasi_ray.model.config.expand_secrets`)."""
+        return cls.from_config(AppConfig.from_yaml(path, environ=os.environ))
 
     def add_source(self, source: PlatformSource | PostgresSource) -> DrasiRay:
         """Add a platform source, or a PostgreSQL source (its reader, and consumers of the
-        stream it writes)."""
+        stream it writes). A source that names no consumer group reads with the app's own,
+        ``drasi_ray.<app id>`` (so apps sharing a stream each see every entry)."""
         if source.id in self._sources:
             raise ConfigError(f"source {source.id!r} is already added")
         if isinstance(source, PostgresSource):
             self._postgres[source.id] = source
-            self._sources[source.id] = source.platform_source(self.app_id)
+            platform = source.platform_source(self.app_id)
         else:
-            self._sources[source.id] = source
+            platform = source
+        self._sources[source.id] = dataclasses.replace(
+            platform, config=platform.config.in_app(self.app_id)
+        )
         if self.running and source.auto_start:
             self._start_source(self._sources[source.id])
         return self
@@ -449,15 +471,26 @@ class DrasiRay:
 
     # -- lifecycle ----------------------------------------------------------------------
 
-    def start(self) -> DrasiRay:
-        """Start every auto-start source and query; return once all consumers are reading."""
+    def start(self, *, sources: bool = True) -> DrasiRay:
+        """Start every auto-start source and query; return once all consumers are reading.
+
+        First every Redis the app uses must answer within ``connect_timeout_s``
+        (:class:`~drasi_ray.model.errors.RedisUnavailableError` or ``RedisRejectedError``
+        naming it otherwise, before any actor starts). Ray: the one this process is connected
+        to, else the cluster of ``ray.address`` or ``RAY_ADDRESS``, else a new local Ray on
+        127.0.0.1 (:mod:`drasi_ray.actors.cluster`; :attr:`ray_connection` says which).
+        ``sources=False`` starts the queries only: subscribe, then :meth:`start_sources`, to
+        receive the results of what the streams already hold.
+        """
         if self.running:
             return self
         self._add_chain_sources()
         for query in self._queries.values():
             self._check_sources(query)
+        self._check_redis()
         self._reactions.read_tokens()
         self._ensure_ray()
+        self._watch_forwarded_lines()
         self._start_app_reactions()
         self._start_analytics()
         shards = self._scaling.shards
@@ -481,14 +514,67 @@ class DrasiRay:
             if query.auto_start:
                 self._start_query(query)
         self._reactions.refresh()
+        if sources:
+            self.start_sources()
+        return self
+
+    def start_sources(self) -> DrasiRay:
+        """Start the consumers of every auto-start source not yet started (after
+        ``start(sources=False)``); return once they all read."""
+        if not self.running:
+            raise NotRunningError("the app is not running; call start()")
         try:
             for source in self._sources.values():
-                if source.auto_start:
+                if source.auto_start and source.id not in self._consumers:
                     self._start_source(source)
         except DrasiRayError:
             self.stop()  # a source that cannot start (a PostgreSQL error): nothing left running
             raise
         return self
+
+    @property
+    def ray_connection(self) -> RayConnection | None:
+        """Which Ray the app runs on (None before start)."""
+        return self._ray_connection
+
+    def _redis_urls(self) -> dict[str, str]:
+        """Every Redis the app uses, each with what it is for (the first use named)."""
+        uses: dict[str, str] = {}
+        for source in self._sources.values():
+            if source.id not in self._chain_sources:
+                uses.setdefault(source.config.redis_url, f"source {source.id!r}")
+        state = self._state_url()
+        if state is not None:
+            uses.setdefault(state, "state.redis_url")
+        for query in self._queries.values():
+            for reaction in self._with_reaction_defaults(query).reactions:
+                if isinstance(reaction, PlatformReaction) and reaction.redis_url is not None:
+                    uses.setdefault(reaction.redis_url, f"platform reaction of {query.id!r}")
+        return uses
+
+    def _log_reaction_queries(self) -> list[str]:
+        """Queries whose log reaction writes its lines, ``stopped`` last, to the host's
+        stdout or stderr (Ray forwards them to the driver)."""
+        return [
+            query.id
+            for query in self._queries.values()
+            if any(
+                isinstance(r, LogReaction) and r.to != "logger" and r.include_control
+                for r in query.reactions
+            )
+        ]
+
+    def _watch_forwarded_lines(self) -> None:
+        if self._owns_ray and self._log_reaction_queries():
+            self._forwarded = ForwardedLines(STOPPED_LINE).start()
+
+    def _check_redis(self) -> None:
+        """Every Redis of the sources and the state answers (or one clear error), before
+        anything starts. A platform reaction's Redis is not waited for: a reaction that cannot
+        write retries on its own and holds back nothing else."""
+        for url, what in self._redis_urls().items():
+            if not what.startswith("platform reaction"):
+                connections.check(url, what, self._connect_timeout_s)
 
     def _start_app_reactions(self) -> None:
         """Start the reactions of the app first: an HTTP reaction's first position is then
@@ -514,6 +600,7 @@ class DrasiRay:
             self._failpoints,
             self._analytics_name(),
             self._ray.direct_calls,
+            tuple(self._redis_urls()),
         )
 
     def _analytics_name(self) -> str | None:
@@ -638,6 +725,7 @@ class DrasiRay:
                 PlatformSource.builder(query_id)
                 .with_redis_url(url)
                 .with_stream_key(keys.chain_stream(self.app_id, query_id))
+                .with_consumer_group(keys.consumer_group(self.app_id))
                 .with_start_id("0")
                 .with_block_ms(100)
                 .build()
@@ -658,16 +746,11 @@ class DrasiRay:
 
     def _ensure_ray(self) -> None:
         if ray.is_initialized():
+            self._ray_connection = self._ray_connection or RayConnection(None, "ray.init", False)
             return
-        options: dict[str, Any] = {"namespace": self.namespace, "log_to_driver": True}
-        if self._ray.address is not None:
-            options["address"] = self._ray.address
-        if self._ray.num_cpus is not None:
-            options["num_cpus"] = self._ray.num_cpus
-        if self._ray.include_dashboard is not None:
-            options["include_dashboard"] = self._ray.include_dashboard
-        ray.init(**options)
-        self._owns_ray = True
+        self._ray_connection = cluster.connect(self._ray, self.namespace, self._connect_timeout_s)
+        self._owns_ray = self._ray_connection.owned
+        logger.info("app %s runs on %s", self.app_id, self._ray_connection.describe())
 
     def _start_query(self, query: QueryConfig) -> None:
         """Host the query, then register it: it returns bootstrapped from every shard."""
@@ -744,8 +827,12 @@ class DrasiRay:
             raise cause if isinstance(cause, DrasiRayError) else exc from None
 
     def stop(self) -> None:
-        """Drain in-flight batches, stop every actor, and shut Ray down if we started it."""
+        """Drain in-flight batches, stop every actor, and shut Ray down if we started it
+        (also after a start that was interrupted or failed half-way)."""
         if not self.running:
+            if self._owns_ray:
+                ray.shutdown()
+                self._owns_ray = False
             return
         if self._stop_listening is not None:
             self._stop_listening()
@@ -760,6 +847,13 @@ class DrasiRay:
         _best_effort(lambda: ray.get(coordinator.flush_deliveries.remote(), timeout=STOP_TIMEOUT_S))
         hosts = list(self._hosts.values())  # signal `stopped`, flush reactions
         _best_effort(lambda: ray.get([h.stop.remote() for h in hosts], timeout=STOP_TIMEOUT_S))
+        if self._forwarded is not None:  # the log reactions' last lines reach the user
+            self._forwarded.wait_for(
+                [(f'"queryId":"{q}"', STOPPED_LINE) for q in self._log_reaction_queries()],
+                LOG_FORWARD_TIMEOUT_S,
+            )
+            self._forwarded.close()
+            self._forwarded = None
         self._reactions.stop()  # after the hosts: what they flushed is delivered
         shards = [*self._shards, *scaling.find_shards(self.namespace, len(self._shards) + 1)]
         for actor in [*readers, *consumers, *hosts, *shards, self._coordinator]:
@@ -796,12 +890,15 @@ class DrasiRay:
         capacity: int | None = None,
         mode: DispatchMode | None = None,
         include_control: bool = False,
+        timeout: float = READ_TIMEOUT_S,
     ) -> Subscription:
         """Subscribe to a query's results from now on.
 
         The buffer's size and dispatch mode default to the ``dispatch_buffer_capacity`` and
-        ``dispatch_mode`` of the query's first source. The subscription outlives a restart of
-        the query's host (:class:`~drasi_ray.actors.subscription.Subscription`).
+        ``dispatch_mode`` of the query's first source. The subscription outlives restarts of
+        the query's host and of the coordinator, together too with durable state
+        (:class:`~drasi_ray.actors.subscription.Subscription`). While the coordinator restarts
+        this waits, up to ``timeout`` (then ComponentUnavailableError).
         """
         host = self._query_host(query_id)
         source = self._sources[self._queries[query_id].sources[0]]
@@ -811,12 +908,19 @@ class DrasiRay:
             capacity or source.dispatch_buffer_capacity,
             mode or source.dispatch_mode,
         )
-        ray.get(self._coordinator.subscribe.remote(spec))
-        return Subscription(spec, host, self._coordinator, include_control)
+        coordinator = self._coordinator
+        _read(lambda: coordinator.subscribe.remote(spec), "the coordinator", timeout)
+        return Subscription(spec, host, coordinator, include_control)
 
-    def results(self, query_id: str) -> list[dict[str, Any]]:
-        """The query's current result rows."""
-        rows: list[dict[str, Any]] = ray.get(self._query_host(query_id).results.remote(query_id))
+    def results(self, query_id: str, timeout: float = READ_TIMEOUT_S) -> list[dict[str, Any]]:
+        """The query's current result rows. While its host restarts this waits, up to
+        ``timeout``, then raises ComponentUnavailableError."""
+        host = self._query_host(query_id)
+        rows: list[dict[str, Any]] = _read(
+            lambda: host.results.remote(query_id, timeout),
+            f"the host of query {query_id!r}",
+            timeout,
+        )
         return rows
 
     def _query_host(self, query_id: str) -> Any:
@@ -964,14 +1068,16 @@ class DrasiRay:
     def _client(self, url: str) -> redis.Redis:
         client = self._redis.get(url)
         if client is None:
-            client = self._redis[url] = redis.Redis.from_url(url)
+            client = self._redis[url] = connections.client(url)
         return client
 
     # -- introspection ------------------------------------------------------------------
 
-    def status(self) -> dict[str, Any]:
+    def status(self, timeout: float = READ_TIMEOUT_S) -> dict[str, Any]:
         """A snapshot of every component: consumers, store shards (``coordinator`` adds them
-        up), query hosts and queries (each with the memory its state holds)."""
+        up), query hosts and queries (each with the memory its state holds). An actor that
+        does not answer is reported ``unavailable``; while the coordinator restarts this
+        waits, up to ``timeout``, then raises ComponentUnavailableError."""
         if not self.running:
             return {"app": self.app_id, "running": False}
         queries: dict[str, Any] = {}
@@ -981,11 +1087,13 @@ class DrasiRay:
             reports = _ask_all(host.info)
             for query_id in [q for q, h in self._host_of.items() if h == name]:
                 queries[query_id] = reports.get(query_id, {"state": "unavailable"})
-        shards = ray.get(self._coordinator.shard_stats.remote())
+        coordinator = self._coordinator
+        shards = _read(lambda: coordinator.shard_stats.remote(), "the coordinator", timeout)
+        stats = _read(lambda: coordinator.stats.remote(), "the coordinator", timeout)
         return {
             "app": self.app_id,
             "running": True,
-            "coordinator": ray.get(self._coordinator.stats.remote()).as_dict(),
+            "coordinator": stats.as_dict(),
             "shards": [report.as_dict() for report in shards],
             "sources": {
                 source_id: [_ask(actor.stats) for actor in actors]
@@ -1079,6 +1187,33 @@ def _call_restartable(
                 raise TimeoutError(f"actors did not come back for {method} within {timeout:.1f}s")
             time.sleep(backoff)
             backoff = min(backoff * 2, 1.0)
+
+
+def _read(call: Callable[[], Any], what: str, timeout: float) -> Any:
+    """``ray.get(call())``, made again while the actor restarts (it answers Ray's
+    RayActorError, or, a host not yet hosting its queries again, UnknownComponentError) until
+    ``timeout``; then ComponentUnavailableError naming ``what``. For reads and idempotent calls
+    only."""
+    deadline = time.monotonic() + timeout
+    pause = RESTART_POLL_S
+    while True:
+        try:
+            return ray.get(call(), timeout=max(deadline - time.monotonic(), 0.001))
+        except ray.exceptions.GetTimeoutError as exc:
+            raise ComponentUnavailableError(f"{what} did not answer within {timeout:g}s") from exc
+        except (ray.exceptions.RayActorError, ray.exceptions.RayTaskError) as exc:
+            restarting = isinstance(exc, ray.exceptions.RayActorError) or isinstance(
+                getattr(exc, "cause", None), UnknownComponentError
+            )
+            if not restarting:
+                raise
+            if time.monotonic() + pause > deadline:
+                raise ComponentUnavailableError(
+                    f"{what} is unavailable (restarting, or gone) after {timeout:g}s: "
+                    f"{type(exc).__name__}"
+                ) from exc
+        time.sleep(pause)
+        pause = min(pause * 2, 1.0)
 
 
 def _label_tuple(labels: Iterable[str] | None) -> tuple[str, ...] | None:

@@ -14,10 +14,10 @@ with one shard (the default) runs exactly one store process, as before shards ex
 
 Resume contract: a restarted coordinator reloads its shard's records, the table, the
 registrations and the shard count from Redis (without durable state: the shard count from the
-shard actors alive, the registrations from the query hosts), learns the live subscriptions from
-the query hosts (they are never persisted), then starts a new round for every query. While it
-is down, the other shards and the query hosts go on; consumers wait for it only when a batch
-has changes of its elements or control events.
+shard actors alive, the registrations from the query hosts), reloads the live subscriptions
+(kept in Redis with durable state) and learns those the query hosts hold, then starts a new
+round for every query. While it is down, the other shards and the query hosts go on;
+consumers wait for it only when a batch has changes of its elements or control events.
 """
 
 from __future__ import annotations
@@ -96,7 +96,8 @@ class CoordinatorActor:
         assert self._state is not None
         table = await self._state.load_table()
         registrations = [
-            QueryRegistration.from_json(record) for record in await self._state.load_registrations()
+            QueryRegistration.from_json(record, self._service.settings.credentials)
+            for record in await self._state.load_registrations()
         ]
         self._registry.load(registrations, table)
         if self._service.restarted:
@@ -120,11 +121,20 @@ class CoordinatorActor:
         self._registry.load(registrations, None)
 
     async def _learn_subscribers(self) -> None:
-        """After a restart: the subscriptions the query hosts hold. A host restarting at the
-        same time holds none yet: its subscriptions are lost (their handles stay quiet)."""
+        """After a restart: the subscriptions kept in Redis (durable state) and those the
+        query hosts hold. Without durable state, a host restarting at the same time holds none
+        yet: its subscriptions are lost, and their handles raise SubscriptionLostError."""
         await self._control_loaded
         if not self._service.restarted:
             return
+        if self._state is not None:
+            records = await outlasting(
+                self._state.load_subscribers, REDIS_TRANSIENT, "coordinator: subscribers", logger
+            )
+            for record in records:
+                spec = SubscriberSpec.from_json(record)
+                if spec.query_id in self._registry.registrations:
+                    self._registry.subscribers[spec.subscriber_id] = spec
         for host in self._registry.hosts:
             try:
                 handle = ray.get_actor(host, namespace=self._namespace)
@@ -249,15 +259,29 @@ class CoordinatorActor:
         if registration is None:
             raise UnknownComponentError(f"query {spec.query_id!r} is not registered")
         self._registry.subscribers[spec.subscriber_id] = spec
+        await self._save_subscriber(spec.subscriber_id, spec.to_json())
         host = ray.get_actor(registration.host, namespace=self._namespace)
         await outlasting(
             lambda: host.subscribe.remote(spec), _UNAVAILABLE, "coordinator: host", logger
         )
 
+    async def _save_subscriber(self, subscriber_id: str, record: bytes | None) -> None:
+        """Keep a subscription in Redis too: a coordinator restarted while its query's host
+        restarts still knows it (the host asks it which buffers to open)."""
+        if self._state is not None:
+            state = self._state
+            await outlasting(
+                lambda: state.save_subscriber(subscriber_id, record),
+                REDIS_TRANSIENT,
+                "coordinator: saving a subscription",
+                logger,
+            )
+
     async def unsubscribe(self, query_id: str, subscriber_id: str) -> None:
         """Close a subscriber's buffer and forget it (a host that is gone has lost it)."""
         await self._subscribers_known
         self._registry.subscribers.pop(subscriber_id, None)
+        await self._save_subscriber(subscriber_id, None)
         registration = self._registry.registrations.get(query_id)
         if registration is None:
             return

@@ -48,6 +48,7 @@ from drasi_ray.model.backoff import Backoff, outlasting
 from drasi_ray.model.changes import ElementDelta, PipedChange
 from drasi_ray.model.clock import ActorClock, ClockSetting
 from drasi_ray.model.config import DispatchMode, QueryConfig
+from drasi_ray.model.errors import SubscriptionLostError
 from drasi_ray.model.identity import reads_several
 from drasi_ray.model.query_specs import QueryLanguage
 from drasi_ray.model.reaction_specs import AnyReaction
@@ -333,10 +334,21 @@ class HostedQuery:
     ) -> list[Delivered]:
         buffer = self.runner.subscribers.get(subscriber_id)
         if buffer is None:
-            return []
+            raise SubscriptionLostError(
+                f"subscription {subscriber_id} to query {self.config.id!r} is lost (its host "
+                "restarted and nothing kept the subscription): read app.results() and "
+                "subscribe again"
+            )
         return await buffer.take(max_items, timeout_s)
 
-    def results(self) -> list[dict[str, Any]]:
+    async def results(self, timeout_s: float) -> list[dict[str, Any]] | None:
+        """The current rows, once the query is bootstrapped (a restarted host's query is
+        rebuilding them); None if it is not within ``timeout_s``."""
+        await self.loaded
+        try:
+            await asyncio.wait_for(self._bootstrapped.wait(), timeout_s)
+        except TimeoutError:
+            return None
         return self.runner.engine.results()
 
     async def snapshot(self) -> tuple[list[dict[str, Any]], int]:

@@ -25,6 +25,7 @@ host was down, are gone. Deliveries that were made to its previous incarnation a
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
 import os
@@ -48,7 +49,11 @@ from drasi_ray.host.merge import Arrival, DeliveryMerger, Offered, Unit
 from drasi_ray.host.runner import QueryReport
 from drasi_ray.model.backoff import outlasting
 from drasi_ray.model.clock import ClockSetting
-from drasi_ray.model.errors import StaleDeliveryError, UnknownComponentError
+from drasi_ray.model.errors import (
+    StaleDeliveryError,
+    SubscriptionLostError,
+    UnknownComponentError,
+)
 from drasi_ray.model.reaction_specs import AnyReaction
 from drasi_ray.model.shards import BootstrapPart
 from drasi_ray.shards.state import StateStore
@@ -321,12 +326,28 @@ class QueryHostActor:
         self, query_id: str, subscriber_id: str, max_items: int | None, timeout_s: float
     ) -> ResultBatch:
         hosted = self._queries.get(query_id)
+        if hosted is None and self._rejoin is not None and not self._rejoin.done():
+            # restarted, not yet hosting its queries again: wait for it (the buffers it opens
+            # come with them), or answer nothing and be asked again
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(self._rejoin), timeout_s)
+            hosted = self._queries.get(query_id)
+            if hosted is None:
+                return ResultBatch(())
         if hosted is None:
-            return ResultBatch(())
+            raise SubscriptionLostError(
+                f"query {query_id!r} is not on host {self._name} any more: subscription "
+                f"{subscriber_id} is lost; read app.results() and subscribe again"
+            )
         return ResultBatch(await hosted.take(subscriber_id, max_items, timeout_s))
 
-    def results(self, query_id: str) -> list[dict[str, Any]]:
-        return self._hosted(query_id).results()
+    async def results(self, query_id: str, timeout_s: float = 30.0) -> list[dict[str, Any]]:
+        """The query's rows once it is bootstrapped (after a restart it rebuilds them first);
+        UnknownComponentError if they are not within ``timeout_s`` (the caller asks again)."""
+        rows = await self._hosted(query_id).results(timeout_s)
+        if rows is None:
+            raise UnknownComponentError(f"query {query_id!r} is not bootstrapped yet")
+        return rows
 
     async def snapshot(self, query_id: str) -> tuple[list[dict[str, Any]], int]:
         """The query's rows and the sequence they are at (:meth:`HostedQuery.snapshot`)."""

@@ -86,6 +86,8 @@ class ShardSettings:
     probe: ApplyProbe | None = None
     analytics_actor: str | None = None
     direct_calls: bool = True
+    credentials: tuple[str, ...] = ()
+    """The app's Redis URLs with their passwords: stored registrations hold none."""
 
 
 @dataclass(slots=True)
@@ -340,8 +342,13 @@ class ShardService:
         if not applied:
             return
         records = [change_record(entry_id, change, delta) for entry_id, change, delta in applied]
+        took = [delta is not None for _, _, delta in applied]
         applied.clear()
-        self._analytics.append.remote(source_id, records)
+        self._analytics.append.remote(
+            source_id,
+            [record for record, yes in zip(records, took, strict=True) if yes],
+            [record for record, yes in zip(records, took, strict=True) if not yes],
+        )
 
     async def _try_persist(self, source_id: str, report: BatchReport) -> Exception | None:
         try:

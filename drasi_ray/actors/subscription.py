@@ -18,6 +18,7 @@ the query's sequence lease.
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -25,7 +26,11 @@ import ray
 
 from drasi_ray.actors.line import SyncLine
 from drasi_ray.coordinator.registry import SubscriberSpec
+from drasi_ray.model.errors import ComponentUnavailableError, SubscriptionLostError
 from drasi_ray.model.results import Delivered, QueryResult
+
+RESTART_DEADLINE_S = 60.0
+"""How long a read waits for the query's host to come back from a restart."""
 
 
 class Subscription:
@@ -48,6 +53,7 @@ class Subscription:
         self._subscriber_id = spec.subscriber_id
         self._include_control = include_control
         self._closed = False
+        self.restart_deadline_s = RESTART_DEADLINE_S
 
     def _keep(self, items: Iterable[Delivered]) -> list[Any]:
         if self._include_control:
@@ -56,13 +62,36 @@ class Subscription:
 
     def drain(self) -> list[QueryResult]:
         """Every result received since the last call, without blocking for new ones."""
-        items = self._line.call("take", self.query_id, self._subscriber_id, None, 0.0)
-        return self._keep(items)
+        return self._keep(self._take(0.0))
 
     def next(self, timeout: float = 1.0) -> list[QueryResult]:
         """Wait up to ``timeout`` seconds for results; returns what arrived (maybe nothing)."""
-        items = self._line.call("take", self.query_id, self._subscriber_id, None, timeout)
-        return self._keep(items)
+        return self._keep(self._take(timeout))
+
+    def _take(self, timeout: float) -> list[Delivered]:
+        """Take from the buffer. While the query's host restarts the call is made again, for
+        up to :data:`RESTART_DEADLINE_S`; then ComponentUnavailableError. A buffer that is gone
+        for good raises SubscriptionLostError: a read never returns nothing in silence."""
+        deadline = time.monotonic() + self.restart_deadline_s
+        pause = 0.05
+        while True:
+            try:
+                items: list[Delivered] = self._line.call(
+                    "take", self.query_id, self._subscriber_id, None, timeout
+                )
+                return items
+            except ray.exceptions.RayTaskError as exc:
+                if isinstance(exc.cause, SubscriptionLostError):
+                    raise exc.cause from None
+                raise
+            except ray.exceptions.RayActorError as exc:
+                if time.monotonic() + pause > deadline:
+                    raise ComponentUnavailableError(
+                        f"the host of query {self.query_id!r} did not come back within "
+                        f"{self.restart_deadline_s:g}s ({type(exc).__name__})"
+                    ) from exc
+                time.sleep(pause)
+                pause = min(pause * 2, 1.0)
 
     def __iter__(self) -> Iterator[QueryResult]:
         while not self._closed:

@@ -78,11 +78,18 @@ class AnalyticsActor:
         self._last_seal = time.monotonic()
         self._timer.start()
 
-    def append(self, source_id: str, records: Sequence[ChangeRecord]) -> None:
-        """Append one applied batch; seal once ``flush_every_changes`` rows are open."""
+    def append(
+        self,
+        source_id: str,
+        records: Sequence[ChangeRecord],
+        unapplied: Sequence[ChangeRecord] = (),
+    ) -> None:
+        """Append one batch (its applied changes, and those the store took nothing from);
+        seal once ``flush_every_changes`` rows are open (:meth:`ChangeLog.append`)."""
         with self._lock:
             self._batches += 1
-            if self._log.append(source_id, records) >= self._config.flush_every_changes:
+            open_rows = self._log.append(source_id, records, unapplied)
+            if open_rows >= self._config.flush_every_changes:
                 self._seal()
 
     def _seal(self) -> int:

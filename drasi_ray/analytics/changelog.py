@@ -170,6 +170,21 @@ class _OpenRows:
         return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
 
 
+def _content(source_id: str, record: ChangeRecord) -> tuple[Any, ...]:
+    """What makes two records the same change whatever their positions."""
+    digest = hash(
+        orjson.dumps(
+            record.properties,
+            option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS,
+            default=repr,
+        )
+    )
+    return (
+        source_id, record.element_id, record.op, record.effective_from, record.labels, digest,
+        record.start_id, record.end_id,
+    )  # fmt: skip
+
+
 def _json(properties: dict[str, Any]) -> str:
     # Sorted keys: the same state always gives the same text (comparable across rows).
     return orjson.dumps(properties, option=orjson.OPT_SORT_KEYS, default=str).decode()
@@ -250,13 +265,43 @@ class ChangeLog(Generic[H]):
         self._spilled: list[tuple[str, int]] = []  # (path, rows)
         self._epoch = 0
         self.appended = 0
+        # What identifies a change already logged: its position (element and version: a
+        # redelivery) and its content (element, op, time and state: the same event written
+        # twice by a producer, at two positions). ~200 bytes per change, as the log lives.
+        self._positions: set[tuple[str, str, int, int, int]] = set()
+        self._contents: set[tuple[Any, ...]] = set()
+        self.duplicates = 0
 
     # -- appending ----------------------------------------------------------------------
 
-    def append(self, source_id: str, records: Sequence[ChangeRecord]) -> int:
-        """Add the records of one applied batch; returns how many rows are open (unsealed)."""
-        self._open.extend(source_id, records)
-        self.appended += len(records)
+    def append(
+        self,
+        source_id: str,
+        records: Sequence[ChangeRecord],
+        unapplied: Sequence[ChangeRecord] = (),
+    ) -> int:
+        """Add the records of one batch, each change once. ``records`` the store applied are
+        rows unless their position was logged (a redelivery). ``unapplied`` ones (the store
+        took nothing visible from them) are rows too, a change overtaken by a newer change of
+        its element (another consumer's batch applied first) included, unless their position
+        or their content (element, op, time, state: the same event written twice) was logged.
+        Dropped ones are counted in ``duplicates``. Returns how many rows are open."""
+        positions, contents = self._positions, self._contents
+        fresh = []
+        for record, applied in [*((r, True) for r in records), *((r, False) for r in unapplied)]:
+            position = (
+                source_id, record.element_id, record.version_ms, record.version_seq,
+                record.change_index,
+            )  # fmt: skip
+            content = _content(source_id, record)
+            if position in positions or (not applied and content in contents):
+                continue
+            positions.add(position)
+            contents.add(content)
+            fresh.append(record)
+        self.duplicates += len(records) + len(unapplied) - len(fresh)
+        self._open.extend(source_id, fresh)
+        self.appended += len(fresh)
         return len(self._open)
 
     @property
@@ -374,6 +419,7 @@ class ChangeLog(Generic[H]):
     def stats(self) -> dict[str, Any]:
         return {
             "appended": self.appended,
+            "duplicates": self.duplicates,
             "open_rows": self.open_rows,
             "rows": self.rows,
             "blocks": len(self._blocks),

@@ -19,15 +19,17 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
+from drasi_ray.model import urls
 from drasi_ray.model.changes import SubscriptionControl
 from drasi_ray.model.config import DispatchMode, QueryConfig
 from drasi_ray.model.history import HistoryLimits
+from drasi_ray.model.reaction_specs import PlatformReaction
 from drasi_ray.shards.routing import LabelFilter, SubscriptionTable
 
 
@@ -61,28 +63,49 @@ class QueryRegistration:
         }
 
     def to_json(self) -> bytes:
+        """The stored form: every Redis URL without its password (secrets are never stored;
+        :meth:`from_json` gives them back from the URLs the app was started with)."""
         return orjson.dumps(
             {
-                "config": self.config.model_dump(mode="json"),
+                "config": _urls_mapped(self.config, urls.without_password).model_dump(mode="json"),
                 "host": self.host,
                 "nodeLabels": _listed(self.node_labels),
                 "relLabels": _listed(self.relation_labels),
                 "history": None if self.history is None else dataclasses.asdict(self.history),
-                "chainUrl": self.chain_url,
+                "chainUrl": None
+                if self.chain_url is None
+                else urls.without_password(self.chain_url),
             }
         )
 
     @classmethod
-    def from_json(cls, data: bytes) -> QueryRegistration:
+    def from_json(cls, data: bytes, credentials: Sequence[str] = ()) -> QueryRegistration:
+        """A stored registration, each URL given back its password from ``credentials`` (the
+        full URLs the app runs with)."""
         doc = orjson.loads(data)
+        chain_url = doc.get("chainUrl")
         return cls(
-            QueryConfig.model_validate(doc["config"]),
+            _urls_mapped(
+                QueryConfig.model_validate(doc["config"]),
+                lambda url: urls.with_password(url, credentials),
+            ),
             doc["host"],
             _tupled(doc["nodeLabels"]),
             _tupled(doc["relLabels"]),
             None if doc.get("history") is None else HistoryLimits(**doc["history"]),
-            doc.get("chainUrl"),
+            None if chain_url is None else urls.with_password(chain_url, credentials),
         )
+
+
+def _urls_mapped(config: QueryConfig, change: Callable[[str], str]) -> QueryConfig:
+    """``config`` with ``change`` applied to the Redis URL of each platform reaction."""
+    reactions = tuple(
+        reaction.model_copy(update={"redis_url": change(reaction.redis_url)})
+        if isinstance(reaction, PlatformReaction) and reaction.redis_url is not None
+        else reaction
+        for reaction in config.reactions
+    )
+    return config.model_copy(update={"reactions": reactions})
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +125,14 @@ class SubscriberSpec:
     subscriber_id: str
     capacity: int
     mode: DispatchMode
+
+    def to_json(self) -> bytes:
+        return orjson.dumps([self.query_id, self.subscriber_id, self.capacity, self.mode.value])
+
+    @classmethod
+    def from_json(cls, data: bytes) -> SubscriberSpec:
+        query_id, subscriber_id, capacity, mode = orjson.loads(data)
+        return cls(query_id, subscriber_id, capacity, DispatchMode(mode))
 
 
 class Registry:

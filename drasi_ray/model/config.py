@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import enum
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -41,7 +42,7 @@ from drasi_ray.model.query_specs import (
 )
 from drasi_ray.model.reaction_specs import AppReactionSpec, ReactionSpec
 
-_ENTRY_ID = re.compile(r"^\d+(-\d+)?$")
+ENTRY_ID = re.compile(r"^\d+(-\d+)?$")
 
 
 class DispatchMode(str, enum.Enum):
@@ -147,8 +148,20 @@ class PlatformSourceConfig(_Model):
         "of one element to the same stream (drasi_ray.model.partitions)",
     )
     consumer_group: str = Field(
-        "drasi-core", min_length=1, description="the consumer group the consumers share"
+        keys.DEFAULT_CONSUMER_GROUP,
+        min_length=1,
+        description="the consumer group the consumers share; unset, an app uses "
+        "'drasi_ray.<app id>', so two apps on one stream each see every entry: name a group "
+        "to share it (then the apps split the entries)",
     )
+
+    def in_app(self, app_id: str) -> PlatformSourceConfig:
+        """This config as app ``app_id`` runs it: an unset ``consumer_group`` becomes the
+        app's own (:func:`~drasi_ray.model.keys.consumer_group`)."""
+        if "consumer_group" in self.model_fields_set:
+            return self
+        return self.model_copy(update={"consumer_group": keys.consumer_group(app_id)})
+
     consumer_name: str | None = Field(
         None, description="base consumer name; default: the source id. Consumer i is '<name>-<i>'"
     )
@@ -309,7 +322,7 @@ class PlatformSourceConfig(_Model):
     @field_validator("start_id", "recreate_start_id")
     @classmethod
     def _check_start_id(cls, value: str) -> str:
-        if value != "$" and not _ENTRY_ID.match(value):
+        if value != "$" and not ENTRY_ID.match(value):
             raise ValueError("must be '$', '0' or a stream entry id like '1700000000000-0'")
         return value
 
@@ -359,8 +372,9 @@ class SourceSpec(_Model):
     properties: PlatformSourceConfig = Field(description="the stream and its consumer group")
 
     def stream_settings(self, app_id: str) -> PlatformSourceConfig:
-        """The streams the source's consumers read, and how."""
-        return self.properties
+        """The streams the source's consumers read, and how (with app ``app_id``'s own
+        consumer group unless the source names one)."""
+        return self.properties.in_app(app_id)
 
 
 class PostgresSourceSpec(_Model):
@@ -390,8 +404,9 @@ class PostgresSourceSpec(_Model):
         return self.properties.stream_key or keys.postgres_stream(app_id, self.id)
 
     def stream_settings(self, app_id: str) -> PlatformSourceConfig:
-        """The stream the source's consumers read, and how."""
-        return postgres_consumer_config(self.properties, self.stream_key(app_id))
+        """The stream the source's consumers read, and how (with app ``app_id``'s own
+        consumer group unless ``consumer`` names one)."""
+        return postgres_consumer_config(self.properties, self.stream_key(app_id)).in_app(app_id)
 
 
 def postgres_consumer_config(
@@ -544,13 +559,13 @@ class ScalingConfig(_Model):
 
 
 class RayConfig(_Model):
-    """How to reach Ray. ``address`` None: connect to a running cluster if there is one
-    (``RAY_ADDRESS``, or a local head), else start Ray locally."""
+    """How to reach Ray. ``address`` None: ``RAY_ADDRESS`` if set, else a new local Ray bound
+    to 127.0.0.1 (never a Ray that happens to run on the machine: drasi_ray.actors.cluster)."""
 
     address: str | None = Field(
         None,
-        description="the Ray to connect to; null: RAY_ADDRESS, else a running local cluster, "
-        "else start Ray locally",
+        description="the Ray cluster to join ('auto': the one running on this machine; "
+        "'local': a new local Ray); null: RAY_ADDRESS, else a new local Ray on 127.0.0.1",
     )
     num_cpus: int | None = Field(None, ge=1, description="only when starting Ray locally")
     include_dashboard: bool | None = Field(
@@ -688,15 +703,31 @@ class AppConfig(_Model):
                 raise ValueError(f"reaction {reaction.id!r} names unknown queries {missing}")
         return self
 
+    connect_timeout_s: float = Field(
+        30.0,
+        gt=0,
+        le=3600,
+        description="how long start() and every command wait for a Redis (and a configured "
+        "Ray) to answer before giving up with one error naming it",
+    )
+
     @classmethod
-    def from_yaml(cls, path: str | Path) -> AppConfig:
-        """Read and validate a YAML file; errors name the file and the offending key."""
-        text = Path(path).read_text(encoding="utf-8")
+    def from_yaml(cls, path: str | Path, environ: Mapping[str, str] | None = None) -> AppConfig:
+        """Read and validate a YAML file; errors name the file and the offending key.
+
+        Every ``${NAME}`` in a string value is replaced by the variable ``NAME`` of
+        ``environ`` and every ``${file:PATH}`` by the content of that file (its final newline
+        dropped), so secrets stay out of the file (:func:`expand_secrets`).
+        """
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:
+            raise ConfigError(f"{path}: not a UTF-8 text file") from exc
         try:
             raw = yaml.safe_load(text) or {}
         except yaml.YAMLError as exc:
             raise ConfigError(f"{path}: invalid YAML: {exc}") from exc
-        return cls.from_mapping(raw, origin=str(path))
+        return cls.from_mapping(expand_secrets(raw, environ, str(path)), origin=str(path))
 
     @classmethod
     def from_mapping(cls, raw: Any, origin: str = "config") -> AppConfig:
@@ -706,6 +737,46 @@ class AppConfig(_Model):
             return cls.model_validate(raw)
         except ValidationError as exc:
             raise ConfigError(f"{origin}: {format_validation_error(exc)}") from exc
+
+
+_REFERENCE = re.compile(r"\$\{([^}]*)\}")
+
+
+def expand_secrets(raw: Any, environ: Mapping[str, str] | None, origin: str = "config") -> Any:
+    """``raw`` (a parsed YAML document) with ``${NAME}`` replaced by ``environ[NAME]`` and
+    ``${file:PATH}`` by the file's content without its final newline, in every string value;
+    ``$${`` stays a literal ``${``. A variable that is not set, or a file that cannot be read,
+    is a ConfigError naming the key, never an empty password."""
+
+    def walk(value: Any, where: str) -> Any:
+        if isinstance(value, dict):
+            return {
+                key: walk(item, f"{where}.{key}" if where else str(key))
+                for key, item in value.items()
+            }
+        if isinstance(value, list):
+            return [walk(item, f"{where}.{index}") for index, item in enumerate(value)]
+        if isinstance(value, str) and "${" in value:
+            parts = value.split("$${")
+            return "${".join(
+                _REFERENCE.sub(lambda m: _resolve(m.group(1), where), part) for part in parts
+            )
+        return value
+
+    def _resolve(name: str, where: str) -> str:
+        if name.startswith("file:"):
+            path = Path(name.removeprefix("file:"))
+            try:
+                return path.read_text(encoding="utf-8").removesuffix("\n")
+            except (OSError, UnicodeDecodeError) as exc:
+                raise ConfigError(
+                    f"{origin}: {where}: cannot read ${{file:{path}}}: {exc}"
+                ) from exc
+        if environ is None or name not in environ:
+            raise ConfigError(f"{origin}: {where}: the environment variable {name!r} is not set")
+        return environ[name]
+
+    return walk(raw, "")
 
 
 def format_validation_error(exc: ValidationError) -> str:

@@ -91,6 +91,21 @@ class ShardMapChangedError(DrasiRayError):
     """
 
 
+class RayUnavailableError(DrasiRayError):
+    """The configured Ray cluster cannot be reached (the message names its address)."""
+
+
+class ComponentUnavailableError(DrasiRayError):
+    """An actor of the app did not answer within the deadline (it is restarting and did not
+    come back, or it is gone). The message names the actor and the deadline."""
+
+
+class SubscriptionLostError(DrasiRayError):
+    """A subscription's buffer is gone: its query's host restarted and nothing knew the
+    subscription any more (the coordinator restarted too, without durable state), or its
+    query was removed. Read the query's results (``app.results``) and subscribe again."""
+
+
 class PostgresSourceError(DrasiRayError):
     """A PostgreSQL source cannot read its database as configured: wrong credentials, no
     publication, no replication permission, a table it cannot key. The message names the

@@ -127,6 +127,12 @@ def element_store(app: str, source_id: str) -> str:
     return f"{NAMESPACE}:{_require_app(app)}:store:{_require('source_id', source_id)}"
 
 
+def subscribers(app: str) -> str:
+    """The hash of an app's live subscriptions (subscriber id -> spec):
+    ``drasi:<app>:subscribers``."""
+    return f"{NAMESPACE}:{_require_app(app)}:subscribers"
+
+
 def subscriptions(app: str) -> str:
     """The subscription-table hash of an app: ``drasi:<app>:subscriptions``."""
     return f"{NAMESPACE}:{_require_app(app)}:subscriptions"
@@ -175,6 +181,17 @@ def element_history(app: str, query_id: str) -> str:
 def history_limits(app: str) -> str:
     """The history limits of the queries that keep one: ``drasi:<app>:history-limits``."""
     return f"{NAMESPACE}:{_require_app(app)}:history-limits"
+
+
+DEFAULT_CONSUMER_GROUP = "drasi_ray"
+"""The group of a source config used outside any app (tests, benchmarks)."""
+
+
+def consumer_group(app_id: str) -> str:
+    """The consumer group of an app's source that names none: ``drasi_ray.<app id>``, so two
+    apps reading one stream each see every entry (sharing a group is a choice made by naming
+    it)."""
+    return f"{DEFAULT_CONSUMER_GROUP}.{_require('app_id', app_id)}"
 
 
 def consumer_name(base: str, index: int) -> str:

@@ -116,10 +116,19 @@ class JsonLinesReaction(_ReactionSpec):
 
 
 class LogReaction(_ReactionSpec):
-    """Logs each result through the ``drasi_ray.reaction`` logger (in the query actor's log)."""
+    """Writes each result as one JSON line where the user sees it: the query host's standard
+    output by default, which Ray forwards to the driver (``drasi-ray run``'s terminal, or the
+    job's logs), prefixed with the actor's name; ``stderr`` likewise; ``logger`` through the
+    ``drasi_ray.reaction.<query id>`` logger at ``level`` (the actor's log file, shown only
+    where logging is set up)."""
 
     kind: Literal["log"] = Field("log", description="picks this reaction")
-    level: Literal["debug", "info", "warning"] = Field("info", description="log level")
+    to: Literal["stdout", "stderr", "logger"] = Field(
+        "stdout", description="where the lines go (Ray forwards a host's stdout and stderr)"
+    )
+    level: Literal["debug", "info", "warning"] = Field(
+        "info", description="log level, with to: logger"
+    )
 
 
 class CallbackReaction(_ReactionSpec):

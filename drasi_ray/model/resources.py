@@ -38,6 +38,7 @@ from drasi_ray.model.config import (
     PostgresSourceSpec,
     QueryConfig,
     SourceSpec,
+    expand_secrets,
     validated,
 )
 from drasi_ray.model.errors import ConfigError
@@ -268,19 +269,22 @@ def combine(files: Sequence[ResourceFile]) -> ResourceFile:
 
 
 def read_app(
-    paths: Sequence[str | Path], app_id: str | None = None, redis_url: str | None = None
+    paths: Sequence[str | Path],
+    app_id: str | None = None,
+    redis_url: str | None = None,
+    environ: Mapping[str, str] | None = None,
 ) -> tuple[AppConfig, tuple[ResourceNotice, ...]]:
     """The app of one drasi_ray app file, or of Drasi resource files (one or several), and
     the notices reading them gave. ``app_id`` overrides the app file's id; an app of resource
     files is ``default`` unless given. ``redis_url``: as for :func:`parse_resources`."""
     texts = [(str(path), Path(path).read_text(encoding="utf-8")) for path in paths]
     if len(texts) == 1 and not looks_like_resources(texts[0][1]):
-        config = AppConfig.from_yaml(texts[0][0])
+        config = AppConfig.from_yaml(texts[0][0], environ)
         if app_id is not None:
             validated(AppConfig, id=app_id)  # the id's own rules
             config = config.model_copy(update={"id": app_id})
         return config, ()
-    files = [parse_resources(text, path, redis_url) for path, text in texts]
+    files = [parse_resources(text, path, redis_url, environ) for path, text in texts]
     read = combine(files)
     return read.app_config(app_id or "default"), read.notices
 
@@ -329,12 +333,18 @@ def read_resources(path: str | Path, redis_url: str | None = None) -> ResourceFi
 
 
 def parse_resources(
-    text: str, file: str = "<resources>", redis_url: str | None = None
+    text: str,
+    file: str = "<resources>",
+    redis_url: str | None = None,
+    environ: Mapping[str, str] | None = None,
 ) -> ResourceFile:
     """Read resource documents from ``text`` (``file`` names it in messages). ``redis_url``:
     where a PostgreSQL source that names no ``redisUrl`` has its reader write the changes
-    (the app's Redis; Drasi's documents do not say)."""
-    reader = _Reader(file, redis_url)
+    (the app's Redis; Drasi's documents do not say). With ``environ``, every ``${NAME}`` and
+    ``${file:PATH}`` in a value is expanded first, as in an app file
+    (:func:`~drasi_ray.model.config.expand_secrets`); one that cannot be is refused at its
+    line."""
+    reader = _Reader(file, redis_url, environ)
     for index, node in _documents(text, file):
         reader.document(index, node)
     reader.check_names()
@@ -381,9 +391,15 @@ def resource_names(text: str, file: str = "<resources>") -> list[tuple[str, str,
 class _Reader:
     """Reads documents one by one, collecting resources, problems and notices."""
 
-    def __init__(self, file: str, redis_url: str | None = None) -> None:
+    def __init__(
+        self,
+        file: str,
+        redis_url: str | None = None,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
         self.file = file
         self.redis_url = redis_url
+        self.environ = environ
         self.resources: list[Resource] = []
         self.problems: list[ResourceProblem] = []
         self.notices: list[ResourceNotice] = []
@@ -397,6 +413,10 @@ class _Reader:
             return
         if not doc.envelope_ok():
             return
+        if self.environ is not None:
+            doc.data = doc.expanded(doc.data, (), self.environ)
+            if doc.failed:
+                return
         readers: dict[str, Callable[[_Document], Spec | None]] = {
             SOURCE: _read_source,
             QUERY: _read_query,
@@ -509,6 +529,21 @@ class _Document:
                 unknown = error["type"] == "extra_forbidden"
                 self.refuse(path, "unknown key" if unknown else error["msg"], key=unknown)
             return None
+
+    def expanded(self, value: Any, path: Path_, environ: Mapping[str, str]) -> Any:
+        """``value`` with its ``${NAME}`` and ``${file:PATH}`` references expanded; one that
+        cannot be is refused at its path (the value left as it was)."""
+        if isinstance(value, dict):
+            return {k: self.expanded(v, (*path, k), environ) for k, v in value.items()}
+        if isinstance(value, list):
+            return [self.expanded(v, (*path, i), environ) for i, v in enumerate(value)]
+        if not isinstance(value, str) or "${" not in value:
+            return value
+        try:
+            return expand_secrets(value, environ, "")
+        except ConfigError as exc:
+            self.refuse(path, str(exc).removeprefix(": : "))
+            return value
 
     def config_value(self, path: Path_, value: Any) -> Any:
         """A property value: Drasi's ``{kind: Inline, value}`` is its value; a secret reference

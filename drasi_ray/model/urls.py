@@ -6,7 +6,8 @@ are the second line of defence for text that comes from elsewhere (a server's er
 
 from __future__ import annotations
 
-from urllib.parse import unquote, urlsplit
+from collections.abc import Iterable
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 
 def redact_url(url: str) -> str:
@@ -47,3 +48,31 @@ def scrub(text: str, secrets: tuple[str, ...]) -> str:
         if secret:
             text = text.replace(secret, "***")
     return text
+
+
+def without_password(url: str) -> str:
+    """``url`` as it may be stored: the password (and a ``password=`` query option) taken
+    out, everything else kept (user, host, port, db, TLS options). Unparseable input comes
+    back unchanged only if it holds no ``@`` (nothing that could be a credential)."""
+    try:
+        parts = urlsplit(url)
+        password = parts.password
+    except ValueError:
+        return url if "@" not in url else "<redis url>"
+    netloc = parts.netloc
+    if password is not None:
+        user, _, host = netloc.rpartition("@")
+        netloc = f"{user.split(':', 1)[0]}@{host}" if user.split(":", 1)[0] else host
+    query = "&".join(
+        option for option in parts.query.split("&") if option and not option.startswith("password=")
+    )
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+
+def with_password(url: str, known: Iterable[str]) -> str:
+    """The URL of ``known`` that :func:`without_password` turns into ``url`` (a stored URL
+    given back its password), else ``url`` itself."""
+    for candidate in known:
+        if candidate != url and without_password(candidate) == url:
+            return candidate
+    return url

@@ -14,6 +14,7 @@ the streams are drained; runs the Spark job; prints the result; and stops.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import uuid
 from collections.abc import Iterator
@@ -67,6 +68,7 @@ def run(args: argparse.Namespace) -> int:
     config = replay_config(common.load_app(args.config, args.redis_url), uuid.uuid4().hex[:8])
     if not config.sources:
         raise ConfigError(f"{args.config}: no sources to analyse")
+    common.check_all(config)
     with _running(config) as app:
         app.wait_until_idle(timeout=args.timeout)
         _run_job(app.analytics, args)
@@ -109,11 +111,12 @@ def _running(config: AppConfig) -> Iterator[DrasiRay]:
         yield app
     finally:
         app.stop()
-        for spec in config.sources:
-            settings = spec.stream_settings(config.id)
-            with redis.Redis.from_url(settings.redis_url) as client:
-                for stream in settings.stream_keys:
-                    client.xgroup_destroy(stream, settings.consumer_group)
+        with contextlib.suppress(redis.RedisError):  # never hides why the job failed
+            for spec in config.sources:
+                settings = spec.stream_settings(config.id)
+                with common.client(settings.redis_url) as client:
+                    for stream in settings.stream_keys:
+                        client.xgroup_destroy(stream, settings.consumer_group)
 
 
 def _run_job(analytics: Analytics, args: argparse.Namespace) -> None:

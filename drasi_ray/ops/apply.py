@@ -39,7 +39,7 @@ def add_parser(commands: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     texts = [(path, target.read_text(path)) for path in args.files]
     for path, text in texts:
-        resources.parse_resources(text, path, args.redis_url)  # refused here: nothing sent
+        resources.resource_names(text, path)  # not resources: refused here, nothing sent
     with target.client(args) as app:
         for path, text in texts:
             reply = app.call("apply", {"text": text, "file": path}, args.timeout)

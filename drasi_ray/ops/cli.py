@@ -24,28 +24,15 @@ subcommands live in :mod:`drasi_ray.ops` (and :mod:`drasi_ray.ops.analytics`).
 from __future__ import annotations
 
 import argparse
+import importlib
 import logging
+import signal
 import sys
 from collections.abc import Callable, Sequence
+from types import ModuleType
+from typing import Any
 
 from drasi_ray.model.errors import DrasiRayError
-from drasi_ray.ops import analytics as analytics_command
-from drasi_ray.ops import (
-    apply,
-    common,
-    dashboard,
-    delete,
-    describe,
-    dlq,
-    listing,
-    publish,
-    replay,
-    run,
-    scale,
-    status,
-    validate,
-    watch,
-)
 
 EPILOG = """\
 Every subcommand has its own --help with examples, e.g. `drasi-ray status --help`.
@@ -58,24 +45,27 @@ a first session:
   drasi-ray status app.yaml                        # lag should fall to 0
 """
 
-_MODULES = {
-    "run": run,
-    "dashboard": dashboard,
-    "validate": validate,
-    "publish": publish,
-    "status": status,
-    "dlq": dlq,
-    "replay": replay,
-    "scale": scale,
-    "apply": apply,
-    "list": listing,
-    "describe": describe,
-    "delete": delete,
-    "watch": watch,
-}
+_COMMANDS = (
+    "run", "dashboard", "validate", "publish", "status", "results", "dlq", "replay", "scale",
+    "apply", "list", "describe", "delete", "watch",
+)  # fmt: skip
+_MODULE_OF = {"list": "listing"}
+"""A command whose module is named otherwise (``list`` is a builtin's name)."""
 
 
-def _parser() -> argparse.ArgumentParser:
+def _modules() -> dict[str, ModuleType]:
+    """The subcommands' modules, imported here (not when this module is), so a Ctrl-C while
+    they load is handled like any other."""
+    return {
+        name: importlib.import_module(f"drasi_ray.ops.{_MODULE_OF.get(name, name)}")
+        for name in _COMMANDS
+    }
+
+
+def _parser(modules: dict[str, ModuleType]) -> argparse.ArgumentParser:
+    from drasi_ray.ops import analytics as analytics_command
+    from drasi_ray.ops import common
+
     parser = argparse.ArgumentParser(
         prog="drasi-ray",
         description="Continuous Cypher queries over Redis Streams change feeds, on Ray.",
@@ -83,6 +73,9 @@ def _parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
+    parser.add_argument(
+        "--debug", action="store_true", help="show the Python traceback of an error (and log)"
+    )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     demo = common.subcommand(
@@ -101,7 +94,7 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument(
         "--keep-running", action="store_true", help="keep the app and dashboard up until Ctrl-C"
     )
-    for module in _MODULES.values():
+    for module in modules.values():
         module.add_parser(commands)
     analytics_command.add_parser(commands)
     return parser
@@ -120,21 +113,56 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    """Run one command; 0 on success, 2 for a user's mistake or an unreachable server (one
+    line on stderr, the traceback only with ``--debug``), 130 when interrupted (Ctrl-C or
+    SIGTERM, at any moment, the imports included)."""
+    words = list(sys.argv[1:] if argv is None else argv)
+    previous = signal.signal(signal.SIGTERM, _interrupted)
+    try:
+        return _main(words)
+    except KeyboardInterrupt:
+        print("drasi-ray: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:
+        if "--debug" in words:
+            raise
+        print(f"drasi-ray: error: {describe(exc)}", file=sys.stderr)
+        return 2 if isinstance(exc, (DrasiRayError, OSError)) else 1
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _interrupted(signum: int, _frame: Any) -> None:
+    raise KeyboardInterrupt(signal.Signals(signum).name)
+
+
+def _main(words: list[str]) -> int:
+    from drasi_ray.ops import analytics as analytics_command
+
+    modules = _modules()
+    args = _parser(modules).parse_args(words)
     logging.basicConfig(
-        level=logging.INFO if args.verbose else logging.WARNING,
+        level=logging.DEBUG if args.debug else logging.INFO if args.verbose else logging.WARNING,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     handlers: dict[str, Callable[[argparse.Namespace], int]] = {
         "demo": _cmd_demo,
         "analytics": analytics_command.run,
-        **{name: module.run for name, module in _MODULES.items()},
+        **{name: module.run for name, module in modules.items()},
     }
-    try:
-        return handlers[args.command](args)
-    except DrasiRayError as exc:
-        print(f"drasi-ray: error: {exc}", file=sys.stderr)
-        return 2
+    result: int = handlers[args.command](args)
+    return result
+
+
+def describe(exc: BaseException) -> str:
+    """One line saying what went wrong: the package's own message, a file problem with its
+    path, or for anything else its type and text and the hint to run with ``--debug``."""
+    if isinstance(exc, DrasiRayError):
+        return str(exc)
+    if isinstance(exc, OSError) and exc.filename is not None:
+        return f"{exc.filename}: {exc.strerror or exc}"
+    text = str(exc).splitlines()[0] if str(exc) else ""
+    return f"{type(exc).__name__}: {text} (run with --debug for the traceback)"
 
 
 if __name__ == "__main__":

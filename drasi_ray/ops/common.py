@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -13,6 +14,7 @@ from drasi_ray.model import keys, resources
 from drasi_ray.model.config import AppConfig, PostgresSourceSpec, QueryConfig, SourceSpec
 from drasi_ray.model.errors import ConfigError, UnknownComponentError
 from drasi_ray.model.reaction_specs import PlatformReaction
+from drasi_ray.streams import connections
 
 
 def subcommand(commands: Any, name: str, summary: str, text: str) -> argparse.ArgumentParser:
@@ -20,6 +22,11 @@ def subcommand(commands: Any, name: str, summary: str, text: str) -> argparse.Ar
     examples, line breaks kept) in ``drasi-ray <name> --help``."""
     parser: argparse.ArgumentParser = commands.add_parser(
         name, help=summary, description=text, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    # also after the subcommand (`drasi-ray status app.yaml --debug`); SUPPRESS keeps the
+    # value given before it
+    parser.add_argument(
+        "--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS
     )
     return parser
 
@@ -60,9 +67,10 @@ def load_app(
     path: str | Sequence[str], redis_url: str | None = None, app_id: str | None = None
 ) -> AppConfig:
     """Read the app file at ``path``, or Drasi resource files (their notices printed to
-    stderr); with ``redis_url``, point every source and the state at it."""
+    stderr), ``${VAR}`` and ``${file:PATH}`` expanded from this process's environment and
+    files; with ``redis_url``, point every source and the state at it."""
     paths = [path] if isinstance(path, str) else list(path)
-    config, notices = resources.read_app(paths, app_id, redis_url)
+    config, notices = resources.read_app(paths, app_id, redis_url, os.environ)
     for notice in notices:
         print(f"drasi-ray: {notice}", file=sys.stderr)
     return config if redis_url is None else with_redis_url(config, redis_url)
@@ -91,8 +99,37 @@ def source_spec(config: AppConfig, source_id: str) -> SourceSpec | PostgresSourc
 
 
 def client(url: str) -> redis.Redis:
-    """A synchronous client returning bytes."""
-    return redis.Redis.from_url(url, decode_responses=False)
+    """A synchronous client returning bytes, with bounded timeouts (not checked: see
+    :func:`connect`)."""
+    return connections.client(url)
+
+
+def redis_uses(config: AppConfig) -> dict[str, str]:
+    """Every Redis the app uses (sources, state, platform reactions), each with what for."""
+    uses: dict[str, str] = {}
+    for spec in config.sources:
+        uses.setdefault(spec.properties.redis_url, f"source {spec.id!r}")
+    state = state_url(config)
+    if state is not None:
+        uses.setdefault(state, "state")
+    for query in config.queries:
+        location = result_location(config, query)
+        if location is not None:
+            uses.setdefault(location[0], f"results of {query.id!r}")
+    return uses
+
+
+def check_all(config: AppConfig) -> None:
+    """Every Redis of the app answers within ``connect_timeout_s``, or one clear error."""
+    for url, what in redis_uses(config).items():
+        connections.check(url, what, config.connect_timeout_s)
+
+
+def connect(config: AppConfig, url: str, what: str) -> redis.Redis:
+    """A client of ``url`` once it answered a PING within the app's ``connect_timeout_s``;
+    else one clear error naming ``what`` and the server (:func:`connections.check`)."""
+    connections.check(url, what, config.connect_timeout_s)
+    return connections.client(url)
 
 
 def result_location(config: AppConfig, query: QueryConfig) -> tuple[str, str] | None:

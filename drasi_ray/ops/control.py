@@ -43,7 +43,8 @@ import redis
 from redis.typing import EncodableT
 
 from drasi_ray.model import keys, urls
-from drasi_ray.model.errors import ConfigError, ControlError, NotRunningError, StreamError
+from drasi_ray.model.errors import ConfigError, ControlError, NotRunningError
+from drasi_ray.streams import connections
 
 logger = logging.getLogger("drasi_ray.control")
 
@@ -52,7 +53,8 @@ REGISTRATION_TTL_S = 5.0
 REPLY_TTL_S = 60.0
 REQUESTS_MAXLEN = 1000
 READ_BLOCK_MS = 500
-CONNECT_TIMEOUT_S = 5.0
+CHECK_S = 5.0
+"""How long a command waits for the app's Redis to answer before saying it does not."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,13 +104,9 @@ class Registration:
 
 
 def client(url: str) -> redis.Redis:
-    """A client with bounded timeouts (a command never hangs on an unreachable Redis)."""
-    return redis.Redis.from_url(
-        url,
-        socket_connect_timeout=CONNECT_TIMEOUT_S,
-        socket_timeout=None,
-        health_check_interval=30,
-    )
+    """A client with a bounded connect timeout; reads may block as long as the command
+    waits for its reply (a BLPOP), so they have none."""
+    return connections.client(url, socket_timeout=None, health_check_interval=30)
 
 
 def _now_ms() -> int:
@@ -137,8 +135,7 @@ class ControlServer:
             self._register()
             start = self._last_request_id()
         except redis.RedisError as exc:
-            where = urls.redact_url(self.redis_url)
-            raise StreamError(f"cannot serve commands on {where}: {exc}") from exc
+            raise connections.explain(exc, self.redis_url, "the app's commands") from exc
         self._thread = threading.Thread(
             target=self._serve, args=(start,), name="drasi-ray-control", daemon=True
         )
@@ -257,6 +254,7 @@ class ControlClient:
         self.redis_url = redis_url
         self.app_id = app_id
         self._client = client(redis_url)
+        self._checked = False
 
     def __enter__(self) -> ControlClient:
         return self
@@ -269,13 +267,16 @@ class ControlClient:
         return f"app {self.app_id!r} on {urls.redact_url(self.redis_url)}"
 
     def registration(self) -> Registration:
-        """The running app's registration; NotRunningError when none serves it."""
+        """The running app's registration; NotRunningError when none serves it, a one-line
+        error naming the Redis when it does not answer within :data:`CHECK_S`."""
+        what = f"app {self.app_id!r}"
+        if not self._checked:
+            connections.check(self.redis_url, what, CHECK_S)
+            self._checked = True
         try:
             fields: Any = self._client.hgetall(keys.control(self.app_id))
         except redis.RedisError as exc:
-            raise StreamError(
-                f"cannot reach Redis at {urls.redact_url(self.redis_url)}: {exc}"
-            ) from exc
+            raise connections.explain(exc, self.redis_url, what) from exc
         if not fields:
             raise NotRunningError(
                 f"{self.where} is not running: start it with `drasi-ray run FILE` (--app-id "
@@ -300,9 +301,7 @@ class ControlClient:
                 [keys.control_reply(self.app_id, request.id)], timeout=max(timeout_s, 0.01)
             )
         except redis.RedisError as exc:
-            raise StreamError(
-                f"cannot reach Redis at {urls.redact_url(self.redis_url)}: {exc}"
-            ) from exc
+            raise connections.explain(exc, self.redis_url, f"app {self.app_id!r}") from exc
         if answer is None:
             raise ControlError(
                 f"{self.where} ({registration.describe()}) did not answer within "

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
 import traceback
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -104,7 +105,8 @@ class AppManager:
     # -- apply --------------------------------------------------------------------------
 
     def _apply(self, args: Mapping[str, Any]) -> dict[str, Any]:
-        read = resources.parse_resources(str(args["text"]), str(args["file"]), self.redis_url)
+        text, file = str(args["text"]), str(args["file"])
+        read = resources.parse_resources(text, file, self.redis_url, os.environ)
         plan = self._plan(read)
         if plan.problems:
             raise ConfigError("\n".join(plan.problems))

@@ -23,11 +23,15 @@ from typing import IO, Any
 
 import orjson
 
+from drasi_ray.model.config import PlatformSourceConfig
 from drasi_ray.model.errors import ConfigError
 from drasi_ray.model.partitions import event_element_id, stream_for
 from drasi_ray.ops import common
-from drasi_ray.source.decode import encode_cloud_event
+from drasi_ray.source.decode import encode_cloud_event, entry_problem
+from drasi_ray.streams import connections
 from drasi_ray.streams.publisher import Publisher
+
+DEFAULT_MAX_PAYLOAD: int = PlatformSourceConfig.model_fields["max_payload_bytes"].default
 
 HELP = """\
 Appends events to STREAM, one entry per line of FILE (default: stdin). A line is either a
@@ -41,6 +45,11 @@ or a complete CloudEvent ({"id": ..., "data": [event, ...], ...}), sent unchange
 
 STREAM may name several streams, comma-separated (a source's stream_keys, in its order): each
 element's changes then all go to one of them (crc32 of the element id modulo their number).
+
+Every line is checked as a consumer would check it (a valid op, element, labels, ts_ns, ...;
+at most --max-payload-bytes) before anything is sent: a line it would dead-letter stops the
+command, naming the line and why, with nothing published (from stdin: the entries before it
+are). --no-check sends lines as they are (to exercise dead-lettering).
 
 examples:
   drasi-ray publish sensor-changes events.jsonl --redis-url redis://localhost:6379
@@ -72,6 +81,26 @@ def add_parser(commands: Any) -> None:
     )
     parser.add_argument("--maxlen", type=int, help="trim the stream with MAXLEN ~ N")
     parser.add_argument(
+        "--max-payload-bytes",
+        type=int,
+        default=DEFAULT_MAX_PAYLOAD,
+        metavar="N",
+        help=f"refuse an entry larger than this, as a consumer would ({DEFAULT_MAX_PAYLOAD})",
+    )
+    parser.add_argument(
+        "--no-check",
+        dest="check",
+        action="store_false",
+        help="do not check the events as a consumer would",
+    )
+    parser.add_argument(
+        "--connect-timeout",
+        type=float,
+        default=connections.DEFAULT_DEADLINE_S,
+        metavar="S",
+        help="seconds to wait for Redis to answer (30)",
+    )
+    parser.add_argument(
         "--progress",
         choices=("auto", "always", "never"),
         default="auto",
@@ -82,18 +111,23 @@ def add_parser(commands: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.batch < 1 or args.events_per_entry < 1:
         raise ConfigError("--batch and --events-per-entry must be >= 1")
-    source = sys.stdin.buffer if args.file == "-" else Path(args.file).open("rb")  # noqa: SIM115
-    total = None if args.file == "-" else _count_lines(Path(args.file))
-    show = args.progress == "always" or (args.progress == "auto" and sys.stderr.isatty())
-    progress = Progress(total, sys.stderr if show else None)
     streams = args.stream.split(",")
     if not all(streams):
         raise ConfigError(f"STREAM {args.stream!r}: a stream key must not be empty")
+    check = args.max_payload_bytes if args.check else None
+    total = None
+    if args.file != "-":
+        with Path(args.file).open("rb") as lines:
+            total = check_lines(lines, check)  # every line, before anything is sent
+    connections.check(args.redis_url, "publish --redis-url", args.connect_timeout)
+    source = sys.stdin.buffer if args.file == "-" else Path(args.file).open("rb")  # noqa: SIM115
+    show = args.progress == "always" or (args.progress == "auto" and sys.stderr.isatty())
+    progress = Progress(total, sys.stderr if show else None)
     try:
-        with Publisher.from_url(args.redis_url) as publisher:
+        with Publisher.from_url(args.redis_url, socket_connect_timeout=5.0) as publisher:
             ids = publish_lines(
                 publisher, streams, source, args.batch, args.events_per_entry,
-                args.maxlen, progress,
+                args.maxlen, progress, check,
             )  # fmt: skip
     finally:
         if source is not sys.stdin.buffer:
@@ -112,12 +146,14 @@ def publish_lines(
     events_per_entry: int = 1,
     maxlen: int | None = None,
     progress: Progress | None = None,
+    check: int | None = None,
 ) -> list[str]:
     """Publish every line (see the module doc) to ``stream``, or partitioned over several
     streams; returns the new entry ids in the order they were written (per stream, in order).
 
-    A line that is not valid JSON, or neither a change event nor a CloudEvent, raises
-    ConfigError naming its line number; the batches before it are already published.
+    A line that is not valid JSON, or neither a change event nor a CloudEvent, or (with
+    ``check``, a max payload size) one a consumer would dead-letter, raises ConfigError
+    naming its line number; the batches before it are already published.
     """
     streams = [stream] if isinstance(stream, str) else list(stream)
     if not streams:
@@ -126,7 +162,7 @@ def publish_lines(
     pending: dict[str, list[bytes]] = {name: [] for name in streams}
     waiting = 0
     lines_done = 0
-    for target, payload, lines_done in _payloads(lines, events_per_entry, streams):
+    for target, payload, lines_done in _payloads(lines, events_per_entry, streams, check):
         pending[target].append(payload)
         waiting += 1
         if waiting >= batch:
@@ -152,8 +188,28 @@ def _flush(
     return ids
 
 
+def check_lines(lines: Iterable[bytes], check: int | None) -> int:
+    """Parse (and with ``check``, a max payload size, check as a consumer would) every line;
+    the number of non-blank lines. ConfigError naming the first bad line."""
+    count = 0
+    for number, line in enumerate(lines, start=1):
+        if line.strip():
+            document = parse_event_line(line, f"line {number}")
+            if check is not None:
+                _check(document, number, check)
+            count += 1
+    return count
+
+
+def _check(document: dict[str, Any], number: int, max_bytes: int) -> None:
+    """ConfigError if a consumer would dead-letter the entry of this line on its own."""
+    problem = entry_problem({b"data": event_payload(document)}, max_bytes)
+    if problem is not None:
+        raise ConfigError(f"line {number}: a consumer would dead-letter it: {problem}")
+
+
 def _payloads(
-    lines: Iterable[bytes], per_entry: int, streams: Sequence[str]
+    lines: Iterable[bytes], per_entry: int, streams: Sequence[str], check: int | None = None
 ) -> Iterator[tuple[str, bytes, int]]:
     """(stream, entry payload, input lines consumed so far), packing the change events of one
     stream ``per_entry`` (each element's events stay in the file's order on its stream)."""
@@ -162,7 +218,9 @@ def _payloads(
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
-        document = _parse(line, number)
+        document = parse_event_line(line, f"line {number}")
+        if check is not None:
+            _check(document, number, check)
         if "op" in document:
             target = _stream_of(document, streams)
             held = events[target]
@@ -192,23 +250,26 @@ def _stream_of(event: dict[str, Any], streams: Sequence[str]) -> str:
     return streams[0] if element_id is None else stream_for(element_id, streams)
 
 
-def _parse(line: bytes, number: int) -> dict[str, Any]:
+def parse_event_line(line: bytes, where: str) -> dict[str, Any]:
+    """A change event or a whole CloudEvent from its JSON text; ConfigError naming ``where``
+    (``line 3``, a file) otherwise."""
     try:
         document = orjson.loads(line)
     except orjson.JSONDecodeError as exc:
-        raise ConfigError(f"line {number}: not JSON: {exc}") from exc
+        raise ConfigError(f"{where}: not JSON: {exc}") from exc
     if not isinstance(document, dict):
-        raise ConfigError(f"line {number}: expected a JSON object")
+        raise ConfigError(f"{where}: expected a JSON object")
     if "op" not in document and not isinstance(document.get("data"), list):
         raise ConfigError(
-            f"line {number}: neither a change event (no 'op') nor a CloudEvent (no 'data' array)"
+            f"{where}: neither a change event (no 'op') nor a CloudEvent (no 'data' array)"
         )
     return document
 
 
-def _count_lines(path: Path) -> int:
-    with path.open("rb") as handle:
-        return sum(1 for line in handle if line.strip())
+def event_payload(document: dict[str, Any]) -> bytes:
+    """The ``data`` field of the entry for one parsed line: a change event wrapped into a
+    CloudEvent, a CloudEvent as it is."""
+    return encode_cloud_event([document]) if "op" in document else orjson.dumps(document)
 
 
 class Progress:

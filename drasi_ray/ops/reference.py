@@ -104,6 +104,7 @@ APP_PYTHON: dict[str, str] = {
     "scaling": "`DrasiRay(..., scaling_config=ScalingConfig(...))`",
     "reactions": "`app.add_reaction(HttpReaction(...))` (or `SseReaction`, "
     "`PostgresStoredProcReaction`)",
+    "connect_timeout_s": "`DrasiRay(..., connect_timeout_s=30.0)`",
 }
 
 
@@ -195,7 +196,9 @@ def sections() -> list[Section]:
                 "One JSON object per result or control signal, a line each, appended to a file "
                 "on the node running the query actor.", skip=common),
         Section("Reaction `kind: log`", reaction.LogReaction,
-                "One log line per result on the `drasi_ray.reaction.<queryId>` logger.",
+                "One JSON line per result on the query host's stdout (Ray forwards it to the "
+                "driver: `drasi-ray run`'s terminal or the job's logs), its stderr, or the "
+                "`drasi_ray.reaction.<queryId>` logger.",
                 skip=common),
         Section("Reaction `kind: callback`", reaction.CallbackReaction,
                 "Calls `function(result)` in the query actor's process; in YAML the function "

@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from drasi_ray.model.config import PlatformSourceConfig
+from drasi_ray.model.config import ENTRY_ID, PlatformSourceConfig
 from drasi_ray.model.errors import ConfigError
 from drasi_ray.ops import common
 from drasi_ray.streams import admin
@@ -54,6 +54,9 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError(
             f"source {args.source!r} reads {props.streams_label}, not {args.stream!r}"
         )
+    if args.start != "$" and not ENTRY_ID.match(args.start):
+        raise ConfigError(f"--from {args.start!r}: give 0, $ or an entry id like 1700000000000-0")
+    common.connect(config, props.redis_url, f"source {args.source!r}").close()
     for stream in streams:
         previous = set_position(props, args.start, stream)
         print(

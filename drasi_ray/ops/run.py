@@ -13,15 +13,23 @@ from drasi_ray.ops import common
 from drasi_ray.ops.status import source_status
 
 HELP = """\
-Starts every source and query of APP_YAML (on the Ray cluster in RAY_ADDRESS, else a local
-Ray), prints each query's result diffs as they arrive and a status line (lag, pending, result
-sequence, reaction state) on stderr, until Ctrl-C or SIGTERM; then stops cleanly (consumers
-finish and ack their batch, reactions flush, `stopped` is signalled).
+Starts every source and query of APP_YAML, or of Drasi resource files (Source,
+ContinuousQuery, Reaction documents: several files, --app-id naming the app), on the Ray
+cluster of ray.address or RAY_ADDRESS, else on a new local Ray listening on 127.0.0.1 only
+(never a Ray that merely runs here); prints each query's result diffs as they arrive, those of
+what the streams already hold included, and a status line (lag, pending, result sequence,
+reaction state) on stderr, until Ctrl-C or SIGTERM, which stop it at any moment, start-up
+included; then stops cleanly (consumers finish and ack their batch, reactions flush, `stopped`
+is signalled). A Redis that does not answer
+within connect_timeout_s (30 s) is one error naming it. While it runs it serves `drasi-ray
+apply`, `list`, `describe`, `delete` and `watch` through the app's Redis (the state Redis, else
+the first source's; docs/coming-from-drasi.md).
 
 examples:
   drasi-ray run app.yaml
   drasi-ray run app.yaml --quiet --redis-url redis://redis.internal:6379
   drasi-ray run app.yaml --exit-when-idle      # process what is in the streams, then exit
+  drasi-ray run hello-world-source.yaml hello-world-queries.yaml --app-id hello
   ray job submit --working-dir . -- drasi-ray run app.yaml
 """
 
@@ -50,31 +58,64 @@ def add_parser(commands: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run the app; the signal handlers it sets are put back when it returns."""
+    previous = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        return _run(args)
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+def _run(args: argparse.Namespace) -> int:
     from drasi_ray.app import DrasiRay
 
     config = common.load_app(args.config, args.redis_url, args.app_id)
     app = DrasiRay.from_config(config)
     stop = threading.Event()
+    interrupted = threading.Event()
+
+    def interrupt(signum: int, _frame: Any) -> None:
+        interrupted.set()
+        raise KeyboardInterrupt(signal.Signals(signum).name)
+
+    # Until the app runs, Ctrl-C and SIGTERM interrupt whatever start-up is doing.
     for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, lambda *_: stop.set())
-    app.start()
-    print(f"drasi-ray: app {app.app_id!r} running; Ctrl-C to stop", flush=True)
+        signal.signal(signum, interrupt)
+    try:
+        subscriptions = _start(app)
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, lambda *_: stop.set())
+        if interrupted.is_set():  # code that start-up ran swallowed the interrupt: honour it
+            raise KeyboardInterrupt
+    except (KeyboardInterrupt, SystemExit):  # SystemExit: Ray's own SIGTERM handler, which
+        # is in place while ray.init runs
+        _ignore_signals()
+        print("drasi-ray: interrupted during start-up; stopping", file=sys.stderr, flush=True)
+        app.stop()
+        print("drasi-ray: stopped", flush=True)
+        return 130
+    except BaseException:
+        _ignore_signals()
+        app.stop()
+        raise
+    connection = app.ray_connection
+    where = "" if connection is None else f" on {connection.describe()}"
+    print(f"drasi-ray: app {app.app_id!r} running{where}; Ctrl-C to stop", flush=True)
     line = StatusLine(config, sys.stderr, args.status_interval)
-    subscriptions = {query_id: app.subscribe(query_id) for query_id in app.query_ids}
+    if args.exit_when_idle:
+        threading.Thread(target=_stop_when_idle, args=(app, stop), daemon=True).start()
     commands = None
     try:
         commands = _serve_commands(app, config, args, subscriptions)
-        if args.exit_when_idle:
-            app.wait_until_idle(timeout=3600)
-            stop.set()
-        while True:
+        while not stop.is_set():
             _print_results(list(subscriptions.values()), args.quiet)
-            if stop.is_set():
-                break
             line.maybe_show(app)
             if commands is not None:
                 commands.serve()
+        _print_results(list(subscriptions.values()), args.quiet, wait=False)
     finally:
+        _ignore_signals()
         if commands is not None:
             commands.close()
         for subscription in subscriptions.values():
@@ -83,6 +124,15 @@ def run(args: argparse.Namespace) -> int:
         app.stop()
         print("drasi-ray: stopped", flush=True)
     return 0
+
+
+def _start(app: Any) -> dict[str, Any]:
+    """Start the queries, subscribe to each, then start the sources: so the results of what
+    the streams already hold (a backlog, ``start_id: "0"``) are printed too."""
+    app.start(sources=False)
+    subscriptions = {query_id: app.subscribe(query_id) for query_id in app.query_ids}
+    app.start_sources()
+    return subscriptions
 
 
 def _serve_commands(app: Any, config: Any, args: argparse.Namespace, subscriptions: Any) -> Any:
@@ -97,14 +147,33 @@ def _serve_commands(app: Any, config: Any, args: argparse.Namespace, subscriptio
     return serve_commands(app, url, list(args.config), subscriptions)
 
 
-def _print_results(subscriptions: list[Any], quiet: bool) -> None:
+def _ignore_signals() -> None:
+    """While stopping: a second Ctrl-C must not cut the clean stop short."""
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, signal.SIG_IGN)
+
+
+def _stop_when_idle(app: Any, stop: threading.Event) -> None:
+    """``--exit-when-idle``: once everything in the streams is applied and delivered."""
+    try:
+        app.wait_until_idle(timeout=3600)
+    except Exception as exc:  # the main loop stops and reports; the app is stopped there
+        print(f"drasi-ray: error: {exc}", file=sys.stderr, flush=True)
+    finally:
+        stop.set()
+
+
+def _print_results(subscriptions: list[Any], quiet: bool, *, wait: bool = True) -> None:
+    """Print what the subscriptions hold (waiting a moment for it unless ``wait`` is False,
+    then everything they hold)."""
     from drasi_ray.ops.demo import format_result
 
-    if not subscriptions:  # no query yet (one may be applied): wait as a round would
+    if not subscriptions and wait:  # no query yet (one may be applied): wait as a round would
         time.sleep(0.2)
-    wait = 0.2 / max(1, len(subscriptions))
+    timeout = 0.2 / max(1, len(subscriptions))
     for subscription in subscriptions:
-        for result in subscription.next(timeout=wait):
+        results = subscription.next(timeout=timeout) if wait else subscription.drain()
+        for result in results:
             if not quiet:
                 print(f"[{result.query_id}] {format_result(result)}", flush=True)
 

@@ -4,11 +4,10 @@ store shards."""
 from __future__ import annotations
 
 import argparse
+import os
 from typing import Any
 
-import ray
-
-from drasi_ray.actors import names
+from drasi_ray.model.errors import ConfigError
 from drasi_ray.ops import common
 
 HELP = """\
@@ -58,28 +57,25 @@ def add_parser(commands: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from drasi_ray.actors import cluster, names
     from drasi_ray.app import DrasiRay
 
     wanted = 1 if args.shards is not None else 3
     if len(args.target) != wanted:
         usage = "APP_YAML with --shards" if wanted == 1 else "SOURCE N APP_YAML"
-        raise SystemExit(f"drasi-ray scale: expected {usage}, got {' '.join(args.target)}")
+        raise ConfigError(f"scale: expected {usage}, got {' '.join(args.target)}")
+    if args.shards is None and not args.target[1].isdigit():
+        raise ConfigError(f"scale: N must be a whole number, got {args.target[1]!r}")
     config = common.load_app(args.target[-1], args.redis_url)
     app = DrasiRay.from_config(config)
-    if not ray.is_initialized():
-        ray.init(
-            address=args.address or "auto",
-            namespace=names.namespace(config.id),
-            log_to_driver=False,
-        )
+    address = args.address or os.environ.get("RAY_ADDRESS") or "auto"
+    ray_config = config.ray.model_copy(update={"address": address})
+    cluster.connect(ray_config, names.namespace(config.id), config.connect_timeout_s)
     if args.shards is not None:
         before = app.scale_shards(args.shards)
         print(f"app {config.id}: {before} -> {args.shards} store shards")
         return 0
-    source, count = args.target[0], args.target[1]
-    if not count.isdigit():
-        raise SystemExit(f"drasi-ray scale: N must be a whole number, got {count!r}")
-    consumers = int(count)
+    source, consumers = args.target[0], int(args.target[1])
     before = app.scale(source, consumers)
     print(f"source {source}: {before} -> {consumers} consumers")
     return 0

@@ -205,6 +205,7 @@ def _fields(record: Any) -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> int:
     config = common.load_app(args.config, args.redis_url, args.app_id)
+    common.check_all(config)
     report = app_status(config)
     print(encoding.dumps(report.as_dict(), indent=True).decode() if args.json else render(report))
     return 0

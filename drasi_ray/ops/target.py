@@ -60,13 +60,11 @@ def client(args: argparse.Namespace) -> ControlClient:
 
 
 def read_text(path: str) -> str:
-    """A file's text; ConfigError naming the file when it cannot be read."""
+    """A file's text (an OSError names the file: the command line says it in one line)."""
     try:
         return Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError as exc:
-        raise ConfigError(f"{path}: no such file") from exc
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: cannot read it: {exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not a UTF-8 text file") from exc
 
 
 KIND_NAMES = {

@@ -149,8 +149,10 @@ class ShardCore:
         self.piped: dict[str, set[str]] = {}
         self.stats = ShardStats()
         self._probe = probe
-        # (entry id, change, delta) of each applied change, for the change log; None: not kept.
-        self.applied: list[tuple[str, ElementChange, ElementDelta]] | None = None
+        # (entry id, change, delta) of each valid change, for the change log (delta None: the
+        # store took nothing visible from it: overtaken by a newer change, or a duplicate,
+        # which the log drops by its position); None: not kept.
+        self.applied: list[tuple[str, ElementChange, ElementDelta | None]] | None = None
         # Every property value in the stores is a JSON value (they come from decoded JSON and
         # from the orjson state), so deltas may travel as MessagePack; False for good once a
         # batch of built entries (any Python values) was applied.
@@ -199,6 +201,8 @@ class ShardCore:
                 delta = store.apply(change)
                 if delta is None:
                     report.duplicates += 1
+                    if self.applied is not None:  # overtaken changes are history too
+                        self.applied.append((entry.entry_id, change, None))
                     continue
                 report.applied += 1
                 if self.applied is not None:

@@ -1,4 +1,4 @@
-"""The change record: what a store shard forwards to the change log for one applied change.
+"""The change record: what a store shard forwards to the change log for one valid change.
 
 Kept free of pyarrow, pyspark and Ray so a store shard can import it on its hot path. A record is
 a frozen ``msgspec.Struct`` (cheap to build and to pickle across the Ray call that carries a whole
@@ -15,7 +15,7 @@ from typing import Any, Final
 
 import msgspec
 
-from drasi_ray.model.changes import ElementChange, ElementDelta, Op
+from drasi_ray.model.changes import Element, ElementChange, ElementDelta, Op
 
 
 class ChangeRecord(msgspec.Struct, frozen=True, gc=False):
@@ -39,11 +39,21 @@ class ChangeRecord(msgspec.Struct, frozen=True, gc=False):
 OP_NAMES: Final[dict[Op, str]] = {Op.INSERT: "insert", Op.UPDATE: "update", Op.DELETE: "delete"}
 
 
-def change_record(stream_id: str, change: ElementChange, delta: ElementDelta) -> ChangeRecord:
-    """The record of one applied change (``delta`` is what the store returned for it)."""
+def change_record(
+    stream_id: str, change: ElementChange, delta: ElementDelta | None
+) -> ChangeRecord:
+    """The record of one change (``delta`` is what the store returned for it). Without a delta
+    (the change was overtaken by a newer one of its element, or is a duplicate, which the log
+    drops) the element is the change's own, present unless the change is a delete."""
+    if delta is None:
+        return _record(stream_id, change, change.element, change.op is not Op.DELETE)
     element = delta.after if delta.after is not None else delta.before
     if element is None:  # the store never emits a delta with neither side
         element = change.element
+    return _record(stream_id, change, element, delta.after is not None)
+
+
+def _record(stream_id: str, change: ElementChange, element: Element, present: bool) -> ChangeRecord:
     version_ms, version_seq, change_index = change.version
     return ChangeRecord(
         stream_id,
@@ -58,5 +68,5 @@ def change_record(stream_id: str, change: ElementChange, delta: ElementDelta) ->
         element.properties,
         element.start_id,
         element.end_id,
-        delta.after is not None,
+        present,
     )

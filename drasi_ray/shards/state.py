@@ -53,6 +53,8 @@ SEQUENCE_LEASE = 10_000
 
 _RETRY_CAP_S = 2.0
 LATEST_WRITE_INTERVAL_S = 0.5
+FLUSH_TIMEOUT_S = 5.0
+"""How long :meth:`SequenceKeeper.flush` waits for Redis to take the last sequence."""
 """How often, at most, a query writes its last result sequence (see :class:`SequenceKeeper`)."""
 
 QUERY_FIELD = "query"
@@ -207,6 +209,18 @@ class StateStore:
         raw = await self._client.hget(keys.subscriptions(self._app), "table")
         return None if raw is None else dict(orjson.loads(raw))
 
+    async def save_subscriber(self, subscriber_id: str, record: bytes | None) -> None:
+        """Write (None: delete) a live subscription's spec."""
+        key = keys.subscribers(self._app)
+        if record is None:
+            await self._client.hdel(key, subscriber_id)
+        else:
+            await self._client.hset(key, subscriber_id, record)
+
+    async def load_subscribers(self) -> list[bytes]:
+        raw: Any = await self._client.hgetall(keys.subscribers(self._app))
+        return list(raw.values())
+
     # -- function state -----------------------------------------------------------------
 
     async def save_function_state(
@@ -347,23 +361,37 @@ class SequenceKeeper:
             self._hurry = asyncio.Event()
             self._writer = asyncio.get_running_loop().create_task(self._write_latest(self._hurry))
 
-    async def flush(self) -> None:
-        """Return once the last noted sequence is written (or its write failed)."""
+    async def flush(self, timeout_s: float = FLUSH_TIMEOUT_S) -> bool:
+        """Return once the last noted sequence is written; False if Redis did not take it
+        within ``timeout_s`` (the write goes on in the background)."""
+        deadline = asyncio.get_running_loop().time() + timeout_s
         while self._writer is not None and not self._writer.done():
             if self._hurry is not None:
                 self._hurry.set()
-            await asyncio.gather(self._writer, return_exceptions=True)
+            remaining = deadline - asyncio.get_running_loop().time()
+            if remaining <= 0:
+                return False
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(self._writer), remaining)
+        return self._written == self._latest
 
     async def _write_latest(self, hurry: asyncio.Event) -> None:
+        """Write the latest sequence, again and again while Redis is unavailable: a write
+        lost to an outage would leave the stored sequence behind the result stream until the
+        next result (``drasi-ray status`` after a Redis restart)."""
         with contextlib.suppress(TimeoutError):  # gather the notes of the next interval
             await asyncio.wait_for(hurry.wait(), LATEST_WRITE_INTERVAL_S)
+        pause = LATEST_WRITE_INTERVAL_S
         while self._written != self._latest:
             value = self._latest
             try:
                 await self._state.save_sequence(self._query_id, value)
-            except Exception as exc:  # best effort: the lease keeps restarts correct
+            except REDIS_TRANSIENT as exc:  # the lease keeps restarts correct meanwhile
                 logger.warning(
-                    "query %s: could not save sequence %d: %s", self._query_id, value, exc
-                )
-                return
+                    "query %s: could not save sequence %d (retrying): %s",
+                    self._query_id, value, exc,
+                )  # fmt: skip
+                await asyncio.sleep(pause)
+                pause = min(pause * 2, _RETRY_CAP_S)
+                continue
             self._written = value

@@ -51,7 +51,7 @@ import json
 import logging
 import re
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Annotated, Any, ClassVar, Final, Literal
 
@@ -79,6 +79,7 @@ __all__ = [
     "decode_entry",
     "element_properties",
     "encode_cloud_event",
+    "entry_problem",
     "subscription_event",
 ]
 
@@ -133,6 +134,24 @@ def decode_entry(entry_id: str, fields: Mapping[bytes, bytes]) -> DecodedEntry:
     if changes is not None:
         return DecodedEntry(entry_id, changes)
     return _checked_entry(entry_id, fields)
+
+
+def entry_problem(
+    fields: Mapping[bytes, bytes],
+    max_payload_bytes: int,
+    decode: Callable[[str, Mapping[bytes, bytes]], DecodedEntry] | None = None,
+) -> str | None:
+    """Why a consumer would dead-letter an entry of ``fields`` on its first delivery (too large,
+    or the reason ``decode``, the source's decoder, by default :func:`decode_entry`, gives),
+    else None: what ``drasi-ray publish`` and ``dlq replay`` check before they write."""
+    size = sum(map(len, fields.values()))
+    if size > max_payload_bytes:
+        return f"entry of {size} bytes exceeds max_payload_bytes ({max_payload_bytes})"
+    try:
+        (decode or decode_entry)("1-0", fields)
+    except DecodeError as exc:
+        return exc.reason
+    return None
 
 
 def _checked_entry(entry_id: str, fields: Mapping[bytes, bytes]) -> DecodedEntry:

@@ -37,6 +37,7 @@ import ray
 import redis
 
 from drasi_ray.app import DrasiRay
+from drasi_ray.model import keys
 from drasi_ray.model.backoff import Backoff
 from drasi_ray.model.changes import Op, node, parse_entry_id, relation
 from drasi_ray.model.config import RayConfig, ScalingConfig
@@ -350,7 +351,9 @@ class Chaos:
             for _, f in dead
             if (f[b"stream"].decode(), f[b"entry_id"].decode()) not in oracle.malformed_ids
         ]
-        pending = sum(int(client.xpending(s, "drasi-core")["pending"]) for s in streams)
+        pending = sum(
+            int(client.xpending(s, keys.consumer_group(app.app_id))["pending"]) for s in streams
+        )
         store_diff = oracle.store_mismatches(app.elements(SOURCE))
         report.trimmed = sum(c["trimmed"] for c in status["sources"][SOURCE])
         report.tombstones_forgotten = status["coordinator"]["tombstones_forgotten"]

@@ -46,6 +46,7 @@ from ray.cluster_utils import Cluster
 from drasi_ray.actors import names
 from drasi_ray.actors.placement import dealing_order
 from drasi_ray.app import DrasiRay
+from drasi_ray.model import keys
 from drasi_ray.model.config import RayConfig, ScalingConfig
 from drasi_ray.model.results import QueryResult
 from drasi_ray.query.definition import Query
@@ -311,7 +312,9 @@ class MultiNode:
         report = self.report
         with redis.Redis.from_url(self.url) as client:
             raw: Any = client.xrange(stream)
-            report.pending = int(client.xpending(stream, "drasi-core")["pending"])
+            report.pending = int(
+                client.xpending(stream, keys.consumer_group(app.app_id))["pending"]
+            )
         oracle = Oracle.replay({entry_id.decode(): fields for entry_id, fields in raw})
         ours = {query_id: app.results(query_id) for query_id in QUERIES}
         report.mismatched_vs_one_node = sum(row_mismatches(reference[q], ours[q]) for q in QUERIES)

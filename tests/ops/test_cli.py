@@ -9,11 +9,14 @@ import orjson
 import pytest
 import redis
 
+from drasi_ray.model import keys
 from drasi_ray.model.partitions import stream_for
 from drasi_ray.ops import cli
+from drasi_ray.source.decode import encode_cloud_event
 from drasi_ray.streams.records import DeadLetter
 
 EXAMPLES = Path(__file__).parent.parent.parent / "examples"
+GROUP = keys.consumer_group("cli-app")
 SUBCOMMANDS = [
     "demo",
     "run",
@@ -21,6 +24,7 @@ SUBCOMMANDS = [
     "validate",
     "publish",
     "status",
+    "results",
     "dlq",
     "replay",
     "scale",
@@ -123,8 +127,13 @@ def test_publish_names_the_bad_line(
 ) -> None:
     path = tmp_path / "in.jsonl"
     path.write_text('{"op": "i", "payload": {}}\n{"nope": 1}\n')
-    assert cli.main(["publish", "feed", str(path), "--redis-url", redis_url]) == 2
+    argv = ["publish", "feed", str(path), "--redis-url", redis_url]
+    assert cli.main([*argv, "--no-check"]) == 2
     assert "line 2: neither a change event" in capsys.readouterr().err
+    assert cli.main(argv) == 2  # checked as a consumer would, before anything is sent
+    assert "line 1: a consumer would dead-letter it: missing or invalid 'payload.source' field" in (
+        capsys.readouterr().err
+    )
 
 
 def test_status_computes_lag_pending_and_dead_letters_on_redis_62(
@@ -133,8 +142,8 @@ def test_status_computes_lag_pending_and_dead_letters_on_redis_62(
     client = redis.Redis.from_url(redis_url)
     for number in range(5):
         client.xadd("sensor-changes", {"data": b"{}", "n": str(number)})
-    client.xgroup_create("sensor-changes", "drasi-core", id="0")
-    client.xreadgroup("drasi-core", "sensors-0", {"sensor-changes": ">"}, count=2)
+    client.xgroup_create("sensor-changes", GROUP, id="0")
+    client.xreadgroup(GROUP, "sensors-0", {"sensor-changes": ">"}, count=2)
     client.xadd("sensor-changes:dlq", {"reason": "bad"})
     assert cli.main(["status", _app_file(tmp_path, redis_url), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
@@ -153,25 +162,54 @@ def test_status_computes_lag_pending_and_dead_letters_on_redis_62(
 def test_dlq_list_replay_purge(
     redis_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """Dead letters are inspected (payload and reason), fixed (a corrected payload), replayed
+    only when a consumer would take them, and a missing id is an error (issue #27, item 7)."""
     client = redis.Redis.from_url(redis_url)
+    good = (EXAMPLES / "sensor-events.jsonl").read_text().splitlines()[0]
+    bad = good.replace('"op": "i"', '"op": "q"')  # an unknown op
     for number in range(3):
         letter = DeadLetter(
-            f"1-{number}", "missing or invalid 'op' field", {b"data": b"x%d" % number},
+            f"1-{number}", "unknown operation type 'q'",
+            {b"data": encode_cloud_event([json.loads(bad)]), b"n": b"%d" % number},
             "sensor-changes", "sensors-0", 1,
         )  # fmt: skip
         client.xadd("sensor-changes:dlq", letter.to_fields(1000))
     app = _app_file(tmp_path, redis_url)
     assert cli.main(["dlq", "list", "sensors", app]) == 0
     listing = capsys.readouterr().out
-    assert "3 dead letter(s)" in listing and "missing or invalid 'op' field" in listing
-    first = client.xrange("sensor-changes:dlq")[0][0].decode()
-    assert cli.main(["dlq", "replay", "sensors", app, "--id", first]) == 0
-    assert [f for _, f in client.xrange("sensor-changes")] == [{b"data": b"x0"}]
+    assert "3 dead letter(s)" in listing and "unknown operation type 'q'" in listing
+    assert '"data":[{"op":"q","payload":{"after":{"id":"sensor-1"' in listing
+    first, second, third = (i.decode() for i, _ in client.xrange("sensor-changes:dlq"))
+    assert cli.main(["dlq", "show", "sensors", app, "--id", first]) == 0
+    shown = capsys.readouterr().out  # every field, JSON indented
+    assert '"op": "q"' in shown and "field n:" in shown
+
+    assert cli.main(["dlq", "replay", "sensors", app, "--id", first]) == 2  # still malformed
+    assert f"dead letter {first} would be rejected again: unknown operation type 'q'" in (
+        capsys.readouterr().err
+    )
+    assert client.xlen("sensor-changes") == 0 and client.xlen("sensor-changes:dlq") == 3
+    fixed = tmp_path / "fixed.json"
+    fixed.write_text(good)
+    argv = ["dlq", "replay", "sensors", app, "--id", first, "--payload", str(fixed)]
+    assert cli.main(argv) == 0
+    ((_, fields),) = client.xrange("sensor-changes")
+    assert orjson.loads(fields[b"data"])["data"] == [json.loads(fixed.read_text())]
     assert client.xlen("sensor-changes:dlq") == 2
-    assert cli.main(["dlq", "replay", "sensors", app]) == 0
-    assert [f[b"data"] for _, f in client.xrange("sensor-changes")] == [b"x0", b"x1", b"x2"]
-    client.xadd("sensor-changes:dlq", {"reason": "r", "entry_id": "1-9"})
-    assert cli.main(["dlq", "purge", "sensors", app]) == 0
+
+    fixed.write_text('{"op": "i", "payload": {}}')  # a correction a consumer would reject
+    argv = ["dlq", "replay", "sensors", app, "--id", second, "--payload", str(fixed)]
+    assert cli.main(argv) == 2
+    assert "the corrected payload for" in capsys.readouterr().err
+    assert cli.main(["dlq", "replay", "sensors", app, "--id", second, "--force"]) == 0
+    assert client.xlen("sensor-changes") == 2
+
+    for action in ("replay", "purge", "show"):  # an id that is not there
+        assert cli.main(["dlq", action, "sensors", app, "--id", "123-0"]) == 2
+        assert "no dead letter 123-0 in sensor-changes:dlq" in capsys.readouterr().err
+    assert cli.main(["dlq", "purge", "sensors", app, "--id", "abc"]) == 2
+    assert "--id 'abc' is not a dead-letter id" in capsys.readouterr().err
+    assert cli.main(["dlq", "purge", "sensors", app, "--id", third]) == 0
     assert client.xlen("sensor-changes:dlq") == 0
 
 
@@ -180,7 +218,7 @@ def test_replay_moves_the_group_position(
 ) -> None:
     client = redis.Redis.from_url(redis_url)
     ids = [client.xadd("sensor-changes", {"data": b"{}"}).decode() for _ in range(3)]
-    client.xgroup_create("sensor-changes", "drasi-core", id="$")
+    client.xgroup_create("sensor-changes", GROUP, id="$")
     assert cli.main(["replay", "sensors", "--from", ids[0], _app_file(tmp_path, redis_url)]) == 0
     assert f"{ids[-1]} -> {ids[0]}" in capsys.readouterr().out
     group = client.xinfo_groups("sensor-changes")[0]
@@ -230,7 +268,7 @@ def test_a_partitioned_source_through_publish_status_dlq_and_replay(
     for number, stream in enumerate(["part-2", "part-1"]):
         letter = DeadLetter("1-0", "bad", {b"data": b"x%d" % number}, stream, "sensors-0", 1)
         client.xadd("part-0:dlq", letter.to_fields(1000))
-    assert cli.main(["dlq", "replay", "sensors", app]) == 0
+    assert cli.main(["dlq", "replay", "sensors", app, "--force"]) == 0
     assert client.xrange("part-2")[-1][1] == {b"data": b"x0"}
     assert client.xrange("part-1")[-1][1] == {b"data": b"x1"}
     assert client.xlen("part-0:dlq") == 0

@@ -17,4 +17,8 @@ def test_cluster_yaml_validates_with_ray_up_semantics() -> None:
     assert "python -m pip install --quiet -e ~/drasi_ray" in config["setup_commands"]
     head_start = " ".join(config["head_start_ray_commands"])
     assert "--port=6380" in head_start  # Ray's GCS never collides with a Redis on 6379
-    assert config["file_mounts"] == {"~/drasi_ray": "."}
+    assert config["file_mounts"] == {"~/drasi_ray": ".", "~/.ray/auth_token": "~/.ray/auth_token"}
+    starts = [*config["head_start_ray_commands"], *config["worker_start_ray_commands"]]
+    for command in (c for c in starts if c.startswith(("ray start", "RAY_AUTH"))):
+        assert command.startswith("RAY_AUTH_MODE=token ray start"), command  # token auth
+    assert "--dashboard-host=127.0.0.1" in head_start  # the dashboard on loopback only

@@ -18,6 +18,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 import urllib.request
 import uuid
 from collections.abc import Iterator
@@ -31,7 +32,7 @@ import redis
 
 from drasi_ray.model import keys
 from drasi_ray.ops import cli
-from drasi_ray.testing.embedded_redis import EmbeddedRedis
+from drasi_ray.testing.embedded_redis import EmbeddedRedis, free_port
 from drasi_ray.testing.postgres import EmbeddedPostgres
 from drasi_ray.testing.waiting import wait_until
 from tests.differential.tutorials import RESOURCES
@@ -152,8 +153,10 @@ class Session:
 
 
 def environment() -> dict[str, str]:
-    env = {**os.environ, "RAY_ADDRESS": "local"}
-    for name in ("DRASI_RAY_APP", "DRASI_RAY_REDIS_URL"):
+    """This process's environment without what would point a command elsewhere (``run``
+    then starts a local Ray of its own)."""
+    env = dict(os.environ)
+    for name in ("RAY_ADDRESS", "DRASI_RAY_APP", "DRASI_RAY_REDIS_URL"):
         env.pop(name, None)
     return env
 
@@ -385,8 +388,8 @@ def test_each_command_says_in_one_line_what_is_wrong(session: Session) -> None:
 @pytest.mark.parametrize(
     ("words", "said"),
     [
-        (["apply", "-f", "missing.yaml"], "missing.yaml: no such file"),
-        (["delete", "-f", "missing.yaml"], "missing.yaml: no such file"),
+        (["apply", "-f", "missing.yaml"], "missing.yaml: No such file or directory"),
+        (["delete", "-f", "missing.yaml"], "missing.yaml: No such file or directory"),
         (["list", "sorce"], "unknown kind 'sorce': source, query (or continuousquery), reaction"),
         (["delete", "query"], "delete: give KIND NAME, or -f FILE..."),
     ],
@@ -397,6 +400,17 @@ def test_mistakes_seen_before_asking_the_app_are_one_line_too(
     assert cli.main([*words, "--redis-url", "redis://127.0.0.1:1"]) == 2
     err = capsys.readouterr().err
     assert one_error_line(err) and said in err, err
+
+
+def test_a_redis_that_does_not_answer_is_one_line_in_seconds(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    started = time.monotonic()
+    assert cli.main(["list", "--redis-url", f"redis://:pw@127.0.0.1:{free_port()}/0"]) == 2
+    err = capsys.readouterr().err
+    assert one_error_line(err), err
+    assert "cannot reach Redis at redis://:***@127.0.0.1:" in err and "(app 'default')" in err
+    assert time.monotonic() - started < 20
 
 
 def test_run_and_validate_take_a_drasi_file_and_refuse_its_mistakes(

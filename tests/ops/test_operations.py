@@ -18,6 +18,7 @@ import redis
 
 from drasi_ray import DrasiRay
 from drasi_ray.actors import scaling
+from drasi_ray.model import keys
 from drasi_ray.model.changes import Op, node
 from drasi_ray.model.shards import shard_of
 from drasi_ray.ops import cli
@@ -51,8 +52,11 @@ ray:
 """
 
 
-def _write_app(tmp_path: Path, url: str, consumers: int = 1, start_id: str = "0") -> str:
-    app_id = f"ops-{uuid.uuid4().hex[:8]}"
+def _write_app(
+    tmp_path: Path, url: str, consumers: int = 1, start_id: str = "0", app_id: str | None = None
+) -> str:
+    """The app file (a new app id unless ``app_id``: the file of a running app, its group)."""
+    app_id = app_id or f"ops-{uuid.uuid4().hex[:8]}"
     path = tmp_path / "app.yaml"
     text = APP.format(
         app_id=app_id, url=url, consumers=consumers, start_id=start_id, query=SENSOR_QUERY
@@ -123,7 +127,7 @@ def test_replay_applies_history_the_group_skipped(
     try:
         app.wait_until_idle(30)
         assert app.results("all-sensors") == []
-        app_yaml = _write_app(tmp_path, redis_url)
+        app_yaml = _write_app(tmp_path, redis_url, app_id=app.app_id)
         assert cli.main(["replay", "sensors", "--from", "0", app_yaml]) == 0
         wait_until(lambda: len(app.results("all-sensors")) == 20, what="the replayed rows")
         app.wait_until_idle(30)
@@ -174,11 +178,12 @@ def test_scale_up_and_down_while_changes_flow_loses_nothing(
     try:
         with _producing(redis_url, sensors=50) as published:
             assert app.scale("sensors", 3) == 1
-            assert len(client.xinfo_consumers("sensor-changes", "drasi-core")) == 3
+            group = keys.consumer_group(app.app_id)
+            assert len(client.xinfo_consumers("sensor-changes", group)) == 3
             applied = _applied(app)  # changes flow through three consumers for a while
             wait_until(lambda: _applied(app) >= applied + 200, what="changes through 3 consumers")
             assert app.scale("sensors", 1) == 3
-            names = [c["name"] for c in client.xinfo_consumers("sensor-changes", "drasi-core")]
+            names = [c["name"] for c in client.xinfo_consumers("sensor-changes", group)]
             assert names == [b"sensors-0"]
             applied = _applied(app)
             wait_until(lambda: _applied(app) >= applied + 100, what="changes through 1 consumer")
@@ -203,13 +208,14 @@ def test_cli_scale_finds_the_running_apps_actors(
     try:
         assert cli.main(["scale", "sensors", "2", app_yaml]) == 0
         assert "1 -> 2 consumers" in capsys.readouterr().out
-        assert len(client.xinfo_consumers("sensor-changes", "drasi-core")) == 2
+        group = keys.consumer_group(app.app_id)
+        assert len(client.xinfo_consumers("sensor-changes", group)) == 2
         with Publisher.from_url(redis_url) as publisher:
             publisher.publish("sensor-changes", [_event(f"s{i}", i) for i in range(40)])
         app.wait_until_idle(30)
         assert len(app.results("all-sensors")) == 40
         assert cli.main(["scale", "sensors", "1", app_yaml]) == 0
-        assert len(client.xinfo_consumers("sensor-changes", "drasi-core")) == 1
+        assert len(client.xinfo_consumers("sensor-changes", group)) == 1
     finally:
         app.stop()
 

@@ -3,8 +3,10 @@
 - The commands of the ```bash blocks run from the repository root, in README order, against the
   test Redis: the text is used as written except that ``redis://localhost:6379`` becomes the
   test Redis URL, ``redis-cli`` gets ``-p <port>``, and the commands that read
-  ``examples/app.yaml`` get ``--redis-url``. ``RAY_ADDRESS=local`` makes every command that
-  needs Ray start a private local one. Skipped, with the reason: :data:`SKIPPED`, the install
+  ``examples/app.yaml`` get ``--redis-url``. No ``RAY_ADDRESS``: every command that needs Ray
+  starts a private local one by itself, whatever other Ray runs on the machine (issue #27).
+  ``run`` prints the four results of the published events (a backlog when it starts).
+  Skipped, with the reason: :data:`SKIPPED`, the install
   and test commands, which :func:`test_the_install_and_test_commands_are_what_ci_runs` holds
   to ``.ci/run`` (which runs them).
 - The ```python block runs as a program against the test Redis and prints its result.
@@ -42,8 +44,15 @@ PROGRAMS_RUN_BY = {
 """Each program the README's prose names, and the test that runs it."""
 README_LIMIT = 12 * 1024
 APP_COMMANDS = re.compile(
-    r"^drasi-ray (status|run|dlq|replay|scale|analytics \w+) .*examples/app\.yaml"
+    r"^drasi-ray (status|run|results|dlq|replay|scale|analytics \w+) .*examples/app\.yaml"
 )
+FOUR_RESULTS = [
+    "  ADD    {'id': 'sensor-2', 'temperature': 75.5}",
+    "  ADD    {'id': 'sensor-1', 'temperature': 71.2}",
+    "  DELETE {'id': 'sensor-2', 'temperature': 75.5}",
+    "  ADD    {'id': 'sensor-3', 'temperature': 80.1}",
+]
+"""What `drasi-ray run examples/app.yaml --exit-when-idle` prints after the README's publish."""
 
 
 def blocks(language: str) -> list[str]:
@@ -83,7 +92,9 @@ def localise(command: str, server: EmbeddedRedis, cli: str) -> str:
 
 def environment() -> dict[str, str]:
     bin_dir = str(Path(sys.executable).parent)
-    return {**os.environ, "RAY_ADDRESS": "local", "PATH": f"{bin_dir}:{os.environ['PATH']}"}
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
+    env.pop("RAY_ADDRESS", None)
+    return env
 
 
 def run_here(argv: list[str]) -> subprocess.CompletedProcess[str]:
@@ -116,13 +127,22 @@ def test_the_readme_runs_the_example_app_and_its_yaml_is_the_example_file() -> N
 @pytest.mark.slow
 def test_every_readme_command_runs(redis_server: EmbeddedRedis, redis_url: str) -> None:
     cli = shutil.which("redis-cli", path=str(Path(find_redis_server()).parent)) or "redis-cli"
-    ran = []
+    ran = {}
     for command in readme_commands():
         if skip_reason(command) is not None:
             continue
-        run_here(["bash", "-c", localise(command, redis_server, cli)])
-        ran.append(command)
-    assert len(ran) >= 7, ran
+        ran[command] = run_here(["bash", "-c", localise(command, redis_server, cli)])
+    assert len(ran) >= 8, ran
+    run = ran["drasi-ray run examples/app.yaml --exit-when-idle"].stdout
+    assert "running on a new local Ray (127.0.0.1 only)" in run, run
+    printed = [line for line in run.splitlines() if line.startswith("  ")]
+    assert printed == FOUR_RESULTS, run
+    logged = [
+        line for line in run.splitlines() if '"kind":"change","queryId":"hot-sensors"' in line
+    ]
+    assert len(logged) == 4, run  # the log reaction's lines, forwarded by Ray before it stopped
+    rows = ran["drasi-ray results hot-sensors examples/app.yaml"].stdout.splitlines()
+    assert rows == ['{"id":"sensor-1","temperature":71.2}', '{"id":"sensor-3","temperature":80.1}']
 
 
 @pytest.mark.slow
@@ -156,5 +176,7 @@ def test_every_program_the_readme_names_is_run_by_a_test() -> None:
 @pytest.mark.slow
 def test_the_quickstart_runs_as_its_docstring_says() -> None:
     """``python examples/quickstart.py``: its own private Redis and a local Ray."""
-    lines = run_here([sys.executable, "examples/quickstart.py"]).stdout.splitlines()
+    done = run_here([sys.executable, "examples/quickstart.py"])
+    lines = done.stdout.splitlines()
     assert lines[-1] == "current results: [{'id': 'sensor-1', 'temperature': 71.2}]", lines
+    assert "Found multiple active Ray instances" not in done.stderr  # never someone else's Ray

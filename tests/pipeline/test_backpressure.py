@@ -15,6 +15,7 @@ import uuid
 import redis
 
 from drasi_ray import DispatchMode, DrasiRay
+from drasi_ray.model import keys
 from drasi_ray.model.changes import Op, node
 from drasi_ray.source.decode import change_event, encode_cloud_event
 from drasi_ray.streams.publisher import Publisher
@@ -64,7 +65,9 @@ def test_slow_subscriber_bounds_unacked_and_memory(ray_session: None, redis_url:
         while received < CHANGES:
             assert time.monotonic() < deadline, f"only {received} results arrived"
             received += len(subscription.next(timeout=0.05))
-            max_pending = max(max_pending, client.xpending(stream, "drasi-core")["pending"])
+            max_pending = max(
+                max_pending, client.xpending(stream, keys.consumer_group(app.app_id))["pending"]
+            )
             if len(rss) < 1000 and received % 5000 < 60:
                 rss.append(sum(c["rss_bytes"] for c in app.status()["sources"]["ticks"]))
             time.sleep(0.002)  # a deliberately slow subscriber

@@ -259,7 +259,7 @@ def test_malformed_entries_are_dead_lettered_with_reasons(running: tuple[DrasiRa
     originals = {f[b"entry_id"].decode(): f.get(b"orig:data") for _, f in dead}
     assert b"{not json" in originals.values()
     assert app.results("hot") == [{"id": "s1", "temperature": 75.0}]
-    assert client.xpending("sensor-changes", "drasi-core")["pending"] == 0
+    assert client.xpending("sensor-changes", keys.consumer_group(app.app_id))["pending"] == 0
 
 
 def test_tombstones_are_forgotten_once_the_stream_no_longer_holds_older_entries(

@@ -19,6 +19,7 @@ import ray
 import redis
 
 from drasi_ray.app import DrasiRay
+from drasi_ray.model import keys
 from drasi_ray.ops.publish import publish_lines
 from drasi_ray.streams.publisher import Publisher
 from drasi_ray.streams.records import DeadLetter
@@ -94,7 +95,9 @@ def test_three_streams_two_consumers_give_the_one_stream_results(
     with redis.Redis.from_url(redis_url) as client:
         lengths = [int(client.xlen(stream)) for stream in streams]
         dead = [DeadLetter.from_fields(f) for _, f in client.xrange(f"{streams[0]}:dlq")]
-        assert [int(client.xpending(s, "drasi-core")["pending"]) for s in streams] == [0, 0, 0]
+        assert [
+            int(client.xpending(s, keys.consumer_group(app.app_id))["pending"]) for s in streams
+        ] == [0, 0, 0]
     assert sum(lengths) == len(payloads) + len(MALFORMED) and min(lengths) > len(payloads) / 5
     assert sorted((d.source_stream, d.entry_id) for d in dead) == [(streams[1], i) for i in bad_ids]
     assert all(d.fields is not None and d.fields[b"data"] in MALFORMED for d in dead)
@@ -104,8 +107,8 @@ def test_three_streams_two_consumers_give_the_one_stream_results(
     assert sum(c["acked"] for c in status) >= len(payloads) + len(MALFORMED)
 
 
-def _pending_of(client: redis.Redis, stream: str, consumer: str) -> int:
-    found: Any = client.xpending_range(stream, "drasi-core", "-", "+", 1000, consumer)
+def _pending_of(client: redis.Redis, stream: str, consumer: str, group: str) -> int:
+    found: Any = client.xpending_range(stream, group, "-", "+", 1000, consumer)
     return len(found)
 
 
@@ -125,14 +128,20 @@ def test_a_killed_consumer_has_its_entries_reclaimed_on_every_stream(
 
             def victim_holds_every_stream() -> bool:
                 nonlocal sent
-                if all(_pending_of(client, s, f"{SOURCE}-1") for s in streams):
+                if all(
+                    _pending_of(client, s, f"{SOURCE}-1", keys.consumer_group(app.app_id))
+                    for s in streams
+                ):
                     return True
                 publish_lines(publisher, streams, payloads[sent : sent + 60], batch=60)
                 sent += 60
                 return False
 
             wait_until(victim_holds_every_stream, 30, what="the victim holding every stream")
-            held = {s: _pending_of(client, s, f"{SOURCE}-1") for s in streams}
+            held = {
+                s: _pending_of(client, s, f"{SOURCE}-1", keys.consumer_group(app.app_id))
+                for s in streams
+            }
             ray.kill(victim, no_restart=True)
             publish_lines(publisher, streams, payloads[sent:], batch=200)
         app.wait_until_idle(timeout=60)
@@ -145,5 +154,7 @@ def test_a_killed_consumer_has_its_entries_reclaimed_on_every_stream(
     for query_id in QUERIES:
         assert row_mismatches(oracle.results(query_id), rows[query_id]) == 0, query_id
     assert all(count > 0 for count in held.values())
-    assert [_pending_of(client, s, f"{SOURCE}-1") for s in streams] == [0, 0, 0]
+    assert [
+        _pending_of(client, s, f"{SOURCE}-1", keys.consumer_group(app.app_id)) for s in streams
+    ] == [0, 0, 0]
     assert all(reclaimed[s].reclaimed >= held[s] for s in streams), (held, reclaimed)

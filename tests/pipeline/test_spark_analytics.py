@@ -17,6 +17,7 @@ from pyspark.sql import SparkSession
 
 from drasi_ray import DrasiRay, PlatformSource
 from drasi_ray.analytics.jobs import ExportProgress
+from drasi_ray.model import keys
 from drasi_ray.model.changes import Element, Op, node, relation
 from drasi_ray.model.config import AnalyticsConfig
 from drasi_ray.source.decode import change_event, encode_cloud_event
@@ -122,7 +123,7 @@ def test_duplicates_and_redeliveries_are_not_counted_twice(app: DrasiRay, redis_
     publish(redis_url, events[:5] + events[:5] + events[5:])
     app.wait_until_idle(60)
     client = redis.Redis.from_url(redis_url)
-    client.xgroup_setid(STREAM, "drasi-core", "0")  # every entry is delivered once more
+    client.xgroup_setid(STREAM, keys.consumer_group(app.app_id), "0")  # all delivered again
     app.wait_until_idle(60)
     coordinator = app.status()["coordinator"]
     assert coordinator["duplicates"] >= len(events) + 5  # they did reach the coordinator

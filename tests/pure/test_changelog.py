@@ -182,17 +182,32 @@ def _change(op: Op, element_id: str, entry: tuple[int, int], properties: dict[st
     return ElementChange(op, element, (entry[0], entry[1], 0), Timing(0))
 
 
-def test_the_shard_core_forwards_applied_changes_only_never_duplicates() -> None:
+def test_the_log_holds_every_valid_change_once_overtaken_ones_included() -> None:
+    """The shard forwards every valid change; the log keeps each once, so a redelivery (its
+    position) and the same event published twice (its content) are one row, and a change
+    overtaken by a newer change of its element (another consumer's batch applied first) is a
+    row too (issue #27, item 10)."""
     core = ShardCore()
     core.applied = []
     first = DecodedEntry("5-0", (_change(Op.INSERT, "s1", (5, 0), {"t": 1.0}),))
     same_content = DecodedEntry("6-0", (_change(Op.INSERT, "s1", (6, 0), {"t": 1.0}),))
     update = DecodedEntry("7-0", (_change(Op.UPDATE, "s1", (7, 0), {"u": 2}),))
+    overtaken = DecodedEntry("4-0", (_change(Op.UPDATE, "s1", (4, 0), {"t": 0.5}),))
     core.apply_entries("src", [first, first, same_content, update])
-    core.apply_entries("src", [update])  # a redelivery
-    records = [change_record(*applied) for applied in core.applied]
-    assert [(r.stream_id, r.op) for r in records] == [("5-0", "insert"), ("7-0", "update")]
-    assert records[1].properties == {"t": 1.0, "u": 2}  # the element's full state after it
+    core.apply_entries("src", [update, overtaken])  # a redelivery, then a late older change
+    log, store = make_log()
+    applied = [change_record(*forwarded) for forwarded in core.applied if forwarded[2]]
+    others = [change_record(*forwarded) for forwarded in core.applied if not forwarded[2]]
+    log.append("src", applied, others)
+    log.append("src", applied, others)  # again
+    rows = table_of(log, store).to_pylist()
+    by_version = sorted(rows, key=lambda row: (row["version_ms"], row["version_seq"]))
+    assert [(r["stream_id"], r["op"]) for r in by_version] == [
+        ("4-0", "update"), ("5-0", "insert"), ("7-0", "update"),
+    ]  # fmt: skip
+    assert log.duplicates == 3 + 6 and log.appended == 3
+    assert orjson.loads(by_version[2]["properties"]) == {"t": 1.0, "u": 2}  # state after it
+    assert orjson.loads(by_version[0]["properties"]) == {"t": 0.5}  # the change's own
 
 
 def test_delete_record_carries_the_state_before_and_relations_their_ends() -> None:
@@ -237,3 +252,19 @@ def test_importing_drasi_ray_does_not_import_spark() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "False"
+
+
+def test_an_old_event_published_again_after_a_newer_one_is_a_row() -> None:
+    """The same content is a duplicate only when the store took nothing from it: an old
+    event written again after a newer change moves the element back, and is a row."""
+    core = ShardCore()
+    core.applied = []
+    entries = [
+        DecodedEntry("5-0", (_change(Op.UPDATE, "s1", (5, 0), {"t": 1.0}),)),
+        DecodedEntry("7-0", (_change(Op.UPDATE, "s1", (7, 0), {"t": 2.0}),)),
+        DecodedEntry("8-0", (_change(Op.UPDATE, "s1", (8, 0), {"t": 1.0}),)),  # 5-0 again
+    ]
+    core.apply_entries("src", entries)
+    log, store = make_log()
+    log.append("src", [change_record(*forwarded) for forwarded in core.applied])
+    assert [row["stream_id"] for row in table_of(log, store).to_pylist()] == ["5-0", "7-0", "8-0"]

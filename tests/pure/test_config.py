@@ -12,6 +12,7 @@ from drasi_ray import (
     ConfigError,
     DispatchMode,
     DrasiRay,
+    PlatformReaction,
     PlatformSource,
     PlatformSourceConfig,
     Query,
@@ -19,6 +20,8 @@ from drasi_ray import (
     StateConfig,
 )
 from drasi_ray.coordinator.registry import QueryRegistration, Registry, SubscriberSpec
+from drasi_ray.model import keys
+from drasi_ray.model.config import expand_secrets
 
 YAML = """
 id: sensors-app
@@ -76,7 +79,7 @@ def test_builder_matches_config_object() -> None:
 
 def test_defaults_follow_drasi() -> None:
     config = PlatformSourceConfig(redis_url="redis://h:1", stream_key="s")
-    assert config.consumer_group == "drasi-core"
+    assert config.consumer_group == "drasi_ray"  # outside an app; an app's own below
     assert (config.batch_size, config.block_ms, config.consumers) == (100, 5000, 1)
     assert config.start_id == "$"
     assert config.dead_letter_key == "s:dlq"
@@ -217,6 +220,52 @@ def test_a_callback_reaction_survives_the_durable_control_state() -> None:
     assert isinstance(closure, CallbackReaction) and isinstance(named, CallbackReaction)
     assert named.function == "json:dumps"
     assert closure.resolve()("row") == "got row"
+
+
+def test_a_stored_registration_holds_no_password_and_gets_it_back() -> None:
+    """The JSON kept in Redis has every Redis URL without its password; loading it with the
+    app's URLs gives the passwords back (issue #27, item 5)."""
+    secret_url = "rediss://user:pa55@redis.internal:6380/0?ssl_ca_certs=/ca.crt&password=pa55"
+    query = (
+        Query.cypher("hot")
+        .query("MATCH (s:Sensor) RETURN s.id AS id")
+        .from_source("sensors")
+        .with_reaction(PlatformReaction(redis_url=secret_url))
+        .build()
+    )
+    registration = QueryRegistration(query, "h", ("Sensor",), None, chain_url=secret_url)
+    stored = registration.to_json()
+    assert b"pa55" not in stored and b"ssl_ca_certs=/ca.crt" in stored
+    assert QueryRegistration.from_json(stored, (secret_url,)) == registration
+    (blank,) = QueryRegistration.from_json(stored).config.reactions
+    assert isinstance(blank, PlatformReaction) and blank.redis_url is not None
+    assert "pa55" not in blank.redis_url
+
+
+def test_values_take_secrets_from_the_environment_and_files(tmp_path: Path) -> None:
+    secret = tmp_path / "password"
+    secret.write_text("from-file\n")
+    raw = {"a": ["${A}", "x-${file:" + str(secret) + "}-y", "$${A} stays"], "b": {"c": 1}}
+    assert expand_secrets(raw, {"A": "env"}) == {
+        "a": ["env", "x-from-file-y", "${A} stays"],
+        "b": {"c": 1},
+    }
+    with pytest.raises(ConfigError, match=r"config: a.0: the environment variable 'A' is not set"):
+        expand_secrets(raw, {})
+
+
+def test_an_app_reads_with_its_own_consumer_group_unless_one_is_named() -> None:
+    """Two apps on one stream each see every entry (issue #27, item 6)."""
+    source = {"id": "s", "properties": {"redis_url": "redis://h:1", "stream_key": "k"}}
+    one = AppConfig.model_validate({"id": "one", "sources": [source]})
+    assert one.sources[0].stream_settings("one").consumer_group == keys.consumer_group("one")
+    named = {**source, "properties": {**source["properties"], "consumer_group": "shared"}}
+    two = AppConfig.model_validate({"id": "two", "sources": [named]})
+    assert two.sources[0].stream_settings("two").consumer_group == "shared"
+    app = DrasiRay("three").add_source(
+        PlatformSource.builder("s").with_redis_url("redis://h:1").with_stream_key("k").build()
+    )
+    assert app._sources["s"].config.consumer_group == keys.consumer_group("three")
 
 
 def test_the_registry_hands_a_restarted_host_its_subscriptions_and_forgets_removed_ones() -> None:

@@ -12,7 +12,7 @@ from drasi_ray.streams import admin
 from drasi_ray.streams.backend import RedisStreamBackend
 from drasi_ray.streams.records import GroupProgress
 
-GROUP = "drasi-core"
+GROUP = "drasi_ray"
 
 
 def test_progress_lag_and_drained_follow_the_group(redis_url: str) -> None:

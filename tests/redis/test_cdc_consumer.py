@@ -81,7 +81,7 @@ def test_debezium_entries_decode_and_bad_ones_are_dead_lettered(redis_url: str) 
     assert [d.entry_id for d in dead] == [ids[1].decode(), ids[4].decode()]
     assert "$.source.table" in dead[0].reason and "op 't' (truncate" in dead[1].reason
     assert dead[0].fields == bad_type and dead[0].source_stream == STREAM
-    assert stats.dead_lettered == 2 and client.xpending(STREAM, "drasi-core")["pending"] == 0
+    assert stats.dead_lettered == 2 and client.xpending(STREAM, "drasi_ray")["pending"] == 0
 
 
 def test_deltaforge_entries_decode_with_duplicates_at_their_position(redis_url: str) -> None:

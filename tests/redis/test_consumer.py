@@ -95,7 +95,7 @@ def test_decodes_dispatches_in_batches_and_acks(redis_url: str) -> None:
         ids = [entry.changes[0].element.id for batch in batches for entry in batch]
         assert ids == [f"e{i}" for i in range(25)]
         assert all(len(batch) <= 10 for batch in batches)
-        assert client.xpending(STREAM, "drasi-core")["pending"] == 0
+        assert client.xpending(STREAM, "drasi_ray")["pending"] == 0
 
     _run(redis_url, body, max_batch_size=10)
 
@@ -200,7 +200,7 @@ def test_next_batch_is_read_during_a_dispatch_and_a_failure_keeps_stream_order(
     asyncio.run(main())
     assert applied == [f"e{i}" for i in range(45)]  # in stream order, failure or not, once
     assert running["most"] == 1  # one dispatch at a time
-    assert client.xpending(STREAM, "drasi-core")["pending"] == 0
+    assert client.xpending(STREAM, "drasi_ray")["pending"] == 0
 
 
 def test_batch_prefetched_during_a_slow_dispatch_is_not_reclaimed(redis_url: str) -> None:
@@ -240,7 +240,7 @@ def test_batch_prefetched_during_a_slow_dispatch_is_not_reclaimed(redis_url: str
             RedisStreamBackend.from_url(redis_url),
             peer_dispatch,
         )
-        client.xgroup_createconsumer(STREAM, "drasi-core", "src-1")
+        client.xgroup_createconsumer(STREAM, "drasi_ray", "src-1")
         peer.start()
         try:
             await wait_until_async(lambda: consumer.stats.acked + peer.stats.acked >= 30)
@@ -253,7 +253,7 @@ def test_batch_prefetched_during_a_slow_dispatch_is_not_reclaimed(redis_url: str
 
     asyncio.run(main())
     assert applied + peer_applied == [f"e{i}" for i in range(30)]
-    assert client.xpending(STREAM, "drasi-core")["pending"] == 0
+    assert client.xpending(STREAM, "drasi_ray")["pending"] == 0
 
 
 class _SlowAcks(RedisStreamBackend):
@@ -299,8 +299,7 @@ def _slow_ack_run(url: str, fail: bool) -> tuple[list[str], list[str], StreamCon
             await consumer.wait_ready()
             await wait_until_async(
                 lambda: (
-                    len(set(applied)) == 30
-                    and client.xpending(STREAM, "drasi-core")["pending"] == 0
+                    len(set(applied)) == 30 and client.xpending(STREAM, "drasi_ray")["pending"] == 0
                 )
             )
         finally:
@@ -338,7 +337,7 @@ def test_missing_group_is_recreated(redis_url: str) -> None:
     client = redis.Redis.from_url(redis_url)
 
     async def body(consumer: StreamConsumer, batches: list[list[DecodedEntry]]) -> None:
-        client.xgroup_destroy(STREAM, "drasi-core")
+        client.xgroup_destroy(STREAM, "drasi_ray")
         await wait_until_async(lambda: consumer.stats.group_recreated == 1)
         client.xadd(STREAM, {"data": _event("after", 1)})
         await wait_until_async(lambda: consumer.stats.acked == 1)
@@ -348,14 +347,14 @@ def test_missing_group_is_recreated(redis_url: str) -> None:
 
 def test_dead_peers_pending_entries_are_reclaimed(redis_url: str) -> None:
     client = _publish(redis_url, 15)
-    client.xgroup_create(STREAM, "drasi-core", id="0")
+    client.xgroup_create(STREAM, "drasi_ray", id="0")
     # A peer reads everything and dies before acking.
-    client.xreadgroup("drasi-core", "src-9", {STREAM: ">"}, count=100)
+    client.xreadgroup("drasi_ray", "src-9", {STREAM: ">"}, count=100)
 
     async def body(consumer: StreamConsumer, batches: list[list[DecodedEntry]]) -> None:
         await wait_until_async(lambda: consumer.stats.acked == 15)
         assert consumer.stats.reclaimed == 15
-        assert client.xpending(STREAM, "drasi-core")["pending"] == 0
+        assert client.xpending(STREAM, "drasi_ray")["pending"] == 0
 
     _run(redis_url, body)
 
@@ -378,7 +377,7 @@ def test_oversized_entries_are_dead_lettered_unparsed(redis_url: str) -> None:
 
 def test_retention_trims_only_what_every_group_acked(redis_url: str) -> None:
     client = redis.Redis.from_url(redis_url)
-    client.xgroup_create(STREAM, "drasi-core", id="0", mkstream=True)
+    client.xgroup_create(STREAM, "drasi_ray", id="0", mkstream=True)
     client.xgroup_create(STREAM, "laggard", id="0")
     ids = [client.xadd(STREAM, {"data": _event(f"e{i}", i)}).decode() for i in range(10)]
     client.xreadgroup("laggard", "slow", {STREAM: ">"}, count=4)
@@ -409,7 +408,7 @@ def test_acl_user_works_and_password_never_shows(redis_url: str) -> None:
         bad = f"redis://drasi:wrong-pw@{host}"
         backend = RedisStreamBackend.from_url(bad)
         try:
-            await backend.ensure_group(STREAM, "drasi-core", "0")
+            await backend.ensure_group(STREAM, "drasi_ray", "0")
         except Exception as exc:  # the translated error
             return f"{type(exc).__name__}: {exc}"
         finally:
@@ -445,8 +444,8 @@ def test_idle_read_with_drasi_default_block_ms_does_not_time_out(redis_url: str)
     async def idle_read() -> list[object]:
         backend = backend_for(settings)
         try:
-            await backend.ensure_group(STREAM, "drasi-core", "0")
-            return list(await backend.read_new(STREAM, "drasi-core", "src-0", 10, 5_500))
+            await backend.ensure_group(STREAM, "drasi_ray", "0")
+            return list(await backend.read_new(STREAM, "drasi_ray", "src-0", 10, 5_500))
         finally:
             await backend.close()
 

@@ -78,8 +78,8 @@ def test_each_stream_is_read_and_acked_by_its_own_lane(redis_url: str) -> None:
     asyncio.run(main())
     assert seen == published  # ids 1-0 .. 10-0 on every stream: no lane saw another's
     for stream in STREAMS:
-        assert client.xpending(stream, "drasi-core")["pending"] == 0
-        assert [g["name"] for g in client.xinfo_groups(stream)] == [b"drasi-core"]
+        assert client.xpending(stream, "drasi_ray")["pending"] == 0
+        assert [g["name"] for g in client.xinfo_groups(stream)] == [b"drasi_ray"]
     dead: Any = client.xrange(f"{STREAMS[0]}:dlq")
     assert [(f[b"stream"], f[b"entry_id"]) for _, f in dead] == [(STREAMS[1].encode(), b"99-0")]
 

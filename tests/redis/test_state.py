@@ -112,3 +112,25 @@ def test_the_last_sequence_is_written_once_per_interval_not_per_delivery(redis_u
     assert state.sequence_writes == 1
     with redis.Redis.from_url(redis_url) as client:
         assert int(client.get(keys.result_sequence("app", "q")) or 0) == 100
+
+
+def test_the_last_sequence_written_during_a_redis_outage_lands_once_redis_is_back() -> None:
+    """A sequence noted while Redis is down is written when it returns, not given up: the
+    stored sequence then matches the result stream (``drasi-ray status`` after a Redis
+    restart, issue #27 item 8)."""
+    with EmbeddedRedis() as server:
+
+        async def run() -> tuple[bool, bool]:
+            keeper = SequenceKeeper(StateStore.from_url(server.url, "app"), "q", lease=1000)
+            sequence = await keeper.start()
+            await keeper.reserve(sequence, 6)
+            server.stop()
+            keeper.note(sequence + 6)
+            during = await keeper.flush(timeout_s=1.0)  # Redis is down: not written yet
+            server.start()
+            return during, await keeper.flush(timeout_s=15.0)
+
+        during, after = asyncio.run(run())
+        assert (during, after) == (False, True)
+        with redis.Redis.from_url(server.url) as client:
+            assert int(client.get(keys.result_sequence("app", "q")) or 0) == 6
