@@ -557,8 +557,8 @@ class _Document:
         if isinstance(value, dict) and value.get("kind") == "Secret":
             self.refuse(
                 path,
-                "secret references need Drasi's secret store; write the value here or have "
-                "the app read it from its environment",
+                "a secret reference needs Drasi's secret store: write ${VARIABLE} or "
+                "${file:PATH} instead (expanded when the file is read, never stored)",
             )
         return value
 

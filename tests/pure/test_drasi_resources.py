@@ -301,8 +301,9 @@ spec:
     assert problems(text) == [
         "f.yaml:6:13: Source/s spec.identity: drasi_ray has no identity providers: put the "
         "credentials in properties",
-        "f.yaml:8:15: Source/s spec.properties.redisUrl: secret references need Drasi's secret "
-        "store; write the value here or have the app read it from its environment",
+        "f.yaml:8:15: Source/s spec.properties.redisUrl: a secret reference needs Drasi's "
+        "secret store: write ${VARIABLE} or ${file:PATH} instead (expanded when the file is "
+        "read, never stored)",
     ]
     unknown = text.replace(
         "  identity: {kind: MicrosoftEntraWorkloadID, clientId: x}\n", ""
@@ -609,4 +610,28 @@ spec:
         ReactionDefinition(
             ("hello-world-from", "message-count", "inactive-people"), resource.spec.spec
         ),  # type: ignore[union-attr]
+    ]
+
+
+def test_variables_and_files_are_expanded_and_one_missing_is_refused_at_its_line(
+    tmp_path: Path,
+) -> None:
+    secret = tmp_path / "url"
+    secret.write_text("redis://:pw@db:6379\n")
+    text = (
+        "apiVersion: v1\nkind: Source\nname: s\nspec:\n  kind: Platform\n  properties:\n"
+        f"    redisUrl: ${{file:{secret}}}\n    streamKey: ${{STREAM}}\n"
+    )
+    (resource,) = parse_resources(text, "f.yaml", environ={"STREAM": "events"}).resources
+    assert isinstance(resource.spec, SourceSpec)
+    assert resource.spec.properties.redis_url == "redis://:pw@db:6379"
+    assert resource.spec.properties.stream_keys == ("events",)
+    assert problems(text.replace("${STREAM}", "${NOPE}")) == problems(
+        text.replace("${STREAM}", "${NOPE}")
+    )
+    with pytest.raises(ResourceError) as caught:
+        parse_resources(text, "f.yaml", environ={})
+    assert [str(p) for p in caught.value.problems] == [
+        "f.yaml:8:16: Source/s spec.properties.streamKey: the environment variable 'STREAM' "
+        "is not set"
     ]
