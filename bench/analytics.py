@@ -143,6 +143,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print_lines(lines)
     detail = f"{args.changes:,} changes in batches of {args.batch:,}; Spark 1 executor, 1 core"
     for step, value, _rate in rows:
+        assert isinstance(step, str) and isinstance(value, (int, float))
         unit = "bytes" if step.startswith("Arrow bytes") else "seconds"
         if step.startswith("Ray blocks"):
             unit = "blocks"

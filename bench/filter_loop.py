@@ -38,11 +38,12 @@ def _row(element: dict[str, Any] | None) -> tuple[str, float] | None:
     """The result row of an element (id, temperature), or None if the filter drops it."""
     if element is None or LABEL not in element.get("labels", ()):
         return None
-    properties = element.get("properties") or {}
-    temperature = properties.get("temperature")
+    properties: dict[str, Any] = element.get("properties") or {}
+    temperature: Any = properties.get("temperature")
     if type(temperature) not in (int, float) or not temperature > THRESHOLD:
         return None
-    return properties.get("id"), temperature
+    identifier: Any = properties.get("id")
+    return identifier, temperature
 
 
 def apply_change(
@@ -58,8 +59,8 @@ def apply_change(
     """
     payload = change["payload"]
     after = payload.get("after") if change["op"] != "d" else None
-    element = after if after is not None else payload.get("before") or {}
-    element_id = element.get("id")
+    element: dict[str, Any] = after if after is not None else payload.get("before") or {}
+    element_id: Any = element.get("id")
     row = _row(after)
     if row is None:
         rows.pop(element_id, None)

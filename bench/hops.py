@@ -24,7 +24,7 @@ import os
 import threading
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import psutil
 import ray
@@ -53,10 +53,16 @@ SPLIT_HEADERS = (
 )
 
 
+class _SizeCalls(Protocol):
+    """What the echo actor serves on its line."""
+
+    async def size(self, items: list[int]) -> int: ...
+
+
 @ray.remote
 class _Echo:
     def __init__(self) -> None:
-        self._line_server = LineServer(self, ("size",))
+        self._line_server = LineServer[_SizeCalls](self, _SizeCalls)
 
     async def line_address(self) -> LineAddress | None:
         return await self._line_server.address()
@@ -129,13 +135,13 @@ class _Caller:
 
     async def timed_line(self, count: int, items: list[int]) -> list[float]:
         """The same calls over a direct line (what the pipeline's hot calls use)."""
-        line = Line(self._echo)
+        line = Line[_SizeCalls](self._echo)
         if not await line.opened():
             raise RuntimeError("the line to the echo actor did not open")
         times = []
         for _ in range(count):
             started = time.perf_counter()
-            await line.call("size", items)
+            await line.call(_SizeCalls.size, items)
             times.append((time.perf_counter() - started) * 1e3)
         line.close()
         return times

@@ -75,8 +75,8 @@ from bench.common import (
 from bench.results import Recorder
 from bench.sink import start_consumer
 from drasi_ray import DrasiRay
-from drasi_ray.actors.wire import EntryPacket
 from drasi_ray.model.config import PlatformSourceConfig
+from drasi_ray.model.wire import EntryPacket
 from drasi_ray.source.decode import decode_entry
 from drasi_ray.streams import admin
 from drasi_ray.testing.apps import one_source_app
@@ -206,7 +206,7 @@ def consumer_config(url: str, stream: str, max_batch: int | None = None) -> Plat
     """batch_size 500; reads grow up to ``max_batch`` (None: the source's default, 2,000)."""
     return PlatformSourceConfig(
         redis_url=url,
-        stream_key=stream,
+        stream_keys=(stream,),
         consumer_group=GROUP,
         batch_size=BATCH,
         max_batch_size=max_batch,
@@ -306,7 +306,7 @@ def time_pipeline_live(url: str, payloads: Sequence[bytes], consumers: int) -> f
 
 
 def _check_pipeline(app: DrasiRay, events: int) -> None:
-    changes = app.status()["coordinator"]["changes"]
+    changes = app.status().totals.changes
     _check(changes, events, "pipeline")
     if not app.results("hot"):
         raise RuntimeError("pipeline: the filter query has no results")
@@ -331,7 +331,7 @@ def per_event_costs(payloads: Sequence[bytes]) -> list[tuple[str, float]]:
     """µs per event of each CPU step of one consumer batch (``BATCH`` entries).
 
     The consumer decodes each entry into the change model's structs (``decode_entry``) and
-    sends them as an :class:`~drasi_ray.actors.wire.EntryPacket` (MessagePack); the
+    sends them as an :class:`~drasi_ray.model.wire.EntryPacket` (MessagePack); the
     coordinator's unpickling decodes the structs back. A plain list of :class:`DecodedEntry`
     (Ray's own pickling of the structs) is measured for comparison.
     """

@@ -33,6 +33,7 @@ the harness keeps alive does not pause the publisher and the subscriber.
 from __future__ import annotations
 
 import argparse
+import functools
 import math
 import threading
 import time
@@ -475,8 +476,8 @@ def timed_load(
 
 def coordinator_counters(app: DrasiRay) -> tuple[int, int]:
     """The coordinator's ``(batches, changes)`` so far."""
-    stats = app.status()["coordinator"]
-    return int(stats["batches"]), int(stats["changes"])
+    totals = app.status().totals
+    return totals.batches, totals.changes
 
 
 def changes_per_batch(before: tuple[int, int], after: tuple[int, int]) -> float:
@@ -593,7 +594,7 @@ def run_peer(
             timeout_s = DRAIN_TIMEOUT_S + len(templates) / 1000
             published, batches, cpu, loads_1m = timed_load(
                 url, peer.stream, peer.collector, meter, templates, per_second,
-                lambda expected, limit=timeout_s: peer.collector.wait_for(expected, limit),
+                functools.partial(peer.collector.wait_for, timeout_s=timeout_s),
             )  # fmt: skip
             result = load_figures(1, published, keys, batches, cpu, loads_1m, system=PEER)
             result.changes_per_batch = float("nan")  # the loop keeps no such counter

@@ -190,7 +190,7 @@ def run_layout(
             app.wait_until_idle(TIMEOUT_S)
             seconds = time.perf_counter() - started
             cpu = meter.stop()
-        changes = int(app.status()["coordinator"]["changes"])
+        changes = app.status().totals.changes
         if changes != len(payloads):
             raise RuntimeError(f"applied {changes} changes, expected {len(payloads)}")
     finally:

@@ -34,6 +34,7 @@ import ray
 
 from bench.common import BASE_TS_NS, SENSOR_QUERY, sensor_properties
 from drasi_ray import DrasiRay
+from drasi_ray.host.runner import QueryReport
 from drasi_ray.model.changes import Op, node
 from drasi_ray.model.config import StateConfig
 from drasi_ray.source.decode import change_event, encode_cloud_event
@@ -340,14 +341,15 @@ STATUS_HEADERS = ("in_flight mean / max", "coord. batches/s", "changes/batch")
 
 def _sample(app: DrasiRay, started: float) -> StatusSample:
     status = app.status()
-    consumers = status["sources"].get(SOURCE_ID, [])
-    subscribers = status["queries"].get(QUERY_ID, {}).get("subscribers", {})
+    consumers = status.consumers(SOURCE_ID) if SOURCE_ID in status.sources else []
+    query = status.queries.get(QUERY_ID)
+    subscribers = query.subscribers if isinstance(query, QueryReport) else {}
     return StatusSample(
         time.perf_counter() - started,
-        sum(int(c.get("in_flight", 0)) for c in consumers),
-        int(status["coordinator"]["batches"]),
-        int(status["coordinator"]["changes"]),
-        sum(int(s.get("buffered", 0)) for s in subscribers.values()),
+        sum(consumer.in_flight for consumer in consumers),
+        status.totals.batches,
+        status.totals.changes,
+        sum(subscriber.buffered for subscriber in subscribers.values()),
     )
 
 

@@ -134,7 +134,11 @@ class Bench:
         for ids in groups:
             pipe.xadd(STREAM, {"data": self.entry(ids)})
         pipe.execute()
-        return lambda: ray.get([consumer.resume.remote() for consumer in consumers])
+
+        def resume() -> None:
+            ray.get([consumer.resume.remote() for consumer in consumers])
+
+        return resume
 
     # -- (b) latency -----------------------------------------------------------------------
 

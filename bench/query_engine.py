@@ -370,13 +370,6 @@ def interleave(runs: Sequence[Prepared]) -> list[InProcess]:
     return [run.result() for run in runs]
 
 
-def run_in_process(
-    query_text: str, elements: Sequence[Element], changes: Sequence[ElementChange]
-) -> InProcess:
-    """One size on its own: load, bootstrap, then every chunk of changes."""
-    return interleave([Prepared(query_text, elements, changes)])[0]
-
-
 def prepare_workload(workload: Workload, size: int, changes: int, seed: int) -> Prepared:
     rng = random.Random(seed)
     graph = workload.build(size, rng)

@@ -111,7 +111,8 @@ def _app(url: str, prefix: str) -> tuple[DrasiRay, str]:
 
 def _diffs_in_stream(client: redis.Redis) -> int:
     count = 0
-    for _id, fields in client.xrange(f"{QUERY_ID}-results"):
+    entries: Any = client.xrange(f"{QUERY_ID}-results")
+    for _id, fields in entries:
         data = orjson.loads(fields[b"data"])["data"]
         if data["kind"] == "change":
             count += len(data["addedResults"]) + len(data["updatedResults"])
@@ -229,7 +230,7 @@ def _latency_run(
     pairs = page.evaluate("window.latencies")
     latencies = tuple(float(total) for total, _server in pairs)
     server = tuple(float(server) for _total, server in pairs)
-    cut_off = app.status()["reactions"]["dashboard"]["cut_off"]
+    cut_off = app.status().reactions["dashboard"]["cut_off"]
     if cut_off:
         print(f"the browser was cut off {cut_off} time(s) (fell behind the client buffer)")
     return LatencyRun(offered, changes, int(received), latencies, server, (before, load_average()))
@@ -315,27 +316,27 @@ def _report(http: list[HttpRun], latency: list[LatencyRun], recorder: Recorder) 
         )
     rows = [
         [
-            f"{run.offered:,}",
-            f"{run.received:,}/{run.changes:,}",
-            f"{statistics.median(run.latencies_ms) if run.latencies_ms else 0:.1f}",
-            f"{run.p(0.99):.1f}",
-            f"{max(run.latencies_ms, default=0):.1f}",
-            f"{run.p(0.5, server=True):.1f} / {run.p(0.99, server=True):.1f}",
-            f"{run.loads[0]:.1f} / {run.loads[1]:.1f}",
+            f"{late.offered:,}",
+            f"{late.received:,}/{late.changes:,}",
+            f"{statistics.median(late.latencies_ms) if late.latencies_ms else 0:.1f}",
+            f"{late.p(0.99):.1f}",
+            f"{max(late.latencies_ms, default=0):.1f}",
+            f"{late.p(0.5, server=True):.1f} / {late.p(0.99, server=True):.1f}",
+            f"{late.loads[0]:.1f} / {late.loads[1]:.1f}",
         ]
-        for run in latency
+        for late in latency
     ]
     headers = ["changes/s", "in browser", "p50 ms", "p99 ms", "max ms", "to the server p50/p99"]
     headers.append("load before/after")
     print_lines(format_table(headers, rows))
-    for run in latency:
+    for late in latency:
         recorder.add(
-            f"dashboard change-to-browser latency p99 at {run.offered:,} changes/s",
-            round(run.p(0.99), 1),
+            f"dashboard change-to-browser latency p99 at {late.offered:,} changes/s",
+            round(late.p(0.99), 1),
             "ms",
-            detail=f"p50 {run.p(0.5):.1f} ms; XADD to the SSE server p50/p99 "
-            f"{run.p(0.5, server=True):.1f}/{run.p(0.99, server=True):.1f} ms; "
-            f"{run.received:,} of {run.changes:,} changes seen by headless Chromium, "
+            detail=f"p50 {late.p(0.5):.1f} ms; XADD to the SSE server p50/p99 "
+            f"{late.p(0.5, server=True):.1f}/{late.p(0.99, server=True):.1f} ms; "
+            f"{late.received:,} of {late.changes:,} changes seen by headless Chromium, "
             f"{SENSORS} rows, XADD to the page's table updated",
         )
 

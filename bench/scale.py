@@ -144,7 +144,7 @@ class Backlog:
             release_backlog(client, self.stream, self._wake)
             self.app.wait_until_idle(TIMEOUT_S)
             seconds = time.perf_counter() - started
-        applied = int(self.app.status()["coordinator"]["changes"])
+        applied = self.app.status().totals.changes
         if applied != self.events:
             raise RuntimeError(f"applied {applied} changes, expected {self.events}")
         return seconds

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,12 +22,34 @@ from drasi_ray.actors.consumer import ConsumerActor
 from drasi_ray.actors.line import LineAddress, LineServer
 from drasi_ray.actors.names import COORDINATOR, consumer_actor
 from drasi_ray.actors.runtime import tune_for_latency
-from drasi_ray.actors.wire import EntryPacket
+from drasi_ray.model.changes import DecodedEntry
 from drasi_ray.model.config import PlatformSourceConfig
 from drasi_ray.model.shards import BatchTag
+from drasi_ray.model.wire import EntryPacket
+from drasi_ray.shards.calls import ShardCalls
 from drasi_ray.shards.core import BatchReport
 
 SOURCE_ID = "bench"
+
+
+class _Counts:
+    """What the sink serves on its line, as shard 0 serves :class:`ShardCalls`: it counts."""
+
+    def __init__(self) -> None:
+        self.entries = 0
+        self.changes = 0
+        self.batches = 0
+
+    async def apply_batch(
+        self, source_id: str, entries: Sequence[DecodedEntry], tag: BatchTag | None, shards: int
+    ) -> BatchReport:
+        """Count the batch's entries and changes (unpacked as the coordinator receives it);
+        reported as applied, as shard 0 reports a batch it applied."""
+        changes = sum(len(entry.changes) for entry in entries)
+        self.batches += 1
+        self.entries += len(entries)
+        self.changes += changes
+        return BatchReport(changes=changes, applied=changes)
 
 
 @ray.remote
@@ -38,10 +61,8 @@ class CountingSink:
 
     def __init__(self) -> None:
         tune_for_latency()  # as the coordinator
-        self._line_server = LineServer(self, ("apply_batch",))  # as the coordinator's
-        self._entries = 0
-        self._changes = 0
-        self._batches = 0
+        self._counts = _Counts()
+        self._line_server = LineServer[ShardCalls](self._counts, ShardCalls)  # as shard 0's
 
     async def line_address(self) -> LineAddress | None:
         return await self._line_server.address()
@@ -61,19 +82,13 @@ class CountingSink:
     async def apply_batch(
         self, source_id: str, entries: EntryPacket, tag: BatchTag | None = None, shards: int = 1
     ) -> BatchReport:
-        """Count the batch's entries and changes (unpacked as the coordinator receives it);
-        reported as applied, as shard 0 reports a batch it applied."""
-        changes = sum(len(entry.changes) for entry in entries)
-        self._batches += 1
-        self._entries += len(entries)
-        self._changes += changes
-        return BatchReport(changes=changes, applied=changes)
+        return await self._counts.apply_batch(source_id, entries, tag, shards)
 
     def counts(self) -> dict[str, int]:
         return {
-            "batches": self._batches,
-            "entries": self._entries,
-            "changes": self._changes,
+            "batches": self._counts.batches,
+            "entries": self._counts.entries,
+            "changes": self._counts.changes,
             "line_calls": self._line_server.served,
         }
 

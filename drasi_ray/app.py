@@ -21,6 +21,7 @@ nothing published after it is missed.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import os
 import time
@@ -32,18 +33,14 @@ from typing import TYPE_CHECKING, Any, overload
 import ray
 import redis
 
-from drasi_ray.actors import cluster, names, scaling
+from drasi_ray.actors import barriers, cluster, launch, names, scaling
 from drasi_ray.actors.app_reactions import AppReactions
 from drasi_ray.actors.cluster import RayConnection
-from drasi_ray.actors.consumer import ConsumerActor
-from drasi_ray.actors.coordinator import CoordinatorActor
 from drasi_ray.actors.driver_logs import ForwardedLines
 from drasi_ray.actors.placement import Placer
-from drasi_ray.actors.postgres import PostgresReaderActor
-from drasi_ray.actors.query_host import QueryHostActor
-from drasi_ray.actors.shard import ShardActor, ShardSettings
+from drasi_ray.actors.shard import ShardSettings
+from drasi_ray.actors.status import AppStatus, gather_status
 from drasi_ray.actors.subscription import Subscription
-from drasi_ray.coordinator.registry import QueryRegistration, SubscriberSpec
 from drasi_ray.host.runner import make_engine
 from drasi_ray.model import keys
 from drasi_ray.model.clock import Clock, ClockSetting, ManualClock
@@ -59,7 +56,6 @@ from drasi_ray.model.config import (
     StateConfig,
 )
 from drasi_ray.model.errors import (
-    ComponentUnavailableError,
     ConfigError,
     DrasiRayError,
     NotRunningError,
@@ -74,6 +70,7 @@ from drasi_ray.model.reaction_specs import (
     PostgresStoredProcReaction,
     SseReaction,
 )
+from drasi_ray.model.registrations import QueryRegistration, SubscriberSpec
 from drasi_ray.query.engine import ContinuousQuery
 from drasi_ray.reactions.factory import resolve_specs
 from drasi_ray.shards.core import ApplyProbe
@@ -87,12 +84,8 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("drasi_ray.app")
 
-IDLE_POLL_S = 0.01
-RESTART_POLL_S = 0.05
-"""First wait before calling again a query actor that Ray is restarting (then doubling)."""
 CLOCK_TIMEOUT_S = 120.0
 """How long moving a manual clock waits for the query actors to run what came due."""
-STOP_TIMEOUT_S = 30.0
 READ_TIMEOUT_S = 30.0
 """How long results(), status() and subscribe() wait for an actor that is restarting."""
 LOG_FORWARD_TIMEOUT_S = 5.0
@@ -261,7 +254,7 @@ class DrasiRay:
         self._queries[query_id] = updated
         if query_id in self._host_of:
             host = self._query_host(query_id)
-            ray.get(host.remove_reaction.remote(query_id, name, STOP_TIMEOUT_S))
+            ray.get(host.remove_reaction.remote(query_id, name, launch.STOP_TIMEOUT_S))
             self._record_reactions(updated)
         return len(query.reactions) - len(kept)
 
@@ -429,21 +422,25 @@ class DrasiRay:
         ]
         ray.get([consumer.pause.remote() for consumer in consumers])
         try:
-            started = [self._start_shard(index, shards) for index in range(before, shards)]
+            started = [
+                launch.start_shard(
+                    self._shard_settings(index, shards), self._ray, self._placement()
+                )
+                for index in range(before, shards)
+            ]
             ray.get([shard.ping.remote() for shard in started])
             ray.get(coordinator.rescale.remote(shards))
             for index in range(shards, before):
-                _best_effort(
-                    lambda index=index: ray.kill(
-                        ray.get_actor(names.shard_actor(index), namespace=self.namespace),
-                        no_restart=True,
-                    )
-                )
+                launch.best_effort(functools.partial(self._kill_shard, index))
             if self._coordinator is not None:
                 self._shards = [*self._shards[: shards - 1], *started]
         finally:
             ray.get([consumer.resume.remote() for consumer in consumers])
         return before
+
+    def _kill_shard(self, index: int) -> None:
+        """End store shard ``index`` for good (a rescale retired it)."""
+        ray.kill(ray.get_actor(names.shard_actor(index), namespace=self.namespace), no_restart=True)
 
     def _track_consumers(
         self, source: PlatformSource, config: PlatformSourceConfig, actors: list[Any]
@@ -494,16 +491,13 @@ class DrasiRay:
         self._start_app_reactions()
         self._start_analytics()
         shards = self._scaling.shards
-        self._coordinator = CoordinatorActor.options(  # type: ignore[attr-defined]
-            name=names.COORDINATOR,
-            namespace=self.namespace,
-            get_if_exists=True,
-            max_restarts=-1,
-            num_cpus=self._ray.actor_num_cpus,
-            **self._placement().next_options(names.COORDINATOR),
-        ).remote(self._shard_settings(0, shards), niceness=self._ray.actor_niceness)
-        self._shards = [self._start_shard(index, shards) for index in range(1, shards)]
-        ray.get([actor.ping.remote() for actor in [self._coordinator, *self._shards]])
+        self._coordinator, self._shards = launch.start_store(
+            self.namespace,
+            lambda index: self._shard_settings(index, shards),
+            shards,
+            self._ray,
+            self._placement(),
+        )
         if self._analytics is not None:
             self._analytics.attach(self._coordinator)
         self._start_hosts()
@@ -611,22 +605,11 @@ class DrasiRay:
 
         return ANALYTICS_ACTOR
 
-    def _start_shard(self, index: int, shards: int) -> Any:
-        """Start store shard ``index`` (>= 1) of ``shards``."""
-        return ShardActor.options(  # type: ignore[attr-defined]
-            name=names.shard_actor(index),
-            namespace=self.namespace,
-            get_if_exists=True,
-            max_restarts=-1,
-            num_cpus=self._ray.actor_num_cpus,
-            **self._placement().next_options(names.shard_actor(index)),
-        ).remote(self._shard_settings(index, shards), niceness=self._ray.actor_niceness)
-
     def _start_hosts(self) -> None:
         """Start the shared query hosts, then one per dedicated query (placement order)."""
         queries = [query for query in self._queries.values() if query.auto_start]
         shared = [query for query in queries if not query.dedicated_host]
-        self._shared_hosts = self._scaling.query_hosts or _default_hosts(len(shared))
+        self._shared_hosts = self._scaling.query_hosts or launch.default_hosts(len(shared))
         for index in range(self._shared_hosts if shared else 0):
             self._host(names.shared_host(index))
         for query in queries:
@@ -637,22 +620,14 @@ class DrasiRay:
         """The query host ``name``, started if need be."""
         actor = self._hosts.get(name)
         if actor is None:
-            actor = self._hosts[name] = QueryHostActor.options(  # type: ignore[attr-defined]
-                name=name,
-                namespace=self.namespace,
-                get_if_exists=True,
-                max_restarts=-1,
-                max_task_retries=0,
-                num_cpus=self._ray.actor_num_cpus,
-                **self._placement().next_options(name),
-            ).remote(
-                name,
+            actor = self._hosts[name] = launch.start_host(
                 self.namespace,
+                name,
                 self.app_id,
                 self._state_url(),
-                direct_calls=self._ray.direct_calls,
-                niceness=self._ray.actor_niceness,
-                clock=ClockSetting.of(self._clock),
+                ClockSetting.of(self._clock),
+                self._ray,
+                self._placement(),
             )
         return actor
 
@@ -662,7 +637,7 @@ class DrasiRay:
         if query.dedicated_host:
             return names.dedicated_host(query.id)
         if self._shared_hosts == 0:
-            self._shared_hosts = self._scaling.query_hosts or _default_hosts(1)
+            self._shared_hosts = self._scaling.query_hosts or launch.default_hosts(1)
         load = {names.shared_host(index): 0 for index in range(self._shared_hosts)}
         for host in self._host_of.values():
             if host in load:
@@ -775,56 +750,23 @@ class DrasiRay:
         config = source.config
         # The group exists before start() returns, so nothing published after it is missed.
         admin.ensure_group(self._client(config.redis_url), config)
-        actors = [
-            ConsumerActor.options(  # type: ignore[attr-defined]
-                name=names.consumer_actor(source.id, index),
-                namespace=self.namespace,
-                get_if_exists=True,
-                max_restarts=-1,
-                max_task_retries=-1,
-                num_cpus=self._ray.actor_num_cpus,
-                **self._placement().next_options(names.consumer_actor(source.id, index)),
-            ).remote(
-                source.id, config, consumer_name, self.namespace, niceness=self._ray.actor_niceness
-            )
-            for index, consumer_name in enumerate(source.consumer_names)
-        ]
+        actors = launch.start_consumers(self.namespace, source, self._ray, self._placement())
         self._consumers[source.id] = actors
-        ray.get([actor.ready.remote() for actor in actors])
         if source.id in self._postgres:
             self._start_reader(self._postgres[source.id])
 
     def _start_reader(self, source: PostgresSource) -> None:
         """Start a PostgreSQL source's reader (after its consumers, so its snapshot is read
-        as it is written) and wait until it streams. Its startup error (credentials, a missing
-        publication, a table without a key) is raised as it is: one message naming the
-        database and the fix."""
-        name = names.postgres_reader(source.id)
-        actor = PostgresReaderActor.options(  # type: ignore[attr-defined]
-            name=name,
-            namespace=self.namespace,
-            get_if_exists=True,
-            max_restarts=-1,
-            max_task_retries=0,
-            max_concurrency=8,  # ready, sync, report and stop beside each other
-            num_cpus=self._ray.actor_num_cpus,
-            **self._placement().next_options(name),
-        ).remote(
-            source.id,
-            source.config,
-            source.stream_key(self.app_id),
+        as it is written) and wait until it streams (:func:`~drasi_ray.actors.launch.
+        start_reader`: a startup error is raised as it is)."""
+        self._readers[source.id] = launch.start_reader(
+            self.namespace,
+            source,
             self._sources[source.id].config.consumer_group,
             self.app_id,
-            niceness=self._ray.actor_niceness,
+            self._ray,
+            self._placement(),
         )
-        self._readers[source.id] = actor
-        try:
-            ray.get(actor.ready.remote(source.config.start_timeout_s))
-        except ray.exceptions.RayTaskError as exc:
-            _best_effort(lambda: ray.kill(actor, no_restart=True))
-            del self._readers[source.id]
-            cause = exc.cause
-            raise cause if isinstance(cause, DrasiRayError) else exc from None
 
     def stop(self) -> None:
         """Drain in-flight batches, stop every actor, and shut Ray down if we started it
@@ -837,27 +779,16 @@ class DrasiRay:
         if self._stop_listening is not None:
             self._stop_listening()
             self._stop_listening = None
-        readers = list(self._readers.values())  # first: nothing more is written
-        _best_effort(lambda: ray.get([r.stop.remote() for r in readers], timeout=STOP_TIMEOUT_S))
-        consumers = [actor for actors in self._consumers.values() for actor in actors]
-        for source_id, actors in self._consumers.items():  # + any `drasi-ray scale` started
-            consumers += scaling.find_consumers(self.namespace, source_id, len(actors))
-        _best_effort(lambda: ray.get([a.stop.remote() for a in consumers], timeout=STOP_TIMEOUT_S))
-        coordinator = self._coordinator
-        _best_effort(lambda: ray.get(coordinator.flush_deliveries.remote(), timeout=STOP_TIMEOUT_S))
-        hosts = list(self._hosts.values())  # signal `stopped`, flush reactions
-        _best_effort(lambda: ray.get([h.stop.remote() for h in hosts], timeout=STOP_TIMEOUT_S))
-        if self._forwarded is not None:  # the log reactions' last lines reach the user
-            self._forwarded.wait_for(
-                [(f'"queryId":"{q}"', STOPPED_LINE) for q in self._log_reaction_queries()],
-                LOG_FORWARD_TIMEOUT_S,
-            )
-            self._forwarded.close()
-            self._forwarded = None
-        self._reactions.stop()  # after the hosts: what they flushed is delivered
-        shards = [*self._shards, *scaling.find_shards(self.namespace, len(self._shards) + 1)]
-        for actor in [*readers, *consumers, *hosts, *shards, self._coordinator]:
-            _best_effort(lambda actor=actor: ray.kill(actor))
+        hosts = list(self._hosts.values())
+        launch.stop_actors(
+            self.namespace,
+            self._coordinator,
+            self._shards,
+            hosts,
+            self._consumers,
+            readers=list(self._readers.values()),
+            after_hosts=self._after_hosts_stopped,
+        )
         self._readers.clear()
         self._consumers.clear()
         self._hosts.clear()
@@ -869,11 +800,23 @@ class DrasiRay:
             client.close()
         self._redis.clear()
         if self._analytics is not None:
-            _best_effort(self._analytics.stop)  # Spark, then the change log's actor
+            launch.best_effort(self._analytics.stop)  # Spark, then the change log's actor
             self._analytics = None
         if self._owns_ray:
             ray.shutdown()
             self._owns_ray = False
+
+    def _after_hosts_stopped(self) -> None:
+        """Once the hosts signalled ``stopped``: the log reactions' last lines reach the user,
+        then the app's reactions deliver what the hosts flushed."""
+        if self._forwarded is not None:
+            self._forwarded.wait_for(
+                [(f'"queryId":"{q}"', STOPPED_LINE) for q in self._log_reaction_queries()],
+                LOG_FORWARD_TIMEOUT_S,
+            )
+            self._forwarded.close()
+            self._forwarded = None
+        self._reactions.stop()
 
     def __enter__(self) -> DrasiRay:
         return self.start()
@@ -909,14 +852,16 @@ class DrasiRay:
             mode or source.dispatch_mode,
         )
         coordinator = self._coordinator
-        _read(lambda: coordinator.subscribe.remote(spec), "the coordinator", timeout)
+        barriers.read_restartable(
+            lambda: coordinator.subscribe.remote(spec), "the coordinator", timeout
+        )
         return Subscription(spec, host, coordinator, include_control)
 
     def results(self, query_id: str, timeout: float = READ_TIMEOUT_S) -> list[dict[str, Any]]:
         """The query's current result rows. While its host restarts this waits, up to
         ``timeout``, then raises ComponentUnavailableError."""
         host = self._query_host(query_id)
-        rows: list[dict[str, Any]] = _read(
+        rows: list[dict[str, Any]] = barriers.read_restartable(
             lambda: host.results.remote(query_id, timeout),
             f"the host of query {query_id!r}",
             timeout,
@@ -952,12 +897,11 @@ class DrasiRay:
 
     def wait_until_idle(self, timeout: float = 30.0) -> None:
         """Return once every entry appended to the source streams (every stream of each
-        source) before this call is acked
-        and its results are delivered to the subscriptions: consumers ack once the coordinator
-        applied a batch durably, and the coordinator's delivery barrier then waits for the
-        query actors. With chained queries this repeats once per level of the chain, after the
-        upstream queries wrote their rows to their chain streams. Raises TimeoutError
-        otherwise.
+        source) before this call is acked and its results are delivered to the subscriptions:
+        consumers ack once the shards applied a batch durably, and the coordinator's delivery
+        barrier then waits for the query hosts (:mod:`drasi_ray.actors.barriers`). With
+        chained queries this repeats once per level of the chain, after the upstream queries
+        wrote their rows to their chain streams. Raises TimeoutError otherwise.
         """
         if not self.running:
             raise NotRunningError("the app is not running; call start()")
@@ -967,82 +911,19 @@ class DrasiRay:
             if not self._chain_sources:
                 return
             for query_id in sorted(self._chain_sources):
-                self._flush_chain(query_id, deadline, timeout)
-
-    def _flush_chain(self, query_id: str, deadline: float, timeout: float) -> None:
-        """Wait until ``query_id`` wrote its rows to its chain stream; an actor that is
-        restarting is waited for (it writes what it missed when it is bootstrapped again)."""
-        while True:
-            remaining = max(deadline - time.monotonic(), 0.001)
-            try:
-                host = self._query_host(query_id)
-                if ray.get(host.flush_chain.remote(query_id, remaining)):
-                    return
-            except ray.exceptions.ActorUnavailableError:
-                if time.monotonic() > deadline:
-                    break
-                time.sleep(IDLE_POLL_S)
-                continue
-            break
-        raise TimeoutError(f"the chain stream of {query_id!r} not written within {timeout:.1f}s")
-
-    def _sync_readers(self, deadline: float, timeout: float) -> None:
-        """Wait until every PostgreSQL reader wrote what its database committed before now.
-        A reader Ray is restarting is asked again (its new instance catches up)."""
-        for source_id, reader in self._readers.items():
-            while True:
-                remaining = max(deadline - time.monotonic(), 0.001)
-                try:
-                    ray.get(reader.sync.remote(remaining), timeout=remaining + 5)
-                    break
-                except ray.exceptions.RayTaskError as exc:
-                    raise TimeoutError(str(exc.cause)) from None
-                except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError) as exc:
-                    if time.monotonic() > deadline:
-                        raise TimeoutError(
-                            f"the reader of {source_id!r} did not catch up within {timeout:.1f}s"
-                        ) from exc
-                    time.sleep(IDLE_POLL_S)
+                barriers.flush_chain(self._query_host, query_id, deadline, timeout)
 
     def _drain_once(self, deadline: float, timeout: float) -> None:
-        self._sync_readers(deadline, timeout)
-        targets = [
-            (
-                self._client(src.config.redis_url),
-                src.config,
-                admin.last_generated_ids(self._client(src.config.redis_url), src.config),
-            )
+        barriers.sync_readers(self._readers, deadline, timeout)
+        sources = [
+            (self._client(src.config.redis_url), src.config)
             for src in self._sources.values()
             if src.id in self._consumers
         ]
-        for client, config, last_ids in targets:
-            while behind := admin.undrained(client, config, last_ids):
-                if time.monotonic() > deadline:
-                    where = ", ".join(f"{stream!r} up to {last_ids[stream]}" for stream in behind)
-                    raise TimeoutError(f"stream {where} not drained within {timeout:.1f}s")
-                time.sleep(IDLE_POLL_S)
-        self._flush_deliveries(deadline, timeout)
-        self._settle(max(deadline - time.monotonic(), 0.001))
-
-    def _flush_deliveries(self, deadline: float, timeout: float) -> None:
-        """The coordinator's delivery barrier, by ``deadline``. A coordinator that is
-        restarting (killed after it acked the last batch) is waited for: its recovery re-links
-        every query and its barrier then covers the catch-up."""
-        while True:
-            remaining = max(deadline - time.monotonic(), 0.001)
-            try:
-                ray.get(self._coordinator.flush_deliveries.remote(), timeout=remaining)
-                return
-            except ray.exceptions.ActorUnavailableError as exc:
-                if time.monotonic() > deadline:
-                    raise TimeoutError(
-                        f"the coordinator did not come back within {timeout:.1f}s"
-                    ) from exc
-                time.sleep(IDLE_POLL_S)
-            except ray.exceptions.GetTimeoutError as exc:
-                raise TimeoutError(
-                    f"results not delivered to the queries within {timeout:.1f}s"
-                ) from exc
+        barriers.drain_streams(sources, deadline, timeout)
+        barriers.flush_deliveries(self._coordinator, deadline, timeout)
+        remaining = max(deadline - time.monotonic(), 0.001)
+        barriers.call_restartable(self._stateful_calls(), "settle", remaining)
 
     def _stateful_calls(self, *args: Any) -> list[tuple[Any, tuple[Any, ...]]]:
         """(host, arguments) of each running query that schedules re-evaluations: its host,
@@ -1053,17 +934,13 @@ class DrasiRay:
             if self._engines[query_id].stateful
         ]
 
-    def _settle(self, timeout: float) -> None:
-        """Let every query run the re-evaluations due on its clock now."""
-        _call_restartable(self._stateful_calls(), "settle", timeout)
-
     def _clock_moved(self, now_ms: int) -> None:
         """A manual clock moved: record its time (a restarted query actor resumes at it), then
         move every query's clock and wait until they ran what came due."""
         url = self._state_url()
         if url is not None:
             self._client(url).set(keys.manual_clock(self.app_id), now_ms)
-        _call_restartable(self._stateful_calls(now_ms), "advance_clock", CLOCK_TIMEOUT_S)
+        barriers.call_restartable(self._stateful_calls(now_ms), "advance_clock", CLOCK_TIMEOUT_S)
 
     def _client(self, url: str) -> redis.Redis:
         client = self._redis.get(url)
@@ -1073,39 +950,24 @@ class DrasiRay:
 
     # -- introspection ------------------------------------------------------------------
 
-    def status(self, timeout: float = READ_TIMEOUT_S) -> dict[str, Any]:
-        """A snapshot of every component: consumers, store shards (``coordinator`` adds them
-        up), query hosts and queries (each with the memory its state holds). An actor that
-        does not answer is reported ``unavailable``; while the coordinator restarts this
-        waits, up to ``timeout``, then raises ComponentUnavailableError."""
+    def status(self, timeout: float = READ_TIMEOUT_S) -> AppStatus:
+        """A snapshot of every component (:class:`~drasi_ray.actors.status.AppStatus`):
+        consumers, store shards (``coordinator`` adds them up), query hosts and queries (each
+        with the memory its state holds); ``as_dict()`` is its plain-data form. An actor that
+        does not answer is reported unavailable; while the coordinator restarts this waits, up
+        to ``timeout``, then raises ComponentUnavailableError."""
         if not self.running:
-            return {"app": self.app_id, "running": False}
-        queries: dict[str, Any] = {}
-        hosts: dict[str, Any] = {}
-        for name, host in self._hosts.items():
-            hosts[name] = _ask(host.host_info)
-            reports = _ask_all(host.info)
-            for query_id in [q for q, h in self._host_of.items() if h == name]:
-                queries[query_id] = reports.get(query_id, {"state": "unavailable"})
-        coordinator = self._coordinator
-        shards = _read(lambda: coordinator.shard_stats.remote(), "the coordinator", timeout)
-        stats = _read(lambda: coordinator.stats.remote(), "the coordinator", timeout)
-        return {
-            "app": self.app_id,
-            "running": True,
-            "coordinator": stats.as_dict(),
-            "shards": [report.as_dict() for report in shards],
-            "sources": {
-                source_id: [_ask(actor.stats) for actor in actors]
-                for source_id, actors in self._consumers.items()
-            },
-            "readers": {
-                source_id: _ask(actor.report) for source_id, actor in self._readers.items()
-            },
-            "hosts": hosts,
-            "queries": queries,
-            "reactions": self._reactions.status(),
-        }
+            return AppStatus(self.app_id, False)
+        return gather_status(
+            self.app_id,
+            self._coordinator,
+            self._hosts,
+            self._host_of,
+            self._consumers,
+            readers=self._readers,
+            reactions=self._reactions.status(),
+            timeout=timeout,
+        )
 
     def coordinator_actor(self) -> Any:
         """The Ray handle of the coordinator, store shard 0 (for operations and tests)."""
@@ -1157,91 +1019,5 @@ class DrasiRay:
         return list(ray.get(self._coordinator.elements.remote(source_id)))
 
 
-def _default_hosts(shared_queries: int) -> int:
-    """One shared query host per CPU of the cluster, at most one per query (at least one)."""
-    cpus = int(ray.cluster_resources().get("CPU", 1))  # type: ignore[no-untyped-call]
-    return max(1, min(cpus, shared_queries))
-
-
-def _call_restartable(
-    targets: list[tuple[Any, tuple[Any, ...]]], method: str, timeout: float
-) -> None:
-    """Call ``method`` on every (actor, arguments) and wait for all of them. A call that meets
-    an actor Ray is restarting is made again (the methods used are idempotent: barriers, clock
-    moves) until ``timeout``; raises TimeoutError then."""
-    deadline = time.monotonic() + timeout
-    backoff = RESTART_POLL_S
-    pending = list(targets)
-    while pending:
-        calls = [(target, getattr(target[0], method).remote(*target[1])) for target in pending]
-        pending = []
-        for target, call in calls:
-            try:
-                ray.get(call, timeout=max(deadline - time.monotonic(), 0.001))
-            except ray.exceptions.GetTimeoutError as exc:
-                raise TimeoutError(f"{method} did not finish within {timeout:.1f}s") from exc
-            except ray.exceptions.RayActorError:
-                pending.append(target)  # restarting: ask the new instance
-        if pending:
-            if time.monotonic() + backoff > deadline:
-                raise TimeoutError(f"actors did not come back for {method} within {timeout:.1f}s")
-            time.sleep(backoff)
-            backoff = min(backoff * 2, 1.0)
-
-
-def _read(call: Callable[[], Any], what: str, timeout: float) -> Any:
-    """``ray.get(call())``, made again while the actor restarts (it answers Ray's
-    RayActorError, or, a host not yet hosting its queries again, UnknownComponentError) until
-    ``timeout``; then ComponentUnavailableError naming ``what``. For reads and idempotent calls
-    only."""
-    deadline = time.monotonic() + timeout
-    pause = RESTART_POLL_S
-    while True:
-        try:
-            return ray.get(call(), timeout=max(deadline - time.monotonic(), 0.001))
-        except ray.exceptions.GetTimeoutError as exc:
-            raise ComponentUnavailableError(f"{what} did not answer within {timeout:g}s") from exc
-        except (ray.exceptions.RayActorError, ray.exceptions.RayTaskError) as exc:
-            restarting = isinstance(exc, ray.exceptions.RayActorError) or isinstance(
-                getattr(exc, "cause", None), UnknownComponentError
-            )
-            if not restarting:
-                raise
-            if time.monotonic() + pause > deadline:
-                raise ComponentUnavailableError(
-                    f"{what} is unavailable (restarting, or gone) after {timeout:g}s: "
-                    f"{type(exc).__name__}"
-                ) from exc
-        time.sleep(pause)
-        pause = min(pause * 2, 1.0)
-
-
 def _label_tuple(labels: Iterable[str] | None) -> tuple[str, ...] | None:
     return None if labels is None else tuple(sorted(labels))
-
-
-def _ask(method: Any, timeout_s: float = 10.0) -> dict[str, Any]:
-    """An actor's status report (a record with ``as_dict``) in its plain-data form; a dead or
-    unresponsive actor is reported, not raised."""
-    try:
-        report = ray.get(method.remote(), timeout=timeout_s)
-    except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError) as exc:
-        return {"state": "unavailable", "error": type(exc).__name__}
-    answer: dict[str, Any] = report.as_dict()
-    return answer
-
-
-def _ask_all(method: Any, timeout_s: float = 30.0) -> dict[str, dict[str, Any]]:
-    """A host's reports by query id, in plain-data form (empty if the host is unavailable)."""
-    try:
-        reports = ray.get(method.remote(), timeout=timeout_s)
-    except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError):
-        return {}
-    return {query_id: report.as_dict() for query_id, report in reports.items()}
-
-
-def _best_effort(action: Any) -> None:
-    try:
-        action()
-    except Exception as exc:  # stopping must go on whatever one actor does
-        logger.debug("ignored during stop: %s", exc)

@@ -8,26 +8,28 @@ and the same on every stream, so a restarted actor re-reads its own pending entr
 
 The loops stay in the default concurrency group: each Ray concurrency group has its own thread
 and event loop, and the loops share the actor's state. Each stream's lane has its own
-:class:`~drasi_ray.actors.dispatch.ShardDispatcher` (its batches numbered apart).
+:class:`~drasi_ray.shards.dispatch.ShardDispatcher` (its batches numbered apart), reaching the
+shards over direct lines (:class:`~drasi_ray.actors.handles.ShardLine`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import os
-from collections.abc import Sequence
 
 import psutil
 import ray
 
-from drasi_ray.actors.dispatch import ShardDispatcher
+from drasi_ray.actors.handles import GONE, CoordinatorHandle, shard_line
 from drasi_ray.actors.metrics import ConsumerMetrics, group_gauges
-from drasi_ray.actors.names import COORDINATOR
 from drasi_ray.actors.runtime import PIPELINE_NICENESS, tune_for_latency, tune_gc, was_restarted
-from drasi_ray.model.changes import DecodedEntry
 from drasi_ray.model.config import PlatformSourceConfig
-from drasi_ray.source.consumer import ConsumerReport, Dispatch
+from drasi_ray.shards.core import BatchReport
+from drasi_ray.shards.dispatch import ShardDispatcher
+from drasi_ray.source.consumer import ConsumerReport
+from drasi_ray.source.dispatcher import Dispatch
 from drasi_ray.source.lanes import ConsumerLanes
 
 METRICS_INTERVAL_S = 5.0
@@ -36,7 +38,7 @@ METRICS_INTERVAL_S = 5.0
 @ray.remote
 class ConsumerActor:
     """Ray wrapper of :class:`ConsumerLanes` dispatching each batch to the store shards
-    (:class:`~drasi_ray.actors.dispatch.ShardDispatcher`)."""
+    (:class:`~drasi_ray.shards.dispatch.ShardDispatcher`)."""
 
     def __init__(
         self,
@@ -48,11 +50,16 @@ class ConsumerActor:
     ) -> None:
         tune_for_latency(niceness)
         tune_gc()
-        self._coordinator = ray.get_actor(COORDINATOR, namespace=namespace)
+        self._coordinator = CoordinatorHandle(namespace, f"consumer {consumer_name}")
+        self._metrics = ConsumerMetrics(source_id, consumer_name)
         several = len(settings.stream_keys) > 1
         self._shards = {
             stream: ShardDispatcher(
-                namespace, f"{consumer_name}@{stream}" if several else consumer_name
+                f"{consumer_name}@{stream}" if several else consumer_name,
+                self._coordinator,
+                shard_line(namespace),
+                GONE,
+                self._observe,
             )
             for stream in settings.stream_keys
         }
@@ -61,26 +68,18 @@ class ConsumerActor:
             source_id, settings, consumer_name, self._dispatch_for, self._forget_tombstones
         )
         self._restarted = was_restarted()
-        self._metrics = ConsumerMetrics(source_id, consumer_name)
         self._consumer.start()
         self._metrics_task = asyncio.get_event_loop().create_task(self._record_metrics())
 
     def _dispatch_for(self, stream: str) -> Dispatch:
-        """The dispatch of ``stream``'s lane: one call per shard per batch, never per event,
-        on the lines to the shards (Ray calls when a line is down: :mod:`drasi_ray.actors.
-        line`)."""
-        shards = self._shards[stream]
+        """The dispatch of ``stream``'s lane: one call per shard per batch, never per event."""
+        return functools.partial(self._shards[stream].dispatch, self._source_id)
 
-        async def dispatch(entries: Sequence[DecodedEntry]) -> object:
-            report = await shards.dispatch(self._source_id, entries)
-            self._metrics.batch(len(entries), report.applied)
-            return report
-
-        return dispatch
+    def _observe(self, entries: int, report: BatchReport) -> None:
+        self._metrics.batch(entries, report.applied)
 
     async def _forget_tombstones(self, bound: tuple[int, int]) -> int:
-        forgotten: int = await self._coordinator.forget_tombstones.remote(self._source_id, bound)
-        return forgotten
+        return await self._coordinator.forget_tombstones(self._source_id, bound)
 
     async def _record_metrics(self) -> None:
         """Every few seconds: counters from the consumer's stats, group lag and pending."""

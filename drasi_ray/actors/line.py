@@ -10,14 +10,18 @@ Ray keeps every job it does well: it places, names and restarts the actors, carr
 control call, and is the fallback of every line. A line is an optimisation with no failure
 mode of its own:
 
-- The callee (an async actor) serves the methods it lists on a :class:`LineServer`, started
-  on first use; its Ray method ``line_address`` returns where to connect, with a random token
+- The callee (an async actor) serves the methods of a protocol class
+  (:class:`~drasi_ray.shards.calls.ShardCalls`, :class:`~drasi_ray.shards.calls.HostCalls`) on
+  a :class:`LineServer`, started on first use, with a target that implements it (mypy checks
+  that it does); its Ray method ``line_address`` returns where to connect, with a random token
   the caller must present first (the address travels over Ray's authenticated channel; a
   connection without the token is closed before anything is unpickled).
 - The caller's :class:`Line` (async) or :class:`SyncLine` (a blocking client, for the
-  subscriber in the driver) sends each call as ``(id, method, args)`` and matches the replies
-  by id; calls on one connection overlap like Ray calls to an async actor do, and start in the
-  order they were sent.
+  subscriber in the driver) is typed by the same protocol: ``line.call(HostCalls.deliver,
+  *args)`` names the method by the protocol's function (mypy checks the arguments and the
+  result), sends the call as ``(id, method name, args)`` and matches the replies by id; calls
+  on one connection overlap like Ray calls to an async actor do, and start in the order they
+  were sent.
 - A line never hangs a call: while calls of a connection run, the callee sends a heartbeat
   every :data:`HEARTBEAT_S`, and a waiting call whose callee stays silent (no reply, no
   heartbeat) for the line's deadline (:data:`CALL_DEADLINE_S`) breaks the line. So a frozen
@@ -45,6 +49,7 @@ from __future__ import annotations
 
 import asyncio
 import hmac
+import inspect
 import itertools
 import logging
 import pickle
@@ -53,9 +58,9 @@ import socket
 import struct
 import threading
 import time
-from collections.abc import Collection
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Concatenate, Generic, ParamSpec, TypeVar
 
 import ray
 
@@ -82,6 +87,10 @@ KEEPALIVE_PROBES = 3
 """TCP keepalive of every line socket: an idle connection is probed after 10 s, every 5 s, and
 dropped by the kernel after 3 unanswered probes."""
 _HEARTBEAT_ID = -1
+
+T = TypeVar("T")
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,17 +143,31 @@ async def _read_frame(reader: asyncio.StreamReader) -> Any:
     return pickle.loads(await reader.readexactly(length))
 
 
-class LineServer:
-    """The callee's side: serves ``methods`` of ``target`` (coroutine methods) to lines.
+def protocol_methods(protocol: type[Any]) -> list[str]:
+    """The names of the coroutine methods a protocol class declares (its own, not inherited
+    from :class:`typing.Protocol`): what a line serves."""
+    return [
+        name
+        for name, member in vars(protocol).items()
+        if not name.startswith("_") and inspect.iscoroutinefunction(member)
+    ]
 
-    Not ``enabled`` (``RayConfig.direct_calls`` false), it never listens and its address is
-    None, which sends every caller through Ray.
+
+class LineServer(Generic[T]):
+    """The callee's side: serves ``target``'s implementation of ``protocol`` to lines.
+
+    Create it as ``LineServer[Protocol](target, Protocol)``: mypy then checks that ``target``
+    implements the protocol (a protocol class cannot be given where ``type[T]`` is expected, so
+    the type parameter is named explicitly). Not ``enabled`` (``RayConfig.direct_calls``
+    false), it never listens and its address is None, which sends every caller through Ray.
     """
 
-    def __init__(self, target: object, methods: Collection[str], enabled: bool = True) -> None:
+    def __init__(self, target: T, protocol: type[Any], enabled: bool = True) -> None:
         self._enabled = enabled
-        self._target = target
-        self._methods = frozenset(methods)
+        # Each served method bound once: a call names one of these, nothing else is reachable.
+        self._handlers: dict[str, Callable[..., Awaitable[Any]]] = {
+            name: getattr(target, name) for name in protocol_methods(protocol)
+        }
         self._token = secrets.token_bytes(TOKEN_BYTES)
         self._server: asyncio.Server | None = None
         self._starting = asyncio.Lock()
@@ -190,10 +213,11 @@ class LineServer:
         self, writer: asyncio.StreamWriter, call_id: int, method: str, args: tuple[Any, ...]
     ) -> None:
         try:
-            if method not in self._methods:
+            handler = self._handlers.get(method)
+            if handler is None:
                 raise AttributeError(f"method {method!r} is not served on this line")
             self.served += 1
-            value = await getattr(self._target, method)(*args)
+            value = await handler(*args)
         except Exception as exc:
             reply = _reply_frame(call_id, False, exc)
         else:
@@ -304,12 +328,14 @@ class _Reconnect:
         self._backoff.reset()
 
 
-class Line:
-    """The caller's side of a line to one actor (use it from one event loop).
+class Line(Generic[T]):
+    """The caller's side of a line to one actor serving protocol ``T`` (use it from one event
+    loop).
 
-    ``await line.call("deliver", *args)`` behaves as ``await handle.deliver.remote(*args)``,
-    only cheaper. Calls go through Ray until the line is open: the first call starts opening
-    it in the background, and never waits for a connect. ``deadline_s``: how long a waiting
+    ``await line.call(HostCalls.deliver, *args)`` behaves as
+    ``await handle.deliver.remote(*args)``, only cheaper. Calls go through Ray until the line
+    is open: the first call starts opening it in the background, and never waits for a
+    connect. ``deadline_s``: how long a waiting
     call tolerates a silent callee before it goes through Ray (:data:`CALL_DEADLINE_S`).
     """
 
@@ -323,15 +349,25 @@ class Line:
         self._connecting: asyncio.Future[None] | None = None
         self._reconnect = _Reconnect()
 
-    async def call(self, method: str, *args: Any) -> Any:
+    async def call(
+        self,
+        method: Callable[Concatenate[T, P], Awaitable[R]],
+        *args: P.args,
+        **kwargs: P.kwargs,
+    ) -> R:
+        """Call ``method`` (a function of the protocol) on the callee with ``args``."""
+        _positional(kwargs)
+        name = method.__name__
         connection = self._open_connection()
         if connection is not None:
             try:
-                return await connection.call(method, args)
+                result: R = await connection.call(name, args)
+                return result
             except LineBroken as exc:
                 self.fallbacks += 1
-                logger.info("line to %s broke (%s); the call goes through Ray", method, exc)
-        return await getattr(self.handle, method).remote(*args)
+                logger.info("line to %s broke (%s); the call goes through Ray", name, exc)
+        fallback: R = await getattr(self.handle, name).remote(*args)
+        return fallback
 
     async def opened(self, timeout_s: float = 5.0) -> bool:
         """Wait up to ``timeout_s`` for the line to be open; whether it is. Calls never need
@@ -377,8 +413,9 @@ class Line:
             self._connection = None
 
 
-class SyncLine:
-    """A blocking line for code outside any event loop (the subscriber in the driver).
+class SyncLine(Generic[T]):
+    """A blocking line to an actor serving protocol ``T``, for code outside any event loop
+    (the subscriber in the driver).
 
     One call at a time (a lock). The callee's heartbeats keep a long call alive; a callee
     silent for ``deadline_s`` breaks the line and the call goes through Ray, as in :class:`Line`.
@@ -393,20 +430,30 @@ class SyncLine:
         self._lock = threading.Lock()
         self._reconnect = _Reconnect()
 
-    def call(self, method: str, *args: Any) -> Any:
+    def call(
+        self,
+        method: Callable[Concatenate[T, P], Awaitable[R]],
+        *args: P.args,
+        **kwargs: P.kwargs,
+    ) -> R:
+        """Call ``method`` (a coroutine function of the protocol) and wait for its result."""
+        _positional(kwargs)
+        name = method.__name__
         with self._lock:
             sock = self._connect()
             if sock is not None:
                 try:
-                    ok, value = self._exchange(sock, method, args)
+                    ok, value = self._exchange(sock, name, args)
                 except Exception as exc:  # closed, timed out, or a reply not unpicklable here
-                    logger.info("line to %s broke (%s); the call goes through Ray", method, exc)
+                    logger.info("line to %s broke (%s); the call goes through Ray", name, exc)
                     self._drop()
                 else:
                     if ok:
-                        return value
+                        result: R = value
+                        return result
                     raise value
-        return ray.get(getattr(self.handle, method).remote(*args))
+        fallback: R = ray.get(getattr(self.handle, name).remote(*args))
+        return fallback
 
     def _exchange(
         self, sock: socket.socket, method: str, args: tuple[Any, ...]
@@ -460,6 +507,12 @@ class SyncLine:
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__init__(state["handle"], state["deadline_s"])  # type: ignore[misc]
+
+
+def _positional(kwargs: dict[str, Any]) -> None:
+    """Line calls carry positional arguments only (as the frame does)."""
+    if kwargs:
+        raise TypeError(f"line calls take positional arguments only (got {sorted(kwargs)})")
 
 
 def _check_deadline(deadline_s: float) -> None:

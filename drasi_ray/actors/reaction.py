@@ -25,7 +25,6 @@ import ray
 
 from drasi_ray.actors.names import COORDINATOR
 from drasi_ray.actors.runtime import tune_gc
-from drasi_ray.coordinator.registry import QueryRegistration
 from drasi_ray.host.runner import grouping_keys, make_engine
 from drasi_ray.model.backoff import Backoff
 from drasi_ray.model.keys import result_stream
@@ -35,6 +34,7 @@ from drasi_ray.model.reaction_specs import (
     RelayedReaction,
     SseReaction,
 )
+from drasi_ray.model.registrations import QueryRegistration
 from drasi_ray.reactions.base import stop_task
 from drasi_ray.reactions.http import HttpEndpoint, Token
 from drasi_ray.reactions.relay import Endpoint, RelayReport, RelaySettings, StreamRelay

@@ -25,9 +25,10 @@ from typing import Any
 import ray
 
 from drasi_ray.actors.line import SyncLine
-from drasi_ray.coordinator.registry import SubscriberSpec
 from drasi_ray.model.errors import ComponentUnavailableError, SubscriptionLostError
+from drasi_ray.model.registrations import SubscriberSpec
 from drasi_ray.model.results import Delivered, QueryResult
+from drasi_ray.shards.calls import HostCalls
 
 RESTART_DEADLINE_S = 60.0
 """How long a read waits for the query's host to come back from a restart."""
@@ -49,7 +50,7 @@ class Subscription:
         self.query_id = spec.query_id
         self._host = host
         self._coordinator = coordinator
-        self._line = SyncLine(host)
+        self._line = SyncLine[HostCalls](host)
         self._subscriber_id = spec.subscriber_id
         self._include_control = include_control
         self._closed = False
@@ -76,10 +77,10 @@ class Subscription:
         pause = 0.05
         while True:
             try:
-                items: list[Delivered] = self._line.call(
-                    "take", self.query_id, self._subscriber_id, None, timeout
+                batch = self._line.call(
+                    HostCalls.take, self.query_id, self._subscriber_id, None, timeout
                 )
-                return items
+                return list(batch)
             except ray.exceptions.RayTaskError as exc:
                 if isinstance(exc.cause, SubscriptionLostError):
                     raise exc.cause from None

@@ -4,7 +4,7 @@ A query that gives a source a pipeline (Drasi's ``sources.subscriptions[].pipeli
 source through it. Drasi runs the pipeline inside the query, on each source change, and stores
 what comes out in the query's element index, which middleware reads back (``unwind`` looks up
 the stored parent). drasi_ray does the same, in the query (on its query host,
-:mod:`drasi_ray.actors.query`), on the change still whole (the producer's partial update, not
+:mod:`drasi_ray.host.hosted`), on the change still whole (the producer's partial update, not
 the merged element): the store shards hand such a query every change of the source they
 applied (:class:`~drasi_ray.model.changes.PipedChange`), wherever the element lives, so a
 pipeline whose outputs are other elements (a ``map`` keyed by a property) sees every change

@@ -3,8 +3,8 @@
 :class:`QueryRunner` applies the deltas the store shards route to one query, numbers the
 resulting :class:`~drasi_ray.model.results.QueryResult` objects (``sequence`` starts at 1 and
 strictly increases) and hands them to its observers (reactions, metrics) and subscriber buffers.
-The Ray shell is :mod:`drasi_ray.actors.query` (a query inside a query host), which feeds it in
-the order :mod:`drasi_ray.host.inbox` and :mod:`drasi_ray.host.merge` decide.
+Its owner is :class:`~drasi_ray.host.hosted.HostedQuery` (a query inside a query host), which
+feeds it in the order :mod:`drasi_ray.host.inbox` and :mod:`drasi_ray.host.merge` decide.
 
 A query that calls Drasi's stateful functions also runs its due re-evaluations
 (:meth:`QueryRunner.take_due`, then :meth:`QueryRunner.publish_due`), one result per entry that
@@ -57,7 +57,7 @@ class SubscriberReport:
 
 @dataclass(frozen=True, slots=True)
 class QueryReport:
-    """A query's live status (``DrasiRay.status()["queries"][id]``). ``reactions`` are
+    """A query's live status (``DrasiRay.status().queries[id]``). ``reactions`` are
     :class:`~drasi_ray.reactions.base.ReactionReport` values in their plain-data form.
 
     ``host``: the query host it runs in; ``line_calls``: the calls that host answered on

@@ -3,12 +3,13 @@
 Every value here is a ``msgspec.Struct(frozen=True, gc=False)``: the one representation of a
 change from the decoder to the query engine. Structs are built in C (a fraction of a frozen
 dataclass's construction cost), compare and hash by field, pickle as themselves, and travel
-between actors as MessagePack (:mod:`drasi_ray.actors.wire`) with their field types kept.
+between actors as MessagePack (:mod:`drasi_ray.model.wire`) with their field types kept.
 ``gc=False``: they hold no reference cycles, so the garbage collector never walks them.
 
 A *change* is what a producer said happened to one graph element (docs/semantics.md §1). Where and
-how often it was delivered (stream, entry id, delivery count) is a :class:`Delivery` and is kept
-apart: redelivery and reclaim change the delivery, never the change.
+how often it was delivered (stream, entry id, delivery count) is the stream's business
+(:class:`~drasi_ray.streams.records.StreamEntry`, the group's pending list) and is kept apart:
+redelivery and reclaim change the delivery, never the change.
 
 Every change carries a :data:`Version` = (entry-id milliseconds, entry-id sequence, position in
 the entry's ``data`` array). Versions order changes exactly as in-order application of the
@@ -74,9 +75,6 @@ class FrozenMap(dict[str, Any]):
         return f"FrozenMap({dict.__repr__(self)})"
 
 
-EMPTY_PROPERTIES = FrozenMap()
-
-
 class Element(msgspec.Struct, frozen=True, gc=False, array_like=True):
     """One node or relation as the graph holds it.
 
@@ -100,9 +98,6 @@ class Element(msgspec.Struct, frozen=True, gc=False, array_like=True):
     @property
     def is_relation(self) -> bool:
         return self.kind is ElementKind.RELATION
-
-    def has_any_label(self, labels: Iterable[str]) -> bool:
-        return any(label in self.labels for label in labels)
 
 
 def node(
@@ -198,14 +193,6 @@ class DecodedEntry(msgspec.Struct, frozen=True, gc=False, array_like=True):
     controls: tuple[ControlEvent, ...] = ()
 
 
-class Delivery(msgspec.Struct, frozen=True, gc=False, array_like=True):
-    """How an entry reached a consumer. Not part of the change: reclaims alter only this."""
-
-    stream: str
-    entry_id: str
-    delivery_count: int = 1
-
-
 class ElementDelta(msgspec.Struct, frozen=True, gc=False, array_like=True):
     """What applying one change did to the graph: the element before and after.
 
@@ -235,10 +222,6 @@ def parse_entry_id(entry_id: str | bytes) -> tuple[int, int]:
     text = entry_id.decode() if isinstance(entry_id, bytes) else entry_id
     ms, _, seq = text.partition("-")
     return int(ms), int(seq or 0)
-
-
-def format_entry_id(ms: int, seq: int) -> str:
-    return f"{ms}-{seq}"
 
 
 class PipedChange(msgspec.Struct, frozen=True, gc=False, array_like=True):

@@ -17,7 +17,7 @@ they are (nothing can collide there, and it pays nothing). The graph id is given
 source is known, and nowhere else: by the store shard routing a delta or snapshotting a
 bootstrap (:meth:`~drasi_ray.shards.core.ShardCore.apply_entries`,
 :meth:`~drasi_ray.shards.core.ShardCore.snapshot`), and by the query host for what a
-pipeline derives from a source (:mod:`drasi_ray.actors.query`). So the query's element history,
+pipeline derives from a source (:mod:`drasi_ray.host.hosted`). So the query's element history,
 function state and join relations are keyed by graph ids as its index is.
 
 A graph id is ``"\\x1f<source>\\x1f<id>"`` (the ASCII unit separator around the source id):

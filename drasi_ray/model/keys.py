@@ -201,20 +201,6 @@ def consumer_name(base: str, index: int) -> str:
     return f"{_require('base', base)}-{index}"
 
 
-def consumer_index(base: str, name: str) -> int | None:
-    """The inverse of :func:`consumer_name`: the index, or None if ``name`` is not ours.
-
-    Lets a supervisor recognise its own consumers among ``XINFO CONSUMERS`` (and spot ghosts).
-    """
-    prefix = f"{base}-"
-    if not name.startswith(prefix):
-        return None
-    digits = name[len(prefix) :]
-    if not (digits.isascii() and digits.isdigit()) or (len(digits) > 1 and digits[0] == "0"):
-        return None
-    return int(digits)
-
-
 def chain_stream(app: str, query_id: str) -> str:
     """The stream a chained query's rows are published on as node changes."""
     return f"{NAMESPACE}:{_require_app(app)}:chain:{_require('query_id', query_id)}"

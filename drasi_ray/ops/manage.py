@@ -290,7 +290,7 @@ class AppManager:
     def _list(self, args: Mapping[str, Any]) -> dict[str, Any]:
         kind = args.get("kind")
         wanted = {resource_kind(kind)} if kind else {SOURCE, QUERY, REACTION}
-        status = self.app.status()
+        status = self.app.status().as_dict()
         listing: dict[str, Any] = {}
         if SOURCE in wanted:
             listing["sources"] = [self._source_row(s, status) for s in self._source_ids()]
@@ -372,7 +372,7 @@ class AppManager:
 
     def _describe(self, args: Mapping[str, Any]) -> dict[str, Any]:
         kind, name = resource_kind(str(args["kind"])), str(args["name"])
-        status = self.app.status()
+        status = self.app.status().as_dict()
         if kind == SOURCE:
             source = self.app.source(name)
             document = resource_docs.source_document(_spec_of(source))

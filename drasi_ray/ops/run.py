@@ -102,9 +102,27 @@ def _run(args: argparse.Namespace) -> int:
     connection = app.ray_connection
     where = "" if connection is None else f" on {connection.describe()}"
     print(f"drasi-ray: app {app.app_id!r} running{where}; Ctrl-C to stop", flush=True)
-    line = StatusLine(config, sys.stderr, args.status_interval)
     if args.exit_when_idle:
         threading.Thread(target=_stop_when_idle, args=(app, stop), daemon=True).start()
+    try:
+        _serve(app, config, args, subscriptions, stop)
+    finally:
+        _ignore_signals()
+        app.stop()
+        print("drasi-ray: stopped", flush=True)
+    return 0
+
+
+def _serve(
+    app: Any,
+    config: Any,
+    args: argparse.Namespace,
+    subscriptions: dict[str, Any],
+    stop: threading.Event,
+) -> None:
+    """Until ``stop``: print the results, the status line, and answer the commands (which
+    may add or remove subscriptions); then close what was opened."""
+    line = StatusLine(config, sys.stderr, args.status_interval)
     commands = None
     try:
         commands = _serve_commands(app, config, args, subscriptions)
@@ -115,15 +133,11 @@ def _run(args: argparse.Namespace) -> int:
                 commands.serve()
         _print_results(list(subscriptions.values()), args.quiet, wait=False)
     finally:
-        _ignore_signals()
         if commands is not None:
             commands.close()
         for subscription in subscriptions.values():
             subscription.close()
         line.close()
-        app.stop()
-        print("drasi-ray: stopped", flush=True)
-    return 0
 
 
 def _start(app: Any) -> dict[str, Any]:
@@ -209,7 +223,7 @@ class StatusLine:
             s = source_status(spec, self._config.id)
             consumers = max(len(stream.consumers) for stream in s.streams)
             parts.append(f"{spec.id} lag {s.lag} pending {s.pending} consumers {consumers}")
-        for query_id, info in app.status().get("queries", {}).items():
+        for query_id, info in app.status().as_dict().get("queries", {}).items():
             reactions = info.get("reactions", [])
             bad = [r["kind"] for r in reactions if r.get("state") != "running" or r["dropped"]]
             health = "ok" if not bad else "trouble: " + ",".join(bad)

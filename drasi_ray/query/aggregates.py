@@ -670,11 +670,6 @@ def check_argument(name: str, value: Any) -> None:
         storable_value(value)
 
 
-def identity_value(name: str) -> Any:
-    """The value of aggregate ``name`` over an empty group."""
-    return _FACTORIES[name]().result()
-
-
 _I64_LIMIT = 2**63
 
 

@@ -159,7 +159,7 @@ class ContinuousQuery:
         """The diffs one applied change causes (empty if the query does not see it).
 
         The element's previous state is the one in this query's index, so ``delta.before`` is
-        read only for the id of a delete (no ``after``); :class:`~drasi_ray.actors.wire.
+        read only for the id of a delete (no ``after``); :class:`~drasi_ray.model.wire.
         DeltaPacket` relies on this and ships ``before`` for deletes only.
         """
         if self._clocked:

@@ -394,7 +394,7 @@ class _Search:
     the per-change hot path). Every binding a step makes is undone before the next candidate.
     """
 
-    __slots__ = ("_found", "_ids", "_index", "_names", "_pattern", "_row", "_steps", "_variables")
+    __slots__ = ("_found", "_ids", "_index", "_names", "_row", "_steps", "_variables")
 
     def __init__(
         self,
@@ -405,7 +405,6 @@ class _Search:
         row: dict[str, Any],
         found: list[Solution],
     ) -> None:
-        self._pattern = pattern
         self._variables = pattern.variables
         self._names = pattern.names
         self._index = index

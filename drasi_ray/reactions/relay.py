@@ -173,7 +173,7 @@ class QueryProgress:
 
 @dataclass(frozen=True, slots=True)
 class RelayReport:
-    """A relay's status (``DrasiRay.status()["reactions"][id]``): the sums over its queries
+    """A relay's status (``DrasiRay.status().reactions[id]``): the sums over its queries
     (``lag`` in results), and each query's figures."""
 
     reaction_id: str

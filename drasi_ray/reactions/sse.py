@@ -140,7 +140,7 @@ class Client:
 
 @dataclass(frozen=True, slots=True)
 class SseReport:
-    """The server's status (``DrasiRay.status()["reactions"][id]``)."""
+    """The server's status (``DrasiRay.status().reactions[id]``)."""
 
     reaction_id: str
     kind: str

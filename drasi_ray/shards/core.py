@@ -84,8 +84,8 @@ class ShardStats:
 
 @dataclass(frozen=True, slots=True)
 class ShardReport:
-    """A store shard's live status (``DrasiRay.status()["shards"]``), or every shard's added
-    up (``DrasiRay.status()["coordinator"]``: :func:`combine_reports`).
+    """A store shard's live status (``DrasiRay.status().shards``), or every shard's added
+    up (``DrasiRay.status().coordinator``: :func:`combine_reports`).
 
     ``durable``: the counters kept in Redis per source (every shard adds to the same ones, so
     they count the whole app, across restarts; empty without durable state); ``elements`` and
@@ -175,7 +175,7 @@ class ShardCore:
         for source_id in sources:
             self.piped.setdefault(source_id, set()).add(query_id)
 
-    def apply_entries(
+    def apply_entries(  # noqa: C901  (the per-change hot loop, inline on purpose)
         self, source_id: str, entries: Sequence[DecodedEntry], json_values: bool = False
     ) -> tuple[dict[str, list[Routed]], BatchReport]:
         """Apply a batch to the store; return what each query must see, in order: deltas,

@@ -101,9 +101,6 @@ class SubscriptionTable:
     def is_registered(self, query_id: str) -> bool:
         return query_id in self._registered
 
-    def sources_of(self, query_id: str) -> tuple[str, ...]:
-        return self._registered.get(query_id, ())
-
     @property
     def query_ids(self) -> list[str]:
         return list(self._registered)

@@ -37,56 +37,26 @@ flush or restart) is recreated with the configured ``start_id`` and reported.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
-import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
+from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from drasi_ray.model.backoff import Backoff
-from drasi_ray.model.changes import DecodedEntry
 from drasi_ray.model.config import PlatformSourceConfig
-from drasi_ray.model.errors import ConfigError, DecodeError, GroupMissingError, StreamError
-from drasi_ray.source.formats import decoder_for
+from drasi_ray.model.errors import ConfigError, GroupMissingError
+from drasi_ray.source.acker import Acker
+from drasi_ray.source.dispatcher import Dispatch, Dispatcher
+from drasi_ray.source.housekeeping import ForgetTombstones, Housekeeping
+from drasi_ray.source.lane import ConsumerStats, LaneState
+from drasi_ray.source.reader import Reader, Screened
 from drasi_ray.streams.backend import RedisStreamBackend
-from drasi_ray.streams.records import DeadLetter, Rejection, StreamEntry
-
-logger = logging.getLogger("drasi_ray.consumer")
-
-Dispatch = Callable[[tuple[DecodedEntry, ...]], Awaitable[object]]
-"""Hands one decoded batch downstream; returns when it is applied (raises if it was not). What
-it returns may list entries to dead-letter in a ``rejected`` attribute (:class:`Rejection`)."""
-
-ForgetTombstones = Callable[[tuple[int, int]], Awaitable[int]]
-"""Tells the element store the stream position below which tombstones can go (a count back)."""
-
-
-@dataclass(slots=True)
-class ConsumerStats:
-    """Counters of one consumer, reported by ``status()``."""
-
-    read: int = 0
-    batches: int = 0
-    dispatched: int = 0
-    dead_lettered: int = 0
-    acked: int = 0
-    reclaimed: int = 0
-    redelivered: int = 0
-    deleted_acked: int = 0
-    errors: int = 0
-    group_recreated: int = 0
-    claims_renewed: int = 0
-    trimmed: int = 0
-    tombstones_forgotten: int = 0
-    state: str = "starting"
-    last_error: str | None = None
-    extra: dict[str, int] = field(default_factory=dict)
+from drasi_ray.streams.records import StreamEntry
 
 
 @dataclass(frozen=True, slots=True)
 class ConsumerReport:
-    """One consumer actor's live status (``DrasiRay.status()["sources"][id][i]``): its
+    """One consumer actor's live status (``DrasiRay.status().sources[id][i]``): its
     :class:`ConsumerStats` counters at one moment, and what only the actor knows."""
 
     stats: ConsumerStats
@@ -126,22 +96,11 @@ def backend_for(settings: PlatformSourceConfig) -> RedisStreamBackend:
     )
 
 
-@dataclass(slots=True)
-class _Screened:
-    """A screened batch: every entry id (all are acked), the good entries to dispatch, and
-    whether they are applied downstream (set before the ack is sent)."""
-
-    ids: list[str]
-    batch: tuple[DecodedEntry, ...] | None
-    entries: Sequence[StreamEntry] = ()
-    applied: asyncio.Event = field(default_factory=asyncio.Event)
-
-
 @dataclass(frozen=True, slots=True)
 class _InHand:
     """A batch of the read loop and the task dispatching and acking it."""
 
-    screened: _Screened
+    screened: Screened
     task: asyncio.Task[None]
 
 
@@ -159,32 +118,16 @@ def _own_stream(settings: PlatformSourceConfig, stream: str | None) -> str:
     return stream
 
 
-class InFlight:
-    """Bounds the entries a consumer holds unacked; readers reserve room before reading."""
-
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-        self.held = 0
-        self._changed = asyncio.Condition()
-
-    async def reserve(self, wanted: int) -> int:
-        """Wait for room, then hold up to ``wanted`` entries; returns how many were granted."""
-        async with self._changed:
-            await self._changed.wait_for(lambda: self.held < self.limit)
-            granted = min(wanted, self.limit - self.held)
-            self.held += granted
-            return granted
-
-    async def release(self, count: int) -> None:
-        if count <= 0:
-            return
-        async with self._changed:
-            self.held -= count
-            self._changed.notify_all()
-
-
 class StreamConsumer:
-    """The consume loop and reclaim timer of one consumer (no Ray: tested directly)."""
+    """One consumer on one stream, as explicit stages (no Ray: tested directly).
+
+    The stages (:mod:`drasi_ray.source.lane` says what they share): the :class:`~drasi_ray.
+    source.reader.Reader` (the group, own pending and new entries, screening), the
+    :class:`~drasi_ray.source.dispatcher.Dispatcher` (one batch downstream at a time, claims
+    renewed), the :class:`~drasi_ray.source.acker.Acker` and the
+    :class:`~drasi_ray.source.housekeeping.Housekeeping` timers (reclaim, trim, sweep). This
+    class is their order: the consume loop, its prefetch, and the lifecycle.
+    """
 
     def __init__(
         self,
@@ -206,38 +149,38 @@ class StreamConsumer:
         ``stream``: the stream of ``settings.stream_keys`` this consumer reads; None for a
         source of one stream. ConfigError if it is not one of them.
         """
+        own_stream = _own_stream(settings, stream)
+        if forget_tombstones is not None and len(settings.stream_keys) > 1:
+            raise ConfigError("a consumer of one stream of several cannot sweep tombstones alone")
         self.source_id = source_id
         self.settings = settings
         self.name = consumer_name
-        self.stats = ConsumerStats()
-        self._backend = backend
-        self._dispatch = dispatch
+        self._lane = LaneState(source_id, settings, consumer_name, own_stream, backend)
+        self.stats: ConsumerStats = self._lane.stats
         self._forget_tombstones = forget_tombstones
-        self._stream = _own_stream(settings, stream)
-        if forget_tombstones is not None and len(settings.stream_keys) > 1:
-            raise ConfigError("a consumer of one stream of several cannot sweep tombstones alone")
-        self._group = settings.consumer_group
         self._ready = asyncio.Event()
         # Own pending entries are all accounted for (dispatching, or prefetched and renewed)
         # only while new entries are read and no ack is on its way; otherwise the reclaim
         # timer would claim them back from ourselves and process them again (out of turn).
         self._reading_new = False
-        self._acking = 0
         self._stopping = False
         self._tasks: list[asyncio.Task[None]] = []
-        self._batch_lock = asyncio.Lock()  # ONE dispatch at a time (read loop and reclaim)
         self._in_hand: set[asyncio.Task[None]] = set()  # dispatch-and-ack tasks running
-        self._active = 0
-        self._idle = asyncio.Event()
-        self._idle.set()
-        self._in_flight = InFlight(max(settings.max_in_flight, 1))
-        self._read_size = settings.batch_size  # adapts to load: _adapt_read_size
-        self._decode = decoder_for(settings)  # the source's format: platform, debezium, ...
+        self._reader = Reader(self._lane)
+        self._dispatcher = Dispatcher(self._lane, dispatch)
+        self._acker = Acker(self._lane)
+        self._housekeeping = Housekeeping(
+            self._lane,
+            self._acker,
+            lambda entries: self._handle(entries, first_delivery=False),
+            lambda: self._reading_new and not self._acker.acking,
+            lambda: self._ready.is_set(),
+        )
 
     @property
     def stream(self) -> str:
         """The stream this consumer reads."""
-        return self._stream
+        return self._lane.stream
 
     @property
     def ready(self) -> bool:
@@ -247,28 +190,17 @@ class StreamConsumer:
     @property
     def in_flight(self) -> int:
         """Entries read and not yet acked (bounded by ``max_in_flight``)."""
-        return self._in_flight.held
+        return self._lane.in_flight.held
 
     # -- lifecycle ----------------------------------------------------------------------
 
     def start(self) -> None:
-        """Start the consume loop and the reclaim timer as tasks of the running loop."""
+        """Start the consume loop and the housekeeping timers as tasks of the running loop."""
         loop = asyncio.get_running_loop()
         self._tasks = [
             loop.create_task(self._consume_loop(), name=f"consume:{self.name}"),
-            loop.create_task(self._reclaim_loop(), name=f"reclaim:{self.name}"),
+            *self._housekeeping.tasks(self._forget_tombstones),
         ]
-        settings, forget = self.settings, self._forget_tombstones
-        if settings.trim_acked:
-            trim = self._housekeeping("retention trim", settings.trim_interval_ms, self._trim_once)
-            self._tasks.append(loop.create_task(trim, name=f"trim:{self.name}"))
-        if forget is not None and (ttl_ms := settings.tombstone_ttl_ms) is not None:
-            sweep = self._housekeeping(
-                "tombstone sweep",
-                settings.tombstone_sweep_ms,
-                lambda: self._sweep_once(forget, ttl_ms),
-            )
-            self._tasks.append(loop.create_task(sweep, name=f"sweep:{self.name}"))
 
     async def wait_ready(self) -> None:
         """Return once the group exists and this consumer's pending entries are drained."""
@@ -276,21 +208,21 @@ class StreamConsumer:
 
     async def stop(self) -> None:
         """Stop reading; let the batches in hand finish (and be acked); close the client."""
-        self._stopping = True
-        await self._idle.wait()
+        self._stopping = self._housekeeping.stopping = True
+        await self._lane.idle.wait()
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self.stats.state = "stopped"
-        await self._backend.close()
+        await self._lane.backend.close()
 
-    # -- loops --------------------------------------------------------------------------
+    # -- the consume loop ---------------------------------------------------------------
 
     async def _consume_loop(self) -> None:
         backoff = Backoff()
         while not self._stopping:
             try:
-                await self._ensure_group()
+                await self._reader.ensure_group(recreating=self._ready.is_set())
                 await self._drain_own_pending()
                 self._ready.set()
                 self.stats.state = "running"
@@ -301,11 +233,11 @@ class StreamConsumer:
             except GroupMissingError as exc:
                 self._reading_new = False
                 await self._settle_in_hand()
-                self._note_error(exc)
+                self._lane.note_error(exc)
             except Exception as exc:  # any failure: back off, then resume from own pending
                 self._reading_new = False
                 await self._settle_in_hand()
-                self._note_error(exc)
+                self._lane.note_error(exc)
                 await backoff.wait()
             else:
                 backoff.reset()
@@ -314,20 +246,6 @@ class StreamConsumer:
         """Let a dispatched batch finish (acked or not) before own pending is re-read."""
         while self._in_hand:
             await asyncio.gather(*self._in_hand, return_exceptions=True)
-
-    async def _ensure_group(self) -> None:
-        recreating = self._ready.is_set()
-        start = self.settings.recreate_start_id if recreating else self.settings.start_id
-        created = await self._backend.ensure_group(self._stream, self._group, start)
-        if created and recreating:
-            self.stats.group_recreated += 1
-            logger.warning(
-                "consumer %s: group %s of stream %s was missing; recreated at %r",
-                self.name,
-                self._group,
-                self._stream,
-                start,
-            )
 
     async def _drain_own_pending(self) -> None:
         """Re-read own pending entries ONE at a time, oldest first.
@@ -338,15 +256,9 @@ class StreamConsumer:
         the entries behind it are read (and counted) only when their turn comes.
         """
         while not self._stopping:
-            entries = await self._read_reserved(
-                1,
-                lambda count: self._backend.read_pending(
-                    self._stream, self._group, self.name, count
-                ),
-            )
+            entries = await self._reader.read_own_pending()
             if not entries:
                 return
-            self.stats.redelivered += len(entries)
             await self._handle(entries, first_delivery=False)
 
     async def _read_new_forever(self) -> None:
@@ -355,24 +267,17 @@ class StreamConsumer:
         previous: _InHand | None = None  # dispatching (or applied and being acked)
         acking: _InHand | None = None  # the one before: applied, its ack may be on its way
         while not self._stopping:
-            wanted = self._read_size
-            entries = await self._read_reserved(
-                wanted,
-                lambda count: self._backend.read_new(
-                    self._stream, self._group, self.name, count, self.settings.block_ms
-                ),
-            )
-            self._adapt_read_size(len(entries) >= wanted)
-            screened = await self._screen_batch(entries, first_delivery=True) if entries else None
+            entries, full = await self._reader.read_new()
+            screened = await self._reader.screen(entries, first_delivery=True) if entries else None
             if previous is not None and (screened is not None or previous.task.done()):
-                async with self._renewing(screened.ids if screened else []):
+                async with self._dispatcher.renewing(screened.ids if screened else []):
                     if acking is not None:
                         await self._after(acking.task, screened)
                     await self._applied(previous, screened)
                 acking, previous = previous, None
             if screened is not None:
                 previous = _InHand(screened, self._start(self._dispatch_and_ack(screened)))
-                if len(entries) < wanted:
+                if not full:
                     # The stream is drained: reading ahead would only hold new entries back
                     # from idle peers. Prefetch when there is a backlog (full batches).
                     if acking is not None:
@@ -383,26 +288,17 @@ class StreamConsumer:
             if last is not None:
                 await last.task
 
-    def _adapt_read_size(self, full: bool) -> None:
-        """Double the next read after a full one (a backlog: fewer, larger batches, less
-        per-batch cost in every actor), back to ``batch_size`` after a partial one (low
-        latency when the stream is drained)."""
-        if full:
-            self._read_size = min(self._read_size * 2, self.settings.read_size_limit)
-        else:
-            self._read_size = self.settings.batch_size
-
-    async def _after(self, previous: asyncio.Task[None], held: _Screened | None) -> None:
+    async def _after(self, previous: asyncio.Task[None], held: Screened | None) -> None:
         """Wait for ``previous``; if it failed, give up the ``held`` batch (its entries stay
         pending, to be re-read in order after the failed ones) and raise the failure."""
         try:
             await previous
         except BaseException:
             if held is not None:
-                await self._done_with(len(held.ids))
+                await self._lane.end_batch(len(held.ids))
             raise
 
-    async def _applied(self, previous: _InHand, held: _Screened | None) -> None:
+    async def _applied(self, previous: _InHand, held: Screened | None) -> None:
         """:meth:`_after`, but return as soon as ``previous`` is applied: its ack may still be
         on its way (the next dispatch need not wait a Redis round trip for it). A failure of
         that ack surfaces at the next :meth:`_after` of the same batch."""
@@ -415,84 +311,11 @@ class StreamConsumer:
         if not previous.screened.applied.is_set():
             await self._after(previous.task, held)  # it ended before applying: raises
 
-    async def _read_reserved(
-        self, wanted: int, read: Callable[[int], Awaitable[list[StreamEntry]]]
-    ) -> list[StreamEntry]:
-        """Read at most as many entries as ``max_in_flight`` leaves room for."""
-        granted = await self._in_flight.reserve(wanted)
-        try:
-            entries = await read(granted)
-        except BaseException:
-            await self._in_flight.release(granted)
-            raise
-        await self._in_flight.release(granted - len(entries))
-        return entries
-
-    async def _housekeeping(
-        self, what: str, interval_ms: int, work: Callable[[], Awaitable[None]]
-    ) -> None:
-        """Run ``work`` every ``interval_ms``; a failure is noted and the next period tries
-        again (consuming goes on)."""
-        while not self._stopping:
-            await asyncio.sleep(interval_ms / 1000)
-            try:
-                await work()
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                self._note_side_error(what, exc)
-
-    async def _trim_once(self) -> None:
-        """Opt-in retention: every consumer trims (XTRIM MINID is idempotent and cheap)."""
-        self.stats.trimmed += await self._backend.trim_acked(self._stream)
-
-    async def _sweep_once(self, forget: ForgetTombstones, ttl_ms: int) -> None:
-        """Tell the store which tombstones can go (idempotent: every consumer sweeps), once
-        the group is ready."""
-        if not self._ready.is_set():
-            return
-        bound = await self._backend.tombstone_bound(self._stream, self._group, ttl_ms)
-        if bound is not None:
-            self.stats.tombstones_forgotten += await forget(bound)
-
-    async def _reclaim_loop(self) -> None:
-        interval = self.settings.reclaim_interval_ms / 1000
-        while not self._stopping:
-            await asyncio.sleep(interval)
-            if not self._reading_new or self._acking:
-                continue
-            try:
-                await self._reclaim_once()
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                self._note_error(exc)
-
-    async def _reclaim_once(self) -> None:
-        """Claim peers' entries idle past ``claim_idle_ms``; they count against max_in_flight."""
-        granted = await self._in_flight.reserve(self.settings.batch_size)
-        try:
-            claim = await self._backend.autoclaim(
-                self._stream, self._group, self.name, self.settings.claim_idle_ms, granted
-            )
-        except BaseException:
-            await self._in_flight.release(granted)
-            raise
-        await self._in_flight.release(granted - len(claim.entries))
-        if claim.deleted_ids:
-            await self._ack(claim.deleted_ids)
-            self.stats.deleted_acked += len(claim.deleted_ids)
-        if claim.entries:
-            self.stats.reclaimed += len(claim.entries)
-            self.stats.redelivered += len(claim.entries)
-            logger.info("consumer %s reclaimed %d idle entries", self.name, len(claim.entries))
-            await self._handle(list(claim.entries), first_delivery=False)
-
     # -- one batch ----------------------------------------------------------------------
 
     async def _handle(self, entries: Sequence[StreamEntry], first_delivery: bool) -> None:
         """Screen, dispatch and ack one batch (raises if it was not applied)."""
-        screened = await self._screen_batch(entries, first_delivery)
+        screened = await self._reader.screen(entries, first_delivery)
         await self._start(self._dispatch_and_ack(screened))
 
     def _start(self, work: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
@@ -501,186 +324,10 @@ class StreamConsumer:
         task.add_done_callback(self._in_hand.discard)
         return task
 
-    async def _screen_batch(
-        self, entries: Sequence[StreamEntry], first_delivery: bool
-    ) -> _Screened:
-        """Decode the batch and dead-letter what must never reach the dispatch.
-
-        That is entries over ``max_payload_bytes`` (unparsed), entries delivered more than
-        ``max_deliveries`` times, and entries that do not decode. Entries whose data was
-        deleted are just acked. The batch counts as active until :meth:`_dispatch_and_ack`.
-        """
-        self._active += 1
-        self._idle.clear()
-        try:
-            self.stats.read += len(entries)
-            self.stats.batches += 1
-            counts = {} if first_delivery else await self._delivery_counts(entries)
-            decoded, dead = self._screen(entries, counts)
-            if dead:
-                await self._backend.dead_letter(
-                    self.settings.dead_letter_key, dead, self.settings.dead_letter_maxlen
-                )
-                self.stats.dead_lettered += len(dead)
-        except BaseException:
-            await self._done_with(len(entries))
-            raise
-        return _Screened(
-            [entry.id for entry in entries], tuple(decoded) if decoded else None, entries
-        )
-
-    async def _dispatch_and_ack(self, screened: _Screened) -> None:
+    async def _dispatch_and_ack(self, screened: Screened) -> None:
         """Dispatch the good entries in ONE call, then ack every entry of the batch."""
         try:
-            if screened.batch is not None:
-                async with self._batch_lock:
-                    report = await self._dispatch_renewing(screened.ids, screened.batch)
-                self.stats.dispatched += len(screened.batch)
-                await self._dead_letter_rejected(screened, report)
-            screened.applied.set()
-            self._acking += 1
-            try:
-                await self._ack(screened.ids)
-            finally:
-                self._acking -= 1
+            await self._dispatcher.dispatch(screened)
+            await self._acker.ack_batch(screened)
         finally:
-            await self._done_with(len(screened.ids))
-
-    async def _done_with(self, count: int) -> None:
-        await self._in_flight.release(count)
-        self._active -= 1
-        if self._active == 0:
-            self._idle.set()
-
-    async def _delivery_counts(self, entries: Sequence[StreamEntry]) -> dict[str, int]:
-        return await self._backend.delivery_counts(
-            self._stream, self._group, [entry.id for entry in entries]
-        )
-
-    def _screen(
-        self, entries: Sequence[StreamEntry], counts: dict[str, int]
-    ) -> tuple[list[DecodedEntry], list[DeadLetter]]:
-        decoded: list[DecodedEntry] = []
-        add = decoded.append  # per-entry hot loop: names bound once
-        dead: list[DeadLetter] = []
-        decode = self._decode
-        limit = self.settings.max_deliveries
-        max_bytes = self.settings.max_payload_bytes
-        for entry in entries:
-            entry_id, fields = entry.id, entry.fields
-            if fields is None:
-                self.stats.deleted_acked += 1
-                continue
-            deliveries = counts.get(entry_id, 1) if counts else 1
-            size = sum(map(len, fields.values()))  # values dominate; names are a few bytes
-            if deliveries > limit or size > max_bytes:
-                reason = self._refusal(size, deliveries, limit)
-            else:
-                try:
-                    add(decode(entry_id, fields))
-                    continue
-                except DecodeError as exc:
-                    reason = exc.reason
-            logger.warning("consumer %s: dead-lettering entry %s: %s", self.name, entry_id, reason)
-            dead.append(self._dead_letter(entry, reason, deliveries))
-        return decoded, dead
-
-    def _refusal(self, size: int, deliveries: int, limit: int) -> str:
-        """Why an entry is dead-lettered unparsed: delivered too often, or too large."""
-        if deliveries > limit:
-            return (
-                f"delivered {deliveries} times, more than max_deliveries ({limit}): "
-                "processing it failed every time"
-            )
-        return (
-            f"entry of {size} bytes exceeds max_payload_bytes "
-            f"({self.settings.max_payload_bytes}); not parsed"
-        )
-
-    async def _dead_letter_rejected(self, screened: _Screened, report: object) -> None:
-        """Dead-letter the entries the dispatch rejected (one dead letter per entry, every
-        distinct reason joined: the shards of a batch may report the same one), before the
-        batch is acked."""
-        rejected: Sequence[Rejection] = getattr(report, "rejected", ())
-        if not rejected:
-            return
-        reasons: dict[str, dict[str, None]] = {}
-        for rejection in rejected:
-            reasons.setdefault(rejection.entry_id, {})[rejection.reason] = None
-        dead = [
-            self._dead_letter(entry, "; ".join(reasons[entry.id]), 1)
-            for entry in screened.entries
-            if entry.id in reasons
-        ]
-        for letter in dead:
-            logger.warning(
-                "consumer %s: dead-lettering entry %s: %s",
-                self.name,
-                letter.entry_id,
-                letter.reason,
-            )
-        await self._backend.dead_letter(
-            self.settings.dead_letter_key, dead, self.settings.dead_letter_maxlen
-        )
-        self.stats.dead_lettered += len(dead)
-
-    async def _dispatch_renewing(self, ids: list[str], batch: tuple[DecodedEntry, ...]) -> object:
-        """Dispatch, renewing our claim on ``ids`` while it runs so peers do not steal them.
-
-        A live but slow batch would otherwise look idle to the peers' reclaim timers after
-        ``claim_idle_ms`` and be processed twice. The renewer is told to stop rather than
-        cancelled, so a Redis command is never abandoned halfway through its reply.
-        """
-        async with self._renewing(ids):
-            return await self._dispatch(batch)
-
-    @contextlib.asynccontextmanager
-    async def _renewing(self, ids: list[str]) -> AsyncIterator[None]:
-        """Keep renewing our claim on ``ids`` (if any) for the duration of the block."""
-        if not ids:
-            yield
-            return
-        done = asyncio.Event()
-        renewer = asyncio.get_running_loop().create_task(self._renew_claims(ids, done))
-        try:
-            yield
-        finally:
-            done.set()
-            await asyncio.gather(renewer, return_exceptions=True)
-
-    async def _renew_claims(self, ids: list[str], done: asyncio.Event) -> None:
-        period = max(self.settings.claim_idle_ms / 3000, 0.01)
-        while not done.is_set():
-            try:
-                await asyncio.wait_for(done.wait(), period)
-            except asyncio.TimeoutError:
-                await self._backend.renew_claim(self._stream, self._group, self.name, ids)
-                self.stats.claims_renewed += 1
-
-    def _dead_letter(self, entry: StreamEntry, reason: str, deliveries: int) -> DeadLetter:
-        return DeadLetter(
-            entry_id=entry.id,
-            reason=reason,
-            fields=entry.fields,
-            source_stream=self._stream,
-            consumer=self.name,
-            delivery_count=deliveries,
-        )
-
-    async def _ack(self, ids: Sequence[str]) -> None:
-        await self._backend.ack(self._stream, self._group, list(ids))
-        self.stats.acked += len(ids)
-
-    def _note_side_error(self, what: str, exc: BaseException) -> None:
-        """A failure of housekeeping (trim, sweep): counted and logged; consuming goes on, so
-        the state is left alone. The next period tries again."""
-        self.stats.errors += 1
-        self.stats.last_error = f"{what}: {type(exc).__name__}: {exc}"
-        logger.warning("consumer %s: %s", self.name, self.stats.last_error)
-
-    def _note_error(self, exc: BaseException) -> None:
-        self.stats.errors += 1
-        self.stats.last_error = f"{type(exc).__name__}: {exc}"
-        self.stats.state = "recovering"
-        level = logging.WARNING if isinstance(exc, StreamError) else logging.ERROR
-        logger.log(level, "consumer %s: %s", self.name, self.stats.last_error)
+            await self._lane.end_batch(len(screened.ids))

@@ -243,7 +243,7 @@ _TYPED = msgspec.json.Decoder(_TypedEnvelope)
 _RELATION: Final = ElementKind.RELATION
 
 
-def _typed_changes(
+def _typed_changes(  # noqa: C901  (the per-entry fast path, inline on purpose)
     entry_id: str, fields: Mapping[bytes, bytes]
 ) -> tuple[ElementChange, ...] | None:
     """The changes of a well-formed change entry, parsed and type-checked by msgspec in C.

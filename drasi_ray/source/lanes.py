@@ -29,13 +29,10 @@ import logging
 from collections.abc import Callable
 
 from drasi_ray.model.config import PlatformSourceConfig
-from drasi_ray.source.consumer import (
-    ConsumerStats,
-    Dispatch,
-    ForgetTombstones,
-    StreamConsumer,
-    backend_for,
-)
+from drasi_ray.source.consumer import StreamConsumer, backend_for
+from drasi_ray.source.dispatcher import Dispatch
+from drasi_ray.source.housekeeping import ForgetTombstones
+from drasi_ray.source.lane import ConsumerStats
 from drasi_ray.streams.backend import RedisStreamBackend
 
 logger = logging.getLogger("drasi_ray.consumer")

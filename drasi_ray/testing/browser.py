@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -89,5 +89,5 @@ def shown(value: Any) -> str:
     return str(value)
 
 
-def shown_rows(rows: list[Mapping[str, Any]]) -> list[dict[str, str]]:
+def shown_rows(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
     return [{column: shown(value) for column, value in row.items()} for row in rows]

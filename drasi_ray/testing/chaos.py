@@ -341,7 +341,7 @@ class Chaos:
         report.duplicated = len(oracle.payload_hashes) - len(set(oracle.payload_hashes))
         report.applied_in_order = oracle.applied
         status = app.status()
-        counters = status["coordinator"]["durable"].get(SOURCE, {})
+        counters = status.totals.durable.get(SOURCE, {})
         report.applied = counters.get("applied", 0)
         report.duplicates_suppressed = counters.get("duplicates", 0)
         dead: Any = client.xrange(f"{streams[0]}:dlq")
@@ -355,8 +355,8 @@ class Chaos:
             int(client.xpending(s, keys.consumer_group(app.app_id))["pending"]) for s in streams
         )
         store_diff = oracle.store_mismatches(app.elements(SOURCE))
-        report.trimmed = sum(c["trimmed"] for c in status["sources"][SOURCE])
-        report.tombstones_forgotten = status["coordinator"]["tombstones_forgotten"]
+        report.trimmed = sum(c.stats.trimmed for c in status.consumers(SOURCE))
+        report.tombstones_forgotten = status.totals.tombstones_forgotten
         report.lost = len(wrongly_dead) + pending + store_diff
         report.mismatched_rows = sum(
             row_mismatches(oracle.results(query_id), app.results(query_id)) for query_id in QUERIES

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import math
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -142,10 +142,6 @@ def scenario_sources(scenario: Mapping[str, Any], case: Mapping[str, Any]) -> li
 def load_scenario(path: str | Path) -> dict[str, Any]:
     scenario: dict[str, Any] = json.loads(Path(path).read_text(encoding="utf-8"))
     return scenario
-
-
-def iter_cases(scenario: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
-    yield from scenario["cases"]
 
 
 def run_case(
@@ -306,13 +302,3 @@ def values_equal(left: Any, right: Any) -> bool:
 
 def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-def run_scenario_file(
-    path: str | Path, redis_url: str, consumers: int = 1, ray_config: RayConfig | None = None
-) -> list[CaseOutcome]:
-    """Run every case of a scenario file."""
-    scenario = load_scenario(path)
-    return [
-        run_case(scenario, case, redis_url, consumers, ray_config) for case in iter_cases(scenario)
-    ]

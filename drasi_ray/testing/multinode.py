@@ -56,7 +56,6 @@ from drasi_ray.testing.chaos import QUERIES, ChaosSettings, Oracle, row_mismatch
 from drasi_ray.testing.waiting import wait_until
 
 SOURCE = "plant"
-NODES = 3
 SYSTEM_CONFIG = {"health_check_period_ms": 1000, "health_check_failure_threshold": 3}
 """A lost node is noticed in ~3 s instead of Ray's default ~15 s."""
 IDLE_TIMEOUT_S = 300.0

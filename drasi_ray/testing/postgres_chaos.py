@@ -408,9 +408,9 @@ class PostgresChaos:
         self, app: DrasiRay, url: str, oracle: ShopOracle, subscriptions: dict[str, Any]
     ) -> None:
         report = self.report
-        reader = app.status()["readers"][SOURCE]
-        report.reader_reconnects = reader["reconnects"]
-        report.resent_skipped = reader["skipped_resent"]
+        reader = app.status().reader(SOURCE)
+        report.reader_reconnects = reader.reconnects
+        report.resent_skipped = reader.skipped_resent
         client = redis.Redis.from_url(url)
         stream = keys.postgres_stream(app.app_id, SOURCE)
         report.stream_entries = int(client.xlen(stream))

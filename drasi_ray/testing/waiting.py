@@ -20,13 +20,14 @@ POLL_S = 0.01
 
 
 def wait_until(
-    condition: Callable[[], T],
+    condition: Callable[[], T | None],
     timeout_s: float = 30.0,
     *,
     what: str = "the condition",
     poll_s: float = POLL_S,
 ) -> T:
-    """Call ``condition`` until it returns a true value, and return that value.
+    """Call ``condition`` until it returns a true value, and return that value (never None:
+    a condition that returns a value or None gives the value's type).
 
     Polls every ``poll_s`` seconds; raises ``TimeoutError`` naming ``what`` if it is still
     false after ``timeout_s``. ``condition`` is called at least once, and once more after
@@ -43,7 +44,7 @@ def wait_until(
 
 
 async def wait_until_async(
-    condition: Callable[[], T],
+    condition: Callable[[], T | None],
     timeout_s: float = 30.0,
     *,
     what: str = "the condition",

@@ -44,8 +44,8 @@ def main() -> None:
                     for diff in result.results:
                         print(f"     {query_id} {diff['type'].upper()} {_row(diff)}")
         show(app, "now:")
-        reader = app.status()["readers"]["shop"]
-        print(f"the reader: {reader['state']}, {reader['transactions']} transactions written")
+        reader = app.status().reader("shop")
+        print(f"the reader: {reader.state}, {reader.transactions} transactions written")
     finally:
         app.stop()
 

@@ -29,7 +29,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tests.oracle.model import CaseRun, Diff, QueryRun, Row
+from tests.oracle.model import CaseRun, Diff, QueryRun
 
 REL_TOLERANCE = 1e-9
 
@@ -252,8 +252,3 @@ def compare_runs(
             outcome.compared_queries += 1
             outcome.compared_steps += len(their_run.steps)
     return outcome
-
-
-def result_rows(rows: Sequence[Row]) -> list[Row]:
-    """``rows`` sorted by their JSON text (for stable reports)."""
-    return sorted(rows, key=_text)

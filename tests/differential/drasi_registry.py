@@ -161,7 +161,10 @@ FEATURES: tuple[Feature, ...] = (
     Feature(
         "inline property map `(n:A {k: v})`",
         "MATCH (a:A {x: 1}) RETURN a.y AS y",
-        lambda q: any(n.properties is not None for n in (*_nodes(q), *_relations(q))),
+        lambda q: (
+            any(n.properties is not None for n in _nodes(q))
+            or any(r.properties is not None for r in _relations(q))
+        ),
     ),
     Feature(
         "inline WHERE `(n:A WHERE ...)`",

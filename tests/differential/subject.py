@@ -1,39 +1,32 @@
 """drasi_ray's run of a case, in process, along the path a change takes in the app.
 
-Each change is written as a platform CloudEvent and decoded by the consumer's decoder
-(:func:`drasi_ray.source.decode.decode_entry`, as the consumer decodes it), applied by a
-store shard's core (:class:`ShardCore`: the versioned element store, then routing by label;
-a query's pipelines run on what it is handed, as its host runs them),
-carried to each query as a pickled :class:`~drasi_ray.actors.wire.DeltaPacket` (what a call
-carries) and applied by the query's
-:class:`~drasi_ray.query.engine.ContinuousQuery`. The diffs are then written as JSON by
-:func:`drasi_ray.model.encoding.dumps` and read back, so they hold exactly what a user reads:
+The case runs in :class:`~drasi_ray.testing.inprocess.InProcessApp`: each change is written as
+a platform CloudEvent, decoded by the consumer's decoder, applied by a store shard's service
+(the versioned element store, then routing by label), carried to its query host as a pickled
+packet (what a line carries), run through the query's pipelines and applied by its engine,
+numbered and buffered for a subscriber. The diffs the subscriber takes are then written as JSON
+by :func:`drasi_ray.model.encoding.dumps` and read back, so they hold exactly what a user reads:
 the same JSON values drasi-lib hands its Python callbacks.
 
-Only Ray itself, Redis and the subscriber buffers are left out; the end-to-end variant
+Only Ray itself and Redis are left out; the end-to-end variant
 (``tests/pipeline/test_differential_end_to_end.py``) runs those too.
 """
 
 from __future__ import annotations
 
-import pickle
 from collections.abc import Sequence
 from typing import Any
 
 import orjson
 
-from drasi_ray.actors.wire import DeltaPacket
-from drasi_ray.host.pipelines import SourcePipelines
-from drasi_ray.model.changes import ElementDelta, PipedChange
+from drasi_ray.model.config import QueryConfig
 from drasi_ray.model.encoding import dumps
 from drasi_ray.model.errors import ConfigError, QuerySyntaxError
-from drasi_ray.model.identity import reads_several
 from drasi_ray.model.query_specs import MiddlewareSpec, QueryJoin, QueryLanguage
+from drasi_ray.model.results import QueryResult
 from drasi_ray.query.engine import ContinuousQuery
 from drasi_ray.query.expressions import contains_aggregate
-from drasi_ray.shards.core import ShardCore
-from drasi_ray.shards.routing import LabelFilter
-from drasi_ray.source.decode import decode_entry, encode_cloud_event
+from drasi_ray.testing.inprocess import InProcessApp, InProcessSubscription
 from tests.oracle.model import Case, CaseRun, QueryRun, QuerySpec, empty_steps
 
 
@@ -43,13 +36,11 @@ def as_users_read(value: Any) -> Any:
 
 
 class DrasiRaySubject:
-    """A store shard's core plus one engine per query, fed one entry per change."""
+    """The pipeline in one process, one subscription per query, fed one entry per change."""
 
     def __init__(self, queries: Sequence[QuerySpec]) -> None:
-        self.shard = ShardCore()
-        # each query's pipelines, as its host runs them (the query's own, nobody else's)
-        self.pipes: dict[str, SourcePipelines] = {}
-        self.engines: dict[str, ContinuousQuery] = {}
+        self.app = InProcessApp()
+        self.feeds: dict[str, InProcessSubscription] = {}
         self.refused: dict[str, str] = {}
         for query in queries:
             try:
@@ -58,55 +49,54 @@ class DrasiRaySubject:
                 self.refused[query.id] = f"refused: {error}"
 
     def _register(self, query: QuerySpec) -> None:
-        joins = [QueryJoin.model_validate(join) for join in query.joins]
-        engine = ContinuousQuery(
-            query.id, query.text, joins=joins, language=QueryLanguage(query.language)
+        config = QueryConfig(
+            id=query.id,
+            query=query.text,
+            query_language=QueryLanguage(query.language),
+            sources=query.sources,
+            joins=tuple(QueryJoin.model_validate(join) for join in query.joins),
+            middleware=tuple(MiddlewareSpec.model_validate(spec) for spec in query.middleware),
+            pipelines={source: tuple(names) for source, names in query.pipelines.items()},
         )
-        middleware = [MiddlewareSpec.model_validate(spec) for spec in query.middleware]
-        pipes = self.pipes[query.id] = SourcePipelines()
-        several = reads_several(query.sources)
-        pipes.subscribe(query.id, middleware, query.pipelines, self.shard.stores, several)
-        self.shard.pipe(query.id, [source for source, names in query.pipelines.items() if names])
-        self.engines[query.id] = engine
-        labels = LabelFilter.of(engine.node_labels, engine.relation_labels)
-        self.shard.table.register_query(query.id, query.sources, labels)
+        self.app.add_query(config)
+        self.feeds[query.id] = self.app.subscribe(query.id)
+
+    @property
+    def engines(self) -> dict[str, ContinuousQuery]:
+        """Each registered query's engine now."""
+        return {query_id: self.app.engine(query_id) for query_id in self.feeds}
 
     def apply(
         self, position: int, event: dict[str, Any], source: str
     ) -> dict[str, list[dict[str, Any]]]:
         """The diffs of each query for the platform ``event`` at stream ``position`` of
         ``source``."""
-        entry_id = f"{position + 1}-0"
-        entry = decode_entry(entry_id, {b"data": encode_cloud_event([event])})
-        routed, _report = self.shard.apply_entries(source, [entry], json_values=True)
+        self.app.publish(source, event, entry_id=f"{position + 1}-0")
         diffs: dict[str, list[dict[str, Any]]] = {}
-        for query_id, items in routed.items():
-            deltas = self._through_pipes(query_id, items)
-            packet = DeltaPacket(deltas, self.shard.json_values)
-            carried = pickle.loads(pickle.dumps(packet))
-            produced = self.engines[query_id].apply_batch(carried)
-            diffs[query_id] = [diff for step in produced for diff in as_users_read(step)]
+        for query_id, feed in self.feeds.items():
+            results = [item for item in feed.drain() if isinstance(item, QueryResult)]
+            if results:
+                diffs[query_id] = [as_users_read(diff) for r in results for diff in r.results]
         return diffs
 
-    def _through_pipes(self, query_id: str, items: Sequence[Any]) -> list[ElementDelta]:
-        """The deltas a query's engine gets: piped changes through its pipelines first."""
-        deltas: list[ElementDelta] = []
-        for item in items:
-            if isinstance(item, PipedChange):
-                derived = self.pipes[query_id].apply(item.source_id, item.change).deltas
-                deltas.extend(derived.get(query_id, ()))
-            else:
-                deltas.append(item)
-        return deltas
-
     def results(self, query_id: str) -> list[dict[str, Any]]:
-        rows: list[dict[str, Any]] = as_users_read(self.engines[query_id].results())
+        rows: list[dict[str, Any]] = as_users_read(self.app.results(query_id))
         return rows
+
+    def close(self) -> None:
+        self.app.close()
 
 
 def run_drasi_ray(case: Case, queries: Sequence[QuerySpec]) -> CaseRun:
     """drasi_ray's run of every query over ``case``."""
     subject = DrasiRaySubject(queries)
+    try:
+        return _run(subject, case, queries)
+    finally:
+        subject.close()
+
+
+def _run(subject: DrasiRaySubject, case: Case, queries: Sequence[QuerySpec]) -> CaseRun:
     runs = {q.id: QueryRun(empty_steps(case.changes)) for q in queries}
     engines = subject.engines
     for query_id, engine in engines.items():

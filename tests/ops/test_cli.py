@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -115,7 +116,7 @@ def test_publish_wraps_change_events_and_passes_cloud_events(
     path.write_text("\n".join([*events, "", json.dumps(cloud_event)]) + "\n")
     argv = ["publish", "feed", str(path), "--redis-url", redis_url, "--batch", "2"]
     assert cli.main([*argv, "--progress", "always"]) == 0
-    entries = redis.Redis.from_url(redis_url).xrange("feed")
+    entries: Any = redis.Redis.from_url(redis_url).xrange("feed")
     documents = [orjson.loads(fields[b"data"]) for _, fields in entries]
     assert len(documents) == 6
     assert [doc["data"] for doc in documents[:5]] == [[json.loads(line)] for line in events]
@@ -173,13 +174,14 @@ def test_dlq_list_replay_purge(
             {b"data": encode_cloud_event([json.loads(bad)]), b"n": b"%d" % number},
             "sensor-changes", "sensors-0", 1,
         )  # fmt: skip
-        client.xadd("sensor-changes:dlq", letter.to_fields(1000))
+        client.xadd("sensor-changes:dlq", dict(letter.to_fields(1000)))  # type: ignore[arg-type]
     app = _app_file(tmp_path, redis_url)
     assert cli.main(["dlq", "list", "sensors", app]) == 0
     listing = capsys.readouterr().out
     assert "3 dead letter(s)" in listing and "unknown operation type 'q'" in listing
     assert '"data":[{"op":"q","payload":{"after":{"id":"sensor-1"' in listing
-    first, second, third = (i.decode() for i, _ in client.xrange("sensor-changes:dlq"))
+    letters: Any = client.xrange("sensor-changes:dlq")
+    first, second, third = (i.decode() for i, _ in letters)
     assert cli.main(["dlq", "show", "sensors", app, "--id", first]) == 0
     shown = capsys.readouterr().out  # every field, JSON indented
     assert '"op": "q"' in shown and "field n:" in shown
@@ -193,7 +195,8 @@ def test_dlq_list_replay_purge(
     fixed.write_text(good)
     argv = ["dlq", "replay", "sensors", app, "--id", first, "--payload", str(fixed)]
     assert cli.main(argv) == 0
-    ((_, fields),) = client.xrange("sensor-changes")
+    entries: Any = client.xrange("sensor-changes")
+    ((_, fields),) = entries
     assert orjson.loads(fields[b"data"])["data"] == [json.loads(fixed.read_text())]
     assert client.xlen("sensor-changes:dlq") == 2
 
@@ -246,7 +249,8 @@ def test_a_partitioned_source_through_publish_status_dlq_and_replay(
     assert cli.main(publish) == 0
     placed: dict[str, list[int]] = {}
     for stream in streams:
-        for _, fields in client.xrange(stream):
+        written: Any = client.xrange(stream)
+        for _, fields in written:
             (event,) = orjson.loads(fields[b"data"])["data"]
             element = event["payload"]["after"]
             assert stream_for(element["id"], streams) == stream
@@ -267,8 +271,10 @@ def test_a_partitioned_source_through_publish_status_dlq_and_replay(
 
     for number, stream in enumerate(["part-2", "part-1"]):
         letter = DeadLetter("1-0", "bad", {b"data": b"x%d" % number}, stream, "sensors-0", 1)
-        client.xadd("part-0:dlq", letter.to_fields(1000))
+        client.xadd("part-0:dlq", dict(letter.to_fields(1000)))  # type: ignore[arg-type]
     assert cli.main(["dlq", "replay", "sensors", app, "--force"]) == 0
-    assert client.xrange("part-2")[-1][1] == {b"data": b"x0"}
-    assert client.xrange("part-1")[-1][1] == {b"data": b"x1"}
+    part_2: Any = client.xrange("part-2")
+    part_1: Any = client.xrange("part-1")
+    assert part_2[-1][1] == {b"data": b"x0"}
+    assert part_1[-1][1] == {b"data": b"x1"}
     assert client.xlen("part-0:dlq") == 0

@@ -139,7 +139,7 @@ def test_replay_applies_history_the_group_skipped(
 
 def _applied(app: DrasiRay) -> int:
     """Changes the coordinator applied so far."""
-    applied: int = app.status()["coordinator"]["applied"]
+    applied: int = app.status().totals.applied
     return applied
 
 
@@ -189,13 +189,13 @@ def test_scale_up_and_down_while_changes_flow_loses_nothing(
             wait_until(lambda: _applied(app) >= applied + 100, what="changes through 1 consumer")
         app.wait_until_idle(60)
         rows = {row["id"]: row["temperature"] for row in app.results("all-sensors")}
-        consumers = app.status()["sources"]["sensors"]
+        consumers = app.status().consumers("sensors")
     finally:
         app.stop()
     assert rows == published  # every sensor at its last published value
     assert len(consumers) == 1
-    group = client.xinfo_groups("sensor-changes")[0]
-    assert group["pending"] == 0
+    info = client.xinfo_groups("sensor-changes")[0]
+    assert info["pending"] == 0
 
 
 def test_cli_scale_finds_the_running_apps_actors(

@@ -18,6 +18,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import orjson
 import psutil
@@ -110,7 +111,8 @@ def test_ray_job_submit_runs_the_example_app(
     assert "drasi-ray: stopped" in job.stdout
     assert time.monotonic() - started < 600
     client = redis.Redis.from_url(redis_url)
-    events = [orjson.loads(fields[b"data"]) for _, fields in client.xrange("hot-sensors-results")]
+    results: Any = client.xrange("hot-sensors-results")
+    events = [orjson.loads(fields[b"data"]) for _, fields in results]
     added = [
         row["id"]
         for event in events

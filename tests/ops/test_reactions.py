@@ -41,7 +41,8 @@ SENSOR_QUERY = "MATCH (s:Sensor) WHERE s.temperature > 70 RETURN s.id AS id, s.t
 
 
 def _events(client: redis.Redis, stream: str) -> list[dict[str, Any]]:
-    return [orjson.loads(fields[b"data"]) for _, fields in client.xrange(stream)]
+    entries: Any = client.xrange(stream)
+    return [orjson.loads(fields[b"data"]) for _, fields in entries]
 
 
 def _app(redis_url: str, stream: str, source_id: str = "source") -> DrasiRay:
@@ -158,7 +159,7 @@ def test_a_failing_reaction_blocks_neither_the_query_nor_the_others(
         statuses = _wait_for_failures(app)
     finally:
         app.stop()
-    by_kind = {}
+    by_kind: dict[str, list[dict[str, Any]]] = {}
     for status in statuses:
         by_kind.setdefault(status["kind"], []).append(status)
     failing_callback = by_kind["callback"][0]
@@ -181,7 +182,7 @@ def _wait_for_failures(app: DrasiRay) -> list[dict[str, Any]]:
     """Reaction statuses once every healthy reaction caught up and the failing ones failed."""
 
     def settled() -> list[dict[str, Any]] | None:
-        statuses: list[dict[str, Any]] = app.status()["queries"]["hot"]["reactions"]
+        statuses: list[dict[str, Any]] = app.status().query("hot").reactions
         healthy = [s for s in statuses if s["state"] == "running"]
         failing = [s for s in statuses if s["failures"] > 0]
         caught_up = all(s["delivered"] >= 10 for s in healthy if s["kind"] != "log")

@@ -99,7 +99,7 @@ class Run:
 
     def descendants(self) -> list[psutil.Process]:
         try:
-            return psutil.Process(self.process.pid).children(recursive=True)
+            return list(psutil.Process(self.process.pid).children(recursive=True))
         except psutil.NoSuchProcess:
             return []
 
@@ -159,10 +159,10 @@ def test_run_prints_the_backlog_and_stops_on_sigterm_storing_no_password(
             what="the four results and the log reaction's four lines",
         )
         listening = {
-            (process.name(), conn.laddr.ip)
+            (process.name(), conn.laddr.ip)  # type: ignore[attr-defined]
             for process in run.descendants()
             for conn in _listening(process)
-        }  # type: ignore[attr-defined]
+        }
         assert listening and all(ip in LOOPBACK for _, ip in listening), listening  # no other NIC
     finally:
         code, spent = run.stop(signal.SIGTERM, 60)

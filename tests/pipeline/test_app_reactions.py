@@ -9,6 +9,7 @@ function. The HTTP reaction's actor is SIGKILLed mid-stream; the SSE server is r
 
 from __future__ import annotations
 
+import functools
 import socket
 import uuid
 from collections import Counter
@@ -91,7 +92,8 @@ class Scene:
         """(idempotency key, kind, before, after) of every diff in the query's result stream."""
         found = []
         sequences = []
-        for _id, fields in self.client.xrange(f"{query_id}-results"):
+        entries: Any = self.client.xrange(f"{query_id}-results")
+        for _id, fields in entries:
             event = orjson.loads(fields[b"data"])
             if event["data"]["kind"] != "change":
                 continue
@@ -164,12 +166,12 @@ def scene(
         app.stop()
 
 
-def _delivered_diffs(sink: HttpSink, query_id: str) -> list[tuple[str, str, Any, Any]]:
+def _delivered_diffs(sink: HttpSink, query_id: str) -> list[tuple[str | None, str, Any, Any]]:
     """What the sink got for a query, as (key, kind, before, after)."""
     return [_as_diff(item) for item in sink.first_receipts() if item.key.startswith(f"{query_id}:")]
 
 
-def _as_diff(item: Received) -> tuple[str, str, Any, Any]:
+def _as_diff(item: Received) -> tuple[str | None, str, Any, Any]:
     if item.path.startswith("/hot/"):
         if item.method == "DELETE":
             return item.key, "deleted", {"id": item.path.split("/")[2].split("?")[0]}, None
@@ -178,6 +180,11 @@ def _as_diff(item: Received) -> tuple[str, str, Any, Any]:
     body = item.json()
     assert item.path == f"/changes/{body['queryId']}"
     return item.key, body["kind"], body["before"], body["after"]
+
+
+def _viewer_has(viewer: Any, query_id: str, results: list[dict[str, Any]]) -> bool:
+    """Whether the SSE client's table of ``query_id`` holds ``results``."""
+    return _same_rows(viewer.rows(query_id), results)
 
 
 def _same_rows(left: list[dict[str, Any]], right: list[dict[str, Any]]) -> bool:
@@ -201,7 +208,7 @@ def _check_views(scene: Scene, viewer: SseClient) -> None:
         assert got == expected, query_id
         results = scene.app.results(query_id)
         wait_until(
-            lambda q=query_id, r=results: _same_rows(viewer.rows(q), r),
+            functools.partial(_viewer_has, viewer, query_id, results),
             30,
             what=f"the SSE client's {query_id} table to equal the results",
         )
@@ -247,7 +254,7 @@ def test_every_kind_of_result_reaches_the_http_receiver_and_the_sse_client(
     assert script_row.headers["Authorization"] == f"Bearer {TOKEN}"
     assert script_row.headers["X-Sent-By"] == "drasi_ray"
     assert script_row.headers["Content-Type"] == "application/json"
-    report = scene.app.status()["reactions"]
+    report = scene.app.status().reactions
     assert report["hooks"]["lag"] == 0 and report["hooks"]["dead_lettered"] == 0
     assert report["dashboard"]["url"] == scene.app.reaction_url("dashboard")
 
@@ -270,7 +277,7 @@ def test_a_killed_http_reaction_resumes_where_it_was_and_repeats_only_calls_in_f
 ) -> None:
     actor = scene.app._reactions.actors["hooks"]
     before = len(scene.sink.received)
-    killed = []
+    killed: list[str] = []
 
     def kill_once(item: Received) -> None:
         if item.key and item.key.startswith("zones:") and not killed:
@@ -392,7 +399,7 @@ def test_an_unreachable_endpoint_shows_in_status_and_holds_back_nothing_else(
         )
     )
     scene.publish(sensor(Op.UPDATE, "s1", "a", 78.0, 30))
-    report = scene.app.status()["reactions"]
+    report = scene.app.status().reactions
     nowhere = report["nowhere"]
     letters = scene.client.xrange(f"drasi:{scene.app.app_id}:reaction:nowhere:dlq")
     assert nowhere["dead_lettered"] == 1 and nowhere["lag"] == 0, letters

@@ -60,7 +60,7 @@ def test_slow_subscriber_bounds_unacked_and_memory(ray_session: None, redis_url:
         subscription = app.subscribe("ticks")
         with Publisher(client) as publisher:
             publisher.publish(stream, _payloads())
-        received, max_pending, rss = 0, 0, []
+        received, max_pending, rss = 0, 0, list[int]()
         deadline = time.monotonic() + 300
         while received < CHANGES:
             assert time.monotonic() < deadline, f"only {received} results arrived"
@@ -69,7 +69,7 @@ def test_slow_subscriber_bounds_unacked_and_memory(ray_session: None, redis_url:
                 max_pending, client.xpending(stream, keys.consumer_group(app.app_id))["pending"]
             )
             if len(rss) < 1000 and received % 5000 < 60:
-                rss.append(sum(c["rss_bytes"] for c in app.status()["sources"]["ticks"]))
+                rss.append(sum(c.rss_bytes for c in app.status().consumers("ticks")))
             time.sleep(0.002)  # a deliberately slow subscriber
         app.wait_until_idle(timeout=60)
         assert received == CHANGES  # channel mode: nothing dropped
@@ -89,14 +89,14 @@ def test_broadcast_mode_never_blocks_and_counts_drops(ray_session: None, redis_u
             publisher.publish(stream, _payloads()[:5_000])
         app.wait_until_idle(timeout=120)
         kept = subscription.drain()
-        info = app.status()["queries"]["ticks"]
-        (buffer,) = info["subscribers"].values()
+        info = app.status().query("ticks")
+        (buffer,) = info.subscribers.values()
         # With two consumers an older change can arrive after a newer one of the same element
         # and be (rightly) ignored, so count what the query emitted: its last sequence.
-        emitted = info["sequence"]
+        emitted = info.sequence
         assert emitted > 2_500
         assert len(kept) == 50
-        assert buffer["dropped"] == emitted - 50  # every result was either kept or counted
+        assert buffer.dropped == emitted - 50  # every result was either kept or counted
         assert [r.sequence for r in kept] == list(range(emitted - 49, emitted + 1))
     finally:
         app.stop()

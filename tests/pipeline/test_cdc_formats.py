@@ -49,8 +49,12 @@ def _workload(seed: int = 11, steps: int = 160) -> list[RowChange]:
     at rising LSNs (a row's changes in its commit order)."""
     rng = random.Random(seed)
     ts = 1_700_000_000_000
-    customers = {i: {"id": i, "name": f"c{i}", "vip": i % 3 == 0} for i in range(1, 9)}
-    orders = {i: {"id": i, "customer": 1 + i % 8, "amount": i * 10} for i in range(1, 17)}
+    customers: dict[int, dict[str, object]] = {
+        i: {"id": i, "name": f"c{i}", "vip": i % 3 == 0} for i in range(1, 9)
+    }
+    orders: dict[int, dict[str, object]] = {
+        i: {"id": i, "customer": 1 + i % 8, "amount": i * 10} for i in range(1, 17)
+    }
     changes = [
         RowChange("r", "customers", None, row, ts, SNAPSHOT_LSN) for row in customers.values()
     ]
@@ -61,7 +65,11 @@ def _workload(seed: int = 11, steps: int = 160) -> list[RowChange]:
         table, rows = ("customers", customers) if rng.random() < 0.4 else ("orders", orders)
         pick = rng.random()
         if table == "orders" and (pick < 0.3 or not rows):
-            row = {"id": next_order, "customer": rng.randint(1, 8), "amount": rng.randint(1, 99)}
+            row: dict[str, object] = {
+                "id": next_order,
+                "customer": rng.randint(1, 8),
+                "amount": rng.randint(1, 99),
+            }
             rows[next_order], next_order = row, next_order + 1
             changes.append(RowChange("c", table, None, row, ts, lsn))
         elif pick < 0.85 or len(rows) < 4:
@@ -175,5 +183,5 @@ def test_cdc_streams_give_the_platform_results_and_duplicates_change_nothing(
 
 
 def _durable(app: DrasiRay) -> dict[str, dict[str, int]]:
-    durable: dict[str, dict[str, int]] = app.status()["coordinator"]["durable"]
+    durable: dict[str, dict[str, int]] = app.status().totals.durable
     return durable

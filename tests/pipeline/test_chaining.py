@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 import ray
@@ -93,7 +94,7 @@ def _app(url: str, stream: str) -> DrasiRay:
     return app
 
 
-def _by_id(rows: list[dict]) -> list[tuple[int, int]]:
+def _by_id(rows: list[dict[str, Any]]) -> list[tuple[int, int]]:
     return sorted((row["id"], row["value"]) for row in rows)
 
 

@@ -56,6 +56,6 @@ def test_two_consumers_log_every_change_once(ray_session: None, redis_url: str) 
         # Changes the store took nothing from: the duplicates, and the changes overtaken by a
         # newer change of their element in the other consumer's batch (866 of 3,000 in one
         # run): the log used to lose those.
-        assert app.status()["coordinator"]["duplicates"] >= duplicated
+        assert app.status().as_dict()["coordinator"]["duplicates"] >= duplicated
     finally:
         app.stop()

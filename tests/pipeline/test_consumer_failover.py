@@ -10,10 +10,12 @@ the single-consumer results.
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 import pytest
 import ray
 
+from drasi_ray.actors.status import AppStatus
 from drasi_ray.model.changes import Op, node
 from drasi_ray.source.decode import change_event, encode_cloud_event
 from drasi_ray.streams.publisher import Publisher
@@ -34,7 +36,9 @@ def _payloads() -> list[bytes]:
     return payloads
 
 
-def _run(redis_url: str, consumers: int, kill: str | None) -> tuple[list[dict], dict]:
+def _run(
+    redis_url: str, consumers: int, kill: str | None
+) -> tuple[list[dict[str, Any]], AppStatus]:
     stream = f"items-{uuid.uuid4().hex[:8]}"
     app = one_source_app(
         redis_url,
@@ -62,7 +66,7 @@ def _run(redis_url: str, consumers: int, kill: str | None) -> tuple[list[dict], 
         app.stop()
 
 
-def _final_state() -> list[dict]:
+def _final_state() -> list[dict[str, Any]]:
     last = VERSIONS - 1
     return sorted(
         ({"id": item, "value": last * ITEMS + item} for item in range(ITEMS)),
@@ -77,11 +81,11 @@ def test_killed_consumer_loses_nothing(ray_session: None, redis_url: str, kill: 
 
     assert sorted(single_rows, key=lambda r: r["id"]) == _final_state()
     assert sorted(rows, key=lambda r: r["id"]) == _final_state()
-    coordinator = status["coordinator"]
+    totals = status.totals
     # Every change reached the coordinator at least once. A change is "applied" when it
     # altered the store: a redelivery is not, and neither is a killed consumer's entry that
     # comes back after a peer already applied a newer version of the same element (in-order
     # application would have overwritten it too, so the final state is the same).
-    assert coordinator["changes"] >= ITEMS * VERSIONS
-    assert coordinator["changes"] == coordinator["applied"] + coordinator["duplicates"]
-    assert coordinator["applied"] <= ITEMS * VERSIONS
+    assert totals.changes >= ITEMS * VERSIONS
+    assert totals.changes == totals.applied + totals.duplicates
+    assert totals.applied <= ITEMS * VERSIONS

@@ -251,7 +251,7 @@ def test_malformed_entries_are_dead_lettered_with_reasons(running: tuple[DrasiRa
     Publisher(client).publish("sensor-changes", [_sensor("s1", 75.0)])
     app.wait_until_idle(30)
 
-    dead = client.xrange("sensor-changes:dlq")
+    dead: Any = client.xrange("sensor-changes:dlq")
     reasons = {f[b"entry_id"].decode(): f[b"reason"].decode() for _, f in dead}
     assert set(reasons) == set(ids)
     for entry_id, fragment in ids.items():
@@ -287,10 +287,10 @@ def test_tombstones_are_forgotten_once_the_stream_no_longer_holds_older_entries(
             publisher.publish("swept-changes", [encode_cloud_event(gone)])
             app.wait_until_idle(30)
             wait_until(
-                lambda: app.status()["coordinator"]["tombstones_forgotten"] == 10,
+                lambda: app.status().totals.tombstones_forgotten == 10,
                 what="10 tombstones forgotten",
             )
-            assert app.status()["coordinator"]["tombstones"] == {"sensors": 0}
+            assert app.status().totals.tombstones == {"sensors": 0}
             assert client.hlen(keys.element_store(app.app_id, "sensors")) == 0
             # A forgotten id is an unknown id again: a new insert is simply an insert.
             publisher.publish("swept-changes", [_sensor("s3", 90.0, Op.INSERT)])
@@ -346,7 +346,7 @@ def test_lines_and_nice_levels_or_plain_ray_carry_the_same_results(
     # 71-79: s3 (63 -> 67 -> 71: ADD) then UPDATEs; s0, s1, s2 ADD at 72, 73, 74.
     assert diffs == ["ADD"] * 4 + ["UPDATE"] * 5
     assert rows == [("s0", 76.0), ("s1", 77.0), ("s2", 78.0), ("s3", 79.0)]
-    lines = (status["coordinator"]["line_calls"], status["queries"]["hot"]["line_calls"])
+    lines = (status.totals.line_calls, status.query("hot").line_calls)
     if tuned:
         assert lines[0] >= 1 and lines[1] >= 1  # batches; deliveries and the subscriber's take
         if os.geteuid() == 0:  # lowering a nice value needs CAP_SYS_NICE

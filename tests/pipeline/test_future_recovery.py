@@ -11,6 +11,7 @@ three machines.
 
 from __future__ import annotations
 
+import functools
 import uuid
 from collections import Counter
 from typing import Any
@@ -60,7 +61,8 @@ def _app(redis_url: str, stream: str, clock: ManualClock, consumers: int) -> Dra
 
 def _published(redis_url: str) -> list[dict[str, Any]]:
     client = redis.Redis.from_url(redis_url)
-    events = [orjson.loads(fields[b"data"]) for _, fields in client.xrange("hot-results")]
+    results: Any = client.xrange("hot-results")
+    events = [orjson.loads(fields[b"data"]) for _, fields in results]
     return [event["data"] for event in events if event["data"]["kind"] == "change"]
 
 
@@ -75,7 +77,7 @@ def _kill(app: DrasiRay, victim: str) -> None:
     for actor in actors:
         ray.kill(actor, no_restart=False)
     for actor, pid in zip(actors, pids, strict=True):
-        wait_until(lambda a=actor, p=pid: _new_pid(a, p), 120, what="the actor's restart")
+        wait_until(functools.partial(_new_pid, actor, pid), 120, what="the actor's restart")
 
 
 def _new_pid(actor: Any, old: int) -> bool:

@@ -83,7 +83,7 @@ def test_three_streams_two_consumers_give_the_one_stream_results(
             publish_lines(publisher, streams, payloads[half:], batch=100)
         app.wait_until_idle(timeout=60)
         rows, store = _outcome(app)
-        status = app.status()["sources"][SOURCE]
+        consumers = app.status().consumers(SOURCE)
     finally:
         app.stop()
 
@@ -102,9 +102,9 @@ def test_three_streams_two_consumers_give_the_one_stream_results(
     assert sorted((d.source_stream, d.entry_id) for d in dead) == [(streams[1], i) for i in bad_ids]
     assert all(d.fields is not None and d.fields[b"data"] in MALFORMED for d in dead)
     # Every consumer read every stream (a lane each), and reports each stream apart.
-    assert all(set(consumer["streams"]) == set(streams) for consumer in status)
-    assert sum(c["streams"][streams[1]]["dead_lettered"] for c in status) == len(MALFORMED)
-    assert sum(c["acked"] for c in status) >= len(payloads) + len(MALFORMED)
+    assert all(set(consumer.streams) == set(streams) for consumer in consumers)
+    assert sum(c.streams[streams[1]].dead_lettered for c in consumers) == len(MALFORMED)
+    assert sum(c.stats.acked for c in consumers) >= len(payloads) + len(MALFORMED)
 
 
 def _pending_of(client: redis.Redis, stream: str, consumer: str, group: str) -> int:

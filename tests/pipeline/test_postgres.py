@@ -105,8 +105,8 @@ def test_a_query_added_while_running_gets_the_current_rows(
     app.wait_until_idle(timeout=60)
     app.add_query(Query.cypher("big").query(BIG).from_source("shop").build())
     assert {row["id"] for row in app.results("big")} == {10, 11}
-    report = app.status()["readers"]["shop"]
-    assert report["state"] == "streaming" and report["snapshot_rows"] == 5
+    report = app.status().reader("shop")
+    assert report.state == "streaming" and report.snapshot_rows == 5
 
 
 def test_truncate_deletes_the_table_s_rows(
@@ -126,4 +126,4 @@ def test_truncate_deletes_the_table_s_rows(
     ]
     orders = [e.id for e in app.elements("shop") if "orders" in e.labels]
     assert orders == ["orders:21"]
-    assert app.status()["readers"]["shop"]["truncations"] == 1
+    assert app.status().reader("shop").truncations == 1

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import signal
 import uuid
+from typing import Any
 
 import ray
 import redis
@@ -43,7 +44,7 @@ def test_a_killed_reader_loses_nothing_and_a_new_snapshot_deletes_what_went(
                     os.kill(wait_until(lambda: _pid(reader), what="the reader"), signal.SIGKILL)
         app.wait_until_idle(timeout=120)
         assert {"customer": "Bob", "orders": 301, "spent": 307.0} in app.results("spend")
-        stream = redis.Redis.from_url(redis_url).xrange(keys.postgres_stream(app_id, "shop"))
+        stream: Any = redis.Redis.from_url(redis_url).xrange(keys.postgres_stream(app_id, "shop"))
         ids = [element.id for entry_id, fields in stream for element in _elements(entry_id, fields)]
         assert len(ids) == len(set(ids)) == 5 + 3 + 300 * 2  # snapshot, its relations, rows
     finally:
@@ -61,15 +62,15 @@ def test_a_killed_reader_loses_nothing_and_a_new_snapshot_deletes_what_went(
             {"customer": "Bob", "orders": 0, "spent": 0.0},
         ]
         assert not {"orders:11", "orders:1000"} & {e.id for e in again.elements("shop")}
-        assert again.status()["readers"]["shop"]["snapshots"] == 1
+        assert again.status().reader("shop").snapshots == 1
     finally:
         again.stop()
 
 
-def _pid(actor: object) -> int | None:
+def _pid(actor: Any) -> int | None:
     """The actor's process id; None while Ray restarts it."""
     try:
-        pid: int = ray.get(actor.pid.remote(), timeout=5)  # type: ignore[attr-defined]
+        pid: int = ray.get(actor.pid.remote(), timeout=5)
     except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError):
         return None
     return pid

@@ -68,14 +68,15 @@ def test_a_hundred_queries_run_in_hosts_shards_and_consumers_only(
         f"s{sensor}" for sensor in range(SENSORS) if 2 * sensor > 57
     )
     assert len(results["q0"]) == SENSORS - 1 and results["q99"] == []
-    hosts = {report["host"] for report in status["queries"].values()}
+    reports = [status.query(query_id) for query_id in status.queries]
+    hosts = {report.host for report in reports}
     assert hosts == {names.shared_host(0), names.shared_host(1)}
-    per_host = [len(info["queries"]) for info in status["hosts"].values()]
+    per_host = [len(status.host(name).queries) for name in status.hosts]
     assert sorted(per_host) == [QUERIES // 2, QUERIES // 2]
-    sequences = {report["sequence"] for report in status["queries"].values()}
+    sequences = {report.sequence for report in reports}
     assert len(sequences) > 1  # each query numbers its own results
-    assert all(report["memory_bytes"] > 0 for report in status["queries"].values())
-    assert all(report["errors"] == 0 for report in status["queries"].values())
+    assert all(report.memory_bytes > 0 for report in reports)
+    assert all(report.errors == 0 for report in reports)
 
 
 def test_a_heavy_query_gets_a_host_of_its_own(ray_session: None, redis_url: str) -> None:

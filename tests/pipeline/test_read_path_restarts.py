@@ -59,7 +59,7 @@ def test_a_subscription_outlives_its_host_and_the_coordinator_killed_at_any_gap(
             time.sleep(gap)  # the scenario: the coordinator dies this long after the host
             ray.kill(app.coordinator_actor(), no_restart=False)
             assert {"id": f"s{gap - 1}"} in app.results("hot") or gap == 0  # waits for both
-            assert app.status()["running"]
+            assert app.status().running
             _publish(redis_url, stream, f"s{gap}")
             app.wait_until_idle(120)
 

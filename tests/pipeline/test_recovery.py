@@ -76,7 +76,7 @@ def _publish_half(url: str, stream: str, first: bool) -> None:
         publisher.publish(stream, payloads[:half] if first else payloads[half:])
 
 
-def _sorted(rows: list[dict]) -> list[dict]:
+def _sorted(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return sorted(rows, key=lambda row: row["id"])
 
 
@@ -116,10 +116,10 @@ def _applied(app: DrasiRay) -> int:
     return applied
 
 
-def _pid(handle: object) -> int | None:
+def _pid(handle: Any) -> int | None:
     """The actor's process id, or None while it is down or restarting."""
     try:
-        pid: int = ray.get(handle.pid.remote(), timeout=5)  # type: ignore[attr-defined]
+        pid: int = ray.get(handle.pid.remote(), timeout=5)
     except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError):
         return None
     return pid
@@ -176,7 +176,7 @@ def test_change_whose_handling_always_crashes_is_dead_lettered(
             (poison_id,) = publisher.publish(stream, [poison])
             publisher.publish(stream, payloads[100:])
         app.wait_until_idle(timeout=180)
-        dead = redis.Redis.from_url(redis_url).xrange(f"{stream}:dlq")
+        dead: Any = redis.Redis.from_url(redis_url).xrange(f"{stream}:dlq")
         assert [fields[b"entry_id"].decode() for _, fields in dead] == [poison_id]
         assert b"max_deliveries (5)" in dead[0][1][b"reason"]
         _check_final(app, redis_url, stream)
@@ -195,7 +195,7 @@ def test_redis_restart_mid_stream_loses_nothing(ray_session: None, stream: str) 
             app.wait_until_idle(timeout=120)
             _check_final(app, server.url, stream)
             status = app.status()
-            errors = sum(consumer["errors"] for consumer in status["sources"]["items"])
+            errors = sum(consumer.stats.errors for consumer in status.consumers("items"))
             assert errors >= 1, "the outage shows in the consumers' status"
         finally:
             app.stop()
@@ -246,7 +246,7 @@ def test_deleted_group_is_recreated_and_replayed(
         # Recreated at recreate_start_id "0": the retained stream is replayed, and the
         # versioned store turns what was already applied into no-ops.
         _check_final(app, redis_url, stream)
-        recreated = sum(c["group_recreated"] for c in app.status()["sources"]["items"])
+        recreated = sum(c.stats.group_recreated for c in app.status().consumers("items"))
         assert recreated >= 1
     finally:
         app.stop()
@@ -270,8 +270,7 @@ def test_duplicate_xadd_of_the_same_event_changes_nothing(
         _check_final(app, redis_url, stream)
         diffs = [diff for result in subscription.drain() for diff in result.results]
         assert len(diffs) == ITEMS * VERSIONS  # one ADD or UPDATE per change, none for retries
-        coordinator = app.status()["coordinator"]
-        assert coordinator["duplicates"] == ITEMS
+        assert app.status().totals.duplicates == ITEMS
     finally:
         app.stop()
 
@@ -323,10 +322,10 @@ def test_forgetting_tombstones_under_churn_and_a_coordinator_kill_loses_nothing(
         expected = [{"id": item, "value": last * ITEMS + item} for item in range(1, ITEMS, 2)]
         assert _sorted(app.results("items")) == expected
         wait_until(
-            lambda: app.status()["coordinator"]["tombstones"] == {"items": 0},
+            lambda: app.status().totals.tombstones == {"items": 0},
             what="every tombstone forgotten",
         )
-        assert app.status()["coordinator"]["elements"] == {"items": ITEMS // 2}
+        assert app.status().totals.elements == {"items": ITEMS // 2}
         client = redis.Redis.from_url(redis_url)
         assert client.hlen(keys.element_store(app.app_id, "items")) == ITEMS // 2
     finally:

@@ -154,13 +154,10 @@ def test_the_procedures_table_equals_the_results_after_kills_and_database_restar
     scene.app.flush_reactions(180)
     results = sorted(scene.app.results("hot"), key=lambda row: row["id"])
     assert results and scene.table() == results
-    report = scene.app.status()["reactions"]["sync"]
+    report = scene.app.status().reactions["sync"]
     assert report["queries"]["hot"]["dead_lettered"] == 0 and report["lag"] == 0
-    calls = [
-        diff
-        for _id, fields in redis.Redis.from_url(scene.redis_url).xrange("hot-results")
-        for diff in _diffs(fields)
-    ]
+    stream: Any = redis.Redis.from_url(scene.redis_url).xrange("hot-results")
+    calls = [diff for _id, fields in stream for diff in _diffs(fields)]
     seen = scene.pg.query("SELECT count(*) FROM seen", scene.database)[0][0]
     assert seen == sum(1 for kind in calls if kind != "DELETE")  # every upsert's key, once
 
@@ -184,7 +181,7 @@ def test_a_call_the_database_refuses_is_dead_lettered_and_the_rest_goes_on(
     scene.app.flush_reactions(60)
     assert {"id": "hot-one", "t": 99.5} in scene.table()  # hot: delivered
     client = redis.Redis.from_url(scene.redis_url)
-    letters = client.xrange(keys.reaction_dead_letters(scene.app.app_id, "sync"))
+    letters: Any = client.xrange(keys.reaction_dead_letters(scene.app.app_id, "sync"))
     fields = {k.decode(): v.decode() for k, v in letters[-1][1].items()}
     assert fields["query"] == "alarms" and fields["attempts"] == "1"
     assert fields["reason"].startswith("RaiseException [P0001]: no alarms for hot-one")

@@ -229,7 +229,7 @@ def test_deltaforge_schema_changes_carry_no_change_and_other_shapes_are_refused(
 
 
 def _config(**values: Any) -> PlatformSourceConfig:
-    return PlatformSourceConfig(redis_url="redis://localhost:6379", stream_key="s", **values)
+    return PlatformSourceConfig(redis_url="redis://localhost:6379", stream_keys=("s",), **values)
 
 
 def test_configuration_of_a_cdc_source() -> None:
@@ -267,7 +267,7 @@ def test_configuration_of_a_cdc_source() -> None:
 )
 def test_bad_cdc_configuration_is_refused(values: dict[str, Any], message: str) -> None:
     with pytest.raises(ConfigError, match=message):
-        validated(PlatformSourceConfig, redis_url="redis://x", stream_key="s", **values)
+        validated(PlatformSourceConfig, redis_url="redis://x", stream_keys=("s",), **values)
 
 
 def test_a_cdc_source_in_yaml(tmp_path: Path) -> None:
@@ -292,6 +292,7 @@ queries:
         encoding="utf-8",
     )
     (spec,) = AppConfig.from_yaml(path).sources
+    assert isinstance(spec.properties, PlatformSourceConfig)
     assert spec.properties.format is SourceFormat.DEBEZIUM
     assert spec.properties.cdc == CdcConfig(
         labels={"customers": "Customer"}, keys={"orders": ("order_id", "line")}

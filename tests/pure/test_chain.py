@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from drasi_ray.model.results import QueryResult
 from drasi_ray.reactions.chain import RowLedger, platform_events
 
 
-def result(*diffs: dict) -> QueryResult:
+def result(*diffs: dict[str, Any]) -> QueryResult:
     return QueryResult("up", 1, 0, 0, tuple(diffs))
 
 
-def ops(plan: object) -> list[tuple[str, str, dict]]:
+def ops(plan: object) -> list[tuple[str, str, dict[str, Any]]]:
     return [(c.op, c.node_id, c.row) for c in plan.changes]  # type: ignore[attr-defined]
 
 

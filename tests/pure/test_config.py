@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -19,9 +20,10 @@ from drasi_ray import (
     QuerySyntaxError,
     StateConfig,
 )
-from drasi_ray.coordinator.registry import QueryRegistration, Registry, SubscriberSpec
+from drasi_ray.coordinator.registry import Registry
 from drasi_ray.model import keys
 from drasi_ray.model.config import expand_secrets
+from drasi_ray.model.registrations import QueryRegistration, SubscriberSpec
 
 YAML = """
 id: sensors-app
@@ -63,7 +65,7 @@ def test_builder_matches_config_object() -> None:
     )
     config = PlatformSourceConfig(
         redis_url="redis://localhost:6379",
-        stream_key="sensor-changes",
+        stream_keys=("sensor-changes",),
         consumer_group="drasi-consumers",
         consumer_name="consumer",
         consumers=3,
@@ -78,7 +80,7 @@ def test_builder_matches_config_object() -> None:
 
 
 def test_defaults_follow_drasi() -> None:
-    config = PlatformSourceConfig(redis_url="redis://h:1", stream_key="s")
+    config = PlatformSourceConfig(redis_url="redis://h:1", stream_keys=("s",))
     assert config.consumer_group == "drasi_ray"  # outside an app; an app's own below
     assert (config.batch_size, config.block_ms, config.consumers) == (100, 5000, 1)
     assert config.start_id == "$"
@@ -114,6 +116,7 @@ def test_yaml_schema(tmp_path: Path) -> None:
     assert config.id == "sensors-app"
     (source,) = config.sources
     assert source.dispatch_mode is DispatchMode.BROADCAST
+    assert isinstance(source.properties, PlatformSourceConfig)
     assert source.properties.consumers == 3
     app = DrasiRay.from_yaml(path)
     assert app.source_ids == ["sensors"] and app.query_ids == ["hot"]
@@ -176,14 +179,14 @@ def test_query_without_known_source_is_refused_at_start() -> None:
 
 
 def test_duplicate_ids_are_refused() -> None:
-    source = PlatformSource("s", PlatformSourceConfig(redis_url="redis://h:1", stream_key="k"))
+    source = PlatformSource("s", PlatformSourceConfig(redis_url="redis://h:1", stream_keys=("k",)))
     app = DrasiRay().add_source(source)
     with pytest.raises(ConfigError, match="already added"):
         app.add_source(source)
 
 
 def test_passwords_never_show_in_reprs() -> None:
-    config = PlatformSourceConfig(redis_url="redis://user:hunter2@host:6379/0", stream_key="s")
+    config = PlatformSourceConfig(redis_url="redis://user:hunter2@host:6379/0", stream_keys=("s",))
     source = PlatformSource("src", config)
     for text in (repr(config), str(config), repr(source)):
         assert "hunter2" not in text
@@ -256,7 +259,10 @@ def test_values_take_secrets_from_the_environment_and_files(tmp_path: Path) -> N
 
 def test_an_app_reads_with_its_own_consumer_group_unless_one_is_named() -> None:
     """Two apps on one stream each see every entry (issue #27, item 6)."""
-    source = {"id": "s", "properties": {"redis_url": "redis://h:1", "stream_key": "k"}}
+    source: dict[str, Any] = {
+        "id": "s",
+        "properties": {"redis_url": "redis://h:1", "stream_key": "k"},
+    }
     one = AppConfig.model_validate({"id": "one", "sources": [source]})
     assert one.sources[0].stream_settings("one").consumer_group == keys.consumer_group("one")
     named = {**source, "properties": {**source["properties"], "consumer_group": "shared"}}

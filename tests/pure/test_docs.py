@@ -10,12 +10,15 @@
   tests, benchmarks and examples, in docs/ and in README.md resolves: a module, an attribute of one
   (a class, function, constant, method or field), or a logger the package creates; every
   repository path they cite (``drasi_ray/…/x.py``, ``tests/…``) exists.
+- docs/architecture.md's "Follow one change" names functions defined where it says, and the
+  package crossings it states are what its hops make.
 """
 
 from __future__ import annotations
 
 import importlib
 import io
+import itertools
 import re
 import tokenize
 from pathlib import Path
@@ -226,3 +229,33 @@ def test_every_cited_repository_path_exists() -> None:
         if not (ROOT / cited).exists()
     }
     assert not missing, f"paths cited that do not exist: {sorted(missing)}"
+
+
+HOP = re.compile(r"^\d+\. `(drasi_ray/[\w/]+\.py):([\w.]+)`", flags=re.M)
+CROSSINGS = re.compile(r"crosses (\d+) package boundaries")
+
+
+def test_the_hops_of_one_change_resolve_and_their_crossings_are_counted() -> None:
+    """docs/architecture.md, "Follow one change": every ``file:function`` hop names a function
+    (or method) defined in that file, and the number of package crossings the page states is
+    the number of consecutive hops in different packages of ``drasi_ray/``."""
+    page = (DOCS / "architecture.md").read_text(encoding="utf-8")
+    section = page[page.index("## Follow one change") :]
+    section = section[: section.index("\n## ", 1)]
+    hops = HOP.findall(section)
+    assert len(hops) >= 20, hops
+    for path, name in hops:
+        module = importlib.import_module(path.removesuffix(".py").replace("/", "."))
+        found = _attributes_resolve(module, name.split("."))
+        assert found, f"architecture.md: {path}:{name} is not defined there"
+        assert _defined_in(module, name), f"architecture.md: {path}:{name} is imported there"
+    packages = [Path(path).parts[1] for path, _ in hops]
+    crossings = sum(1 for a, b in itertools.pairwise(packages) if a != b)
+    (stated,) = CROSSINGS.findall(section)
+    assert int(stated) == crossings, f"the page says {stated} crossings, the hops make {crossings}"
+
+
+def _defined_in(module: ModuleType, name: str) -> bool:
+    """Whether the first part of ``name`` is defined in ``module`` (not imported into it)."""
+    owner = getattr(module, name.split(".")[0])
+    return getattr(owner, "__module__", module.__name__) == module.__name__

@@ -21,7 +21,9 @@ def tag(consumer: str, number: int, *shards: int) -> BatchTag:
     return BatchTag(consumer, number, tuple(sorted(shards)))
 
 
-def arrival(link: int, number: int, payload: str, batch: BatchTag | None = None, epoch: int = 1):
+def arrival(
+    link: int, number: int, payload: str, batch: BatchTag | None = None, epoch: int = 1
+) -> Arrival:
     return Arrival(link, epoch, number, batch, payload)
 
 

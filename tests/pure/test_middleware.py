@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -406,7 +407,7 @@ def test_the_query_side_derives_changes_and_rejects_failing_ones() -> None:
     routed, _report = core.apply_entries(
         "s", [entry("1-0", 1, (Op.INSERT, good)), entry("2-0", 2, (Op.INSERT, bad))]
     )
-    outcomes = [pipes.apply(item.source_id, item.change) for item in routed["piped"]]
+    outcomes = [pipes.apply(item.source_id, item.change) for item in _piped(routed["piped"])]
     derived = [d.element.properties["v"] for o in outcomes for d in o.deltas.get("piped", ())]
     assert derived == ["Hi"]
     assert outcomes[0].failures == []
@@ -502,10 +503,16 @@ def test_a_piped_change_handed_to_the_query_twice_derives_nothing_the_second_tim
     routed, _report = core.apply_entries(
         "s", [entry("1-0", 1, (Op.INSERT, pod(("c1", "x"))), (Op.INSERT, telemetry()))]
     )
-    piped = routed["q"]
+    piped = _piped(routed["q"])
     assert routed["r"] == piped
     once = [pipes.apply(item.source_id, item.change).deltas for item in piped]
     twice = [pipes.apply(item.source_id, item.change).deltas for item in piped]
     assert [len(d.get("q", ())) for d in once] == [3, 1]  # unwind passes telemetry on
     assert [len(d.get("r", ())) for d in once] == [0, 1]
     assert twice == [{}, {}]
+
+
+def _piped(items: Sequence[ElementDelta | PipedChange]) -> list[PipedChange]:
+    """Routed items of a source the query pipes: applied changes, all of them."""
+    assert all(isinstance(item, PipedChange) for item in items)
+    return [item for item in items if isinstance(item, PipedChange)]

@@ -20,7 +20,7 @@ STREAMS = ("p-0", "p-1", "p-2")
 
 
 def test_one_stream_key_is_the_one_stream_case() -> None:
-    one = PlatformSourceConfig(redis_url="redis://h:1", stream_key="s")
+    one = PlatformSourceConfig(redis_url="redis://h:1", stream_keys=("s",))
     assert one.stream_keys == ("s",)
     assert one == PlatformSourceConfig(redis_url="redis://h:1", stream_keys=["s"])
     built = PlatformSource.builder("src").with_redis_url("redis://h:1").with_stream_key("s")

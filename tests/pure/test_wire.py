@@ -1,4 +1,4 @@
-"""Batches crossing actor boundaries (drasi_ray.actors.wire) pickle compactly and come back
+"""Batches crossing actor boundaries (drasi_ray.model.wire) pickle compactly and come back
 as identical structs, every value type kept."""
 
 from __future__ import annotations
@@ -8,7 +8,6 @@ from typing import Any
 
 import ray.cloudpickle
 
-from drasi_ray.actors.wire import DeltaPacket, EntryPacket, ResultBatch
 from drasi_ray.model.changes import (
     DecodedEntry,
     ElementDelta,
@@ -18,7 +17,8 @@ from drasi_ray.model.changes import (
     node,
     relation,
 )
-from drasi_ray.model.results import ControlResult, ControlSignal, QueryResult
+from drasi_ray.model.results import ControlResult, ControlSignal, Delivered, QueryResult
+from drasi_ray.model.wire import DeltaPacket, EntryPacket, ResultBatch
 from drasi_ray.shards.core import ShardCore
 from drasi_ray.source.decode import (
     change_event,
@@ -27,7 +27,14 @@ from drasi_ray.source.decode import (
     subscription_event,
 )
 
-DUMPS = (pickle.dumps, ray.cloudpickle.dumps)
+
+def _cloudpickled(value: object) -> bytes:
+    """Ray's cloudpickle, what Ray pickles a call's arguments with (it has no type hints)."""
+    pickled: bytes = ray.cloudpickle.dumps(value)  # type: ignore[no-untyped-call]
+    return pickled
+
+
+DUMPS = (pickle.dumps, _cloudpickled)
 
 
 def _entries() -> list[DecodedEntry]:
@@ -62,7 +69,7 @@ def test_entries_of_json_values_travel_as_messagepack_and_come_back_equal() -> N
 
 
 def test_every_value_type_survives_messagepack() -> None:
-    properties = {
+    properties: dict[str, Any] = {
         "i": 1, "f": 1.0, "z": -0.0, "b": True, "n": None, "s": "Zürich ✓", "lo": -(2**63),
         "hi": 2**63 - 1, "l": [1, 1.0, False, None, "x", [2], {"k": [3.5]}], "m": {"a": {}},
     }  # fmt: skip
@@ -75,7 +82,7 @@ def test_every_value_type_survives_messagepack() -> None:
         "8-0": {b"data": encode_cloud_event([subscription_event(Op.INSERT, "q", "n", ["A"])])},
     }
     packet = EntryPacket(_decoded(entries), json_values=True)
-    back = pickle.loads(ray.cloudpickle.dumps(packet))
+    back = pickle.loads(_cloudpickled(packet))
     # repr tells 1 from 1.0 from True and -0.0 from 0.0, at any depth
     assert repr(list(back)) == repr(list(packet))
 
@@ -163,19 +170,19 @@ def test_a_large_batch_travels_compressed_below_rays_inline_argument_size() -> N
     packet = EntryPacket(_decoded(entries), json_values=True)
     _, (_, blob, compressed) = packet.__reduce__()
     assert compressed and len(blob) < 100_000
-    wire = ray.cloudpickle.dumps(packet)
+    wire = _cloudpickled(packet)
     assert len(wire) < 100_000
     assert list(pickle.loads(wire)) == list(packet)
     changes = [change for entry in packet for change in entry.changes]
     deltas = DeltaPacket([ElementDelta(None, c.element, c.version, 0) for c in changes], True)
     _, (_, _, compressed) = deltas.__reduce__()
-    back = pickle.loads(ray.cloudpickle.dumps(deltas))
+    back = pickle.loads(_cloudpickled(deltas))
     assert compressed and _delta_rows(back) == _delta_rows(deltas)
 
 
 def test_result_batches_round_trip_results_and_control_signals_in_order() -> None:
     diffs = ({"type": "UPDATE", "before": {"id": "s1", "t": 1}, "after": {"id": "s1", "t": 2.0}},)
-    items = [
+    items: list[Delivered] = [
         ControlResult("q", 1, 100, ControlSignal.RUNNING),
         QueryResult("q", 2, 101, 99, diffs),
         QueryResult("q", 3, 102, 100, ()),
@@ -192,6 +199,6 @@ def test_result_batches_round_trip_results_and_control_signals_in_order() -> Non
 
 def test_a_result_batch_pickles_as_columns_not_result_by_result() -> None:
     items = [QueryResult("q", n, 100, 99, ({"type": "ADD", "data": {"n": n}},)) for n in range(50)]
-    pickled = ray.cloudpickle.dumps(ResultBatch(items))
+    pickled = _cloudpickled(ResultBatch(items))
     assert pickled.count(b"QueryResult") == 0
     assert pickled.count(b"_rebuild_results") == 1

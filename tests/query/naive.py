@@ -36,11 +36,6 @@ def evaluate(text: str, graph: Mapping[str, Element]) -> list[Row]:
     return rows
 
 
-def aggregate_columns(text: str) -> list[str]:
-    """Names of the RETURN items that aggregate."""
-    return [i.name for i in parse_query(text).returns.items if contains_aggregate(i.expression)]
-
-
 def _passes(expr: ast.Expr, row: Mapping[str, Any]) -> bool:
     try:
         return compile_predicate(expr, {})(row) is True
@@ -115,7 +110,7 @@ def _element_fits(
 ) -> bool:
     if element is None:
         return False
-    if pattern.labels and not element.has_any_label(pattern.labels):
+    if pattern.labels and not any(label in element.labels for label in pattern.labels):
         return False
     if pattern.properties is not None:
         for key, expr in pattern.properties.items:

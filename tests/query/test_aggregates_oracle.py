@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from tests.oracle.engines import Outcome, run_drasi, run_engine
-from tests.oracle.model import GraphChange
+from tests.oracle.model import GraphChange, Op
 from tests.oracle.values import same_diffs, same_typed
 
 QUERIES = {
@@ -60,7 +60,7 @@ def _random_changes(seed: int, count: int) -> list[GraphChange]:
             "y": round(chooser.uniform(-50, 50), 2),
             "s": chooser.randrange(0, 100),
         }
-        op = "update" if point in alive else "insert"
+        op: Op = "update" if point in alive else "insert"
         alive.add(point)
         changes.append(GraphChange(op, point, ("P",), properties, time_ms))
     return changes

@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 
 from tests.oracle.engines import Outcome, run_drasi, run_engine
-from tests.oracle.model import GraphChange
+from tests.oracle.model import GraphChange, Op
 from tests.oracle.values import same_typed
 
 
-def _version(element_id: str, value: int, time: int, op: str = "update") -> GraphChange:
+def _version(element_id: str, value: int, time: int, op: Op = "update") -> GraphChange:
     return GraphChange(op, element_id, ("Thing",), {"Value": value}, time)
 
 

@@ -10,11 +10,15 @@ them; a query of one source keeps the ids as they are.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from drasi_ray.model.changes import (
     DecodedEntry,
     Element,
     ElementChange,
+    ElementDelta,
     Op,
+    PipedChange,
     Timing,
     node,
     relation,
@@ -25,6 +29,12 @@ from drasi_ray.model.query_specs import QueryJoin
 from drasi_ray.query.engine import ContinuousQuery
 from drasi_ray.shards.core import ShardCore
 from drasi_ray.shards.routing import LabelFilter
+
+
+def _deltas(items: Sequence[ElementDelta | PipedChange]) -> list[ElementDelta]:
+    """Routed items of a source nobody pipes: deltas, all of them."""
+    assert all(isinstance(item, ElementDelta) for item in items)
+    return [item for item in items if isinstance(item, ElementDelta)]
 
 
 def _entry(ms: int, op: Op, element: Element) -> DecodedEntry:
@@ -55,7 +65,9 @@ class _Shard:
     def apply(self, source_id: str, ms: int, op: Op, element: Element) -> dict[str, list[object]]:
         routed, _report = self.core.apply_entries(source_id, [_entry(ms, op, element)])
         return {
-            query_id: [diff for delta in deltas for diff in self.engines[query_id].apply(delta)]
+            query_id: [
+                diff for delta in _deltas(deltas) for diff in self.engines[query_id].apply(delta)
+            ]
             for query_id, deltas in routed.items()
         }
 
@@ -104,8 +116,8 @@ def test_a_query_of_several_sources_gets_graph_ids_and_one_of_one_source_the_ids
     )
     item = node("1", ["Item"], {"qty": 2})
     routed, _report = shard.core.apply_entries("s", [_entry(1, Op.INSERT, item)])
-    (plain,) = routed["one"]
-    (named,) = routed["both"]
+    (plain,) = _deltas(routed["one"])
+    (named,) = _deltas(routed["both"])
     assert plain.element.id == "1"
     assert named.element.id == graph_id("s", "1")
     assert named.element.properties == item.properties

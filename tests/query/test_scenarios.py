@@ -37,11 +37,19 @@ def _declares_sources(scenario: dict[str, Any]) -> bool:
     return any(isinstance(entry, dict) for entry in scenario["queries"].values())
 
 
-def _run_through_coordinator(scenario: dict[str, Any], case: dict[str, Any]) -> None:
-    """Events through the coordinator's core (stores per source, middleware subscriptions,
-    routing) into each query's engine, as :mod:`tests.differential.subject` runs them."""
+def _run_in_process(scenario: dict[str, Any], case: dict[str, Any]) -> None:
+    """Events through the whole pipeline in one process (stores per source, middleware
+    subscriptions, routing, each query's engine), as :mod:`tests.differential.subject` runs
+    them."""
     subject = DrasiRaySubject([query_spec(scenario, qid) for qid in case["queries"]])
-    assert not subject.refused, subject.refused
+    try:
+        assert not subject.refused, subject.refused
+        _steps(subject, scenario, case)
+    finally:
+        subject.close()
+
+
+def _steps(subject: DrasiRaySubject, scenario: dict[str, Any], case: dict[str, Any]) -> None:
     position = 0
     for source, event in bootstrap_events(scenario, case):
         subject.apply(position, event, source)
@@ -60,7 +68,7 @@ def _run_through_coordinator(scenario: dict[str, Any], case: dict[str, Any]) -> 
 @pytest.mark.parametrize(("scenario", "case"), _cases())
 def test_scenario_case(scenario: dict[str, Any], case: dict[str, Any]) -> None:
     if _declares_sources(scenario):
-        _run_through_coordinator(scenario, case)
+        _run_in_process(scenario, case)
         return
     queries = {qid: ContinuousQuery(qid, scenario["queries"][qid]) for qid in case["queries"]}
     store = TinyStore()

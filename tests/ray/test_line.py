@@ -12,7 +12,7 @@ import os
 import signal
 import socket
 import struct
-from typing import Any
+from typing import Any, Protocol
 
 import psutil
 import pytest
@@ -25,10 +25,28 @@ from drasi_ray.testing.waiting import wait_until
 pytestmark = pytest.mark.usefixtures("ray_session")
 
 
+class _EchoCalls(Protocol):
+    """What the callee serves on its line."""
+
+    async def echo(self, value: Any) -> Any: ...
+
+    async def slow(self, value: Any, seconds: float) -> Any: ...
+
+    async def fail(self, message: str) -> None: ...
+
+    async def pid(self) -> int: ...
+
+
+class _WiderCalls(_EchoCalls, Protocol):
+    """A caller's idea of the callee with one method more than it serves on its line."""
+
+    async def counts(self) -> tuple[int, int]: ...
+
+
 @ray.remote
 class _Callee:
     def __init__(self, lines: bool = True) -> None:
-        self._server = LineServer(self, ("echo", "slow", "fail", "pid"), enabled=lines)
+        self._server = LineServer[_EchoCalls](self, _EchoCalls, enabled=lines)
         self.calls = 0
 
     async def line_address(self) -> LineAddress | None:
@@ -57,20 +75,21 @@ class _Callee:
 @ray.remote
 class _Caller:
     def __init__(self, callee: Any, deadline_s: float = 10.0) -> None:
-        self._line = Line(callee, deadline_s)
+        self._line = Line[_EchoCalls](callee, deadline_s)
 
     async def fallbacks(self) -> int:
         return self._line.fallbacks
 
     async def call(self, method: str, *args: Any) -> Any:
-        return await self._line.call(method, *args)
+        return await self._line.call(getattr(_EchoCalls, method), *args)
 
     async def many(self, count: int) -> list[int]:
-        return list(await asyncio.gather(*(self._line.call("echo", i) for i in range(count))))
+        calls = (self._line.call(_EchoCalls.echo, i) for i in range(count))
+        return list(await asyncio.gather(*calls))
 
     async def error(self) -> str:
         try:
-            await self._line.call("fail", "epoch 3 was replaced")
+            await self._line.call(_EchoCalls.fail, "epoch 3 was replaced")
         except StaleDeliveryError as exc:
             return f"StaleDeliveryError: {exc}"
         return "no error"
@@ -122,9 +141,9 @@ def test_the_method_s_exception_reaches_the_caller_as_itself() -> None:
 def test_a_method_not_served_on_lines_is_refused_by_name() -> None:
     callee = _callee()
     address = ray.get(callee.line_address.remote())
-    line = SyncLine(callee)
+    line = SyncLine[_WiderCalls](callee)
     with pytest.raises(AttributeError, match="'counts' is not served on this line"):
-        line.call("counts")
+        line.call(_WiderCalls.counts)
     line.close()
     assert address.port > 0
 
@@ -133,7 +152,7 @@ def test_without_a_line_server_calls_go_through_ray() -> None:
     callee = _Callee.remote(False)  # type: ignore[attr-defined]
     caller = _Caller.remote(callee)  # type: ignore[attr-defined]
     assert ray.get(caller.call.remote("echo", "through ray")) == "through ray"
-    assert SyncLine(callee).call("echo", 7) == 7
+    assert SyncLine[_EchoCalls](callee).call(_EchoCalls.echo, 7) == 7
     assert ray.get(callee.counts.remote()) == (2, 0)
 
 
@@ -169,12 +188,12 @@ def test_a_call_whose_callee_dies_is_made_again_through_ray_after_the_restart() 
 
 def test_sync_line_from_the_driver_and_after_a_restart() -> None:
     callee = _callee()
-    line = SyncLine(callee)
-    assert line.call("slow", "polled", 0.2) == "polled"
-    first_pid = line.call("pid")
+    line = SyncLine[_EchoCalls](callee)
+    assert line.call(_EchoCalls.slow, "polled", 0.2) == "polled"
+    first_pid = line.call(_EchoCalls.pid)
     _kill_and_wait(callee, first_pid)
-    assert line.call("echo", "again") == "again"  # broken line: through Ray, waits the restart
-    assert line.call("pid") != first_pid  # then a new line
+    assert line.call(_EchoCalls.echo, "again") == "again"  # broken: through Ray, after restart
+    assert line.call(_EchoCalls.pid) != first_pid  # then a new line
     assert ray.get(callee.counts.remote()) == (1, 1)
     line.close()
 

@@ -17,7 +17,7 @@ GROUP = "drasi_ray"
 
 def test_progress_lag_and_drained_follow_the_group(redis_url: str) -> None:
     client = redis.Redis.from_url(redis_url)
-    config = PlatformSourceConfig(redis_url=redis_url, stream_key="s", start_id="0")
+    config = PlatformSourceConfig(redis_url=redis_url, stream_keys=("s",), start_id="0")
     assert admin.last_generated_id(client, "s") == admin.NO_ID  # no stream yet
     assert admin.group_progress(client, "s", GROUP) is None
     ids = [client.xadd("s", {"n": str(n)}).decode() for n in range(3)]

@@ -6,6 +6,7 @@ naming the field and their raw fields, and every entry is acked."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from typing import Any
 
 import redis
@@ -32,7 +33,7 @@ def _consume(url: str, entries: int, **settings: Any) -> tuple[list[DecodedEntry
     """Run one consumer of ``STREAM`` until ``entries`` are acked: the decoded entries it
     dispatched, and its stats."""
     config = PlatformSourceConfig(
-        redis_url=url, stream_key=STREAM, start_id="0", block_ms=50, batch_size=10, **settings
+        redis_url=url, stream_keys=(STREAM,), start_id="0", block_ms=50, batch_size=10, **settings
     )
     dispatched: list[DecodedEntry] = []
 
@@ -53,8 +54,15 @@ def _consume(url: str, entries: int, **settings: Any) -> tuple[list[DecodedEntry
     return dispatched, asyncio.run(main())
 
 
+def _xadd(client: redis.Redis, fields: Mapping[bytes, bytes]) -> Any:
+    """XADD ``fields`` to ``STREAM`` (redis-py types the fields as a dict of its own unions)."""
+    added: Any = client.xadd(STREAM, dict[Any, Any](fields))
+    return added
+
+
 def _dead_letters(client: redis.Redis) -> list[DeadLetter]:
-    return [DeadLetter.from_fields(fields) for _, fields in client.xrange(f"{STREAM}:dlq")]
+    letters: Any = client.xrange(f"{STREAM}:dlq")
+    return [DeadLetter.from_fields(fields) for _, fields in letters]
 
 
 def test_debezium_entries_decode_and_bad_ones_are_dead_lettered(redis_url: str) -> None:
@@ -64,11 +72,11 @@ def test_debezium_entries_decode_and_bad_ones_are_dead_lettered(redis_url: str) 
     truncated = RowChange("t", "customers", None, ROW, TS + 9, lsn=3000)
     client = redis.Redis.from_url(redis_url)
     ids = [
-        client.xadd(STREAM, debezium_fields(created)),
-        client.xadd(STREAM, bad_type),
-        client.xadd(STREAM, debezium_fields(deleted, extended=True)),
-        client.xadd(STREAM, debezium_tombstone(deleted, extended=True)),
-        client.xadd(STREAM, debezium_fields(truncated, schemas=False)),
+        _xadd(client, debezium_fields(created)),
+        _xadd(client, bad_type),
+        _xadd(client, debezium_fields(deleted, extended=True)),
+        _xadd(client, debezium_tombstone(deleted, extended=True)),
+        _xadd(client, debezium_fields(truncated, schemas=False)),
     ]
     dispatched, stats = _consume(redis_url, len(ids), format="debezium")
 
@@ -93,7 +101,7 @@ def test_deltaforge_entries_decode_with_duplicates_at_their_position(redis_url: 
                       b'"ts_ms": 1, "lsn": "not/an/lsn"}}'},
         deltaforge_fields(updated, envelope="debezium"),  # re-sent after a DeltaForge restart
     ):  # fmt: skip
-        client.xadd(STREAM, fields)
+        _xadd(client, fields)
     dispatched, _stats = _consume(
         redis_url, 3, format="deltaforge", cdc={"keys": {"customers": ["id"]}}
     )

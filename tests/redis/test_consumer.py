@@ -39,7 +39,7 @@ def _publish(url: str, count: int) -> redis.Redis:
     return client
 
 
-def _ids(entries: list[DecodedEntry]) -> list[str]:
+def _ids(entries: Sequence[DecodedEntry]) -> list[str]:
     """The element id of each entry's first change."""
     return [entry.changes[0].element.id for entry in entries]
 
@@ -60,14 +60,14 @@ def _settings(url: str, **overrides: Any) -> PlatformSourceConfig:
 
 def _run(
     url: str,
-    body: Callable[[StreamConsumer, list[list[DecodedEntry]]], Awaitable[None]],
+    body: Callable[[StreamConsumer, list[Sequence[DecodedEntry]]], Awaitable[None]],
     dispatch_error: Callable[[int], Exception | None] = lambda _n: None,
     **overrides: Any,
 ) -> None:
     async def main() -> None:
-        batches: list[list[DecodedEntry]] = []
+        batches: list[Sequence[DecodedEntry]] = []
 
-        async def dispatch(entries: list[DecodedEntry]) -> object:
+        async def dispatch(entries: Sequence[DecodedEntry]) -> object:
             error = dispatch_error(len(batches))
             batches.append(entries)
             if error is not None:
@@ -90,7 +90,7 @@ def _run(
 def test_decodes_dispatches_in_batches_and_acks(redis_url: str) -> None:
     client = _publish(redis_url, 25)
 
-    async def body(consumer: StreamConsumer, batches: list[list[DecodedEntry]]) -> None:
+    async def body(consumer: StreamConsumer, batches: list[Sequence[DecodedEntry]]) -> None:
         await wait_until_async(lambda: consumer.stats.acked == 25)
         ids = [entry.changes[0].element.id for batch in batches for entry in batch]
         assert ids == [f"e{i}" for i in range(25)]
@@ -103,7 +103,7 @@ def test_decodes_dispatches_in_batches_and_acks(redis_url: str) -> None:
 def test_reads_grow_with_a_backlog_and_shrink_when_drained(redis_url: str) -> None:
     client = _publish(redis_url, 150)
 
-    async def body(consumer: StreamConsumer, batches: list[list[DecodedEntry]]) -> None:
+    async def body(consumer: StreamConsumer, batches: list[Sequence[DecodedEntry]]) -> None:
         await wait_until_async(lambda: consumer.stats.acked == 150)
         assert [len(batch) for batch in batches] == [10, 20, 40, 40, 40]  # limit 40
         # A read that finds the stream drained (here: blocks 50 ms and times out) is partial:
@@ -126,10 +126,11 @@ def test_malformed_entries_are_dead_lettered_then_acked(redis_url: str) -> None:
     client.xadd(STREAM, {"data": _event("ok", 1)})
     bad = client.xadd(STREAM, {"data": b'{"data": [{"op": "q", "payload": {}}]}'}).decode()
 
-    async def body(consumer: StreamConsumer, batches: list[list[DecodedEntry]]) -> None:
+    async def body(consumer: StreamConsumer, batches: list[Sequence[DecodedEntry]]) -> None:
         await wait_until_async(lambda: consumer.stats.acked == 2)
         assert [entry.changes[0].element.id for batch in batches for entry in batch] == ["ok"]
-        ((_, fields),) = client.xrange("changes:dlq")
+        dead: Any = client.xrange("changes:dlq")
+        ((_, fields),) = dead
         assert fields[b"entry_id"].decode() == bad
         assert b"unknown operation type 'q'" in fields[b"reason"]
         assert fields[b"orig:data"] == b'{"data": [{"op": "q", "payload": {}}]}'
@@ -142,7 +143,7 @@ def test_failed_dispatch_is_not_acked_and_is_redelivered(redis_url: str) -> None
     client = redis.Redis.from_url(redis_url)
     client.xadd(STREAM, {"data": _event("e1", 1)})
 
-    async def body(consumer: StreamConsumer, batches: list[list[DecodedEntry]]) -> None:
+    async def body(consumer: StreamConsumer, batches: list[Sequence[DecodedEntry]]) -> None:
         await wait_until_async(lambda: consumer.stats.acked == 1)
         assert len(batches) == 2  # the failed attempt, then the redelivery of its own pending
         assert batches[0][0].entry_id == batches[1][0].entry_id
@@ -166,7 +167,7 @@ def test_next_batch_is_read_during_a_dispatch_and_a_failure_keeps_stream_order(
         release = asyncio.Event()
         calls = 0
 
-        async def dispatch(entries: list[DecodedEntry]) -> object:
+        async def dispatch(entries: Sequence[DecodedEntry]) -> object:
             nonlocal calls
             calls += 1
             running["now"] += 1
@@ -213,14 +214,14 @@ def test_batch_prefetched_during_a_slow_dispatch_is_not_reclaimed(redis_url: str
     async def main() -> None:
         calls = 0
 
-        async def dispatch(entries: list[DecodedEntry]) -> object:
+        async def dispatch(entries: Sequence[DecodedEntry]) -> object:
             nonlocal calls
             calls += 1
             await asyncio.sleep(1.6 if calls == 1 else 0.001)  # 4 x claim_idle_ms
             applied.extend(_ids(entries))
             return None
 
-        async def peer_dispatch(entries: list[DecodedEntry]) -> object:
+        async def peer_dispatch(entries: Sequence[DecodedEntry]) -> object:
             peer_applied.extend(_ids(entries))
             return None
 
@@ -285,12 +286,13 @@ def _slow_ack_run(url: str, fail: bool) -> tuple[list[str], list[str], StreamCon
     applied: list[str] = []
 
     async def main() -> StreamConsumer:
-        async def dispatch(entries: list[DecodedEntry]) -> object:
+        async def dispatch(entries: Sequence[DecodedEntry]) -> object:
             log.append(f"dispatch {entries[0].changes[0].element.id}")
             applied.extend(_ids(entries))
             return None
 
         backend = _SlowAcks.from_url(url)
+        assert isinstance(backend, _SlowAcks)
         backend.log, backend.delay_s, backend.fail = log, 0.3, fail
         settings = _settings(url, max_in_flight=30)
         consumer = StreamConsumer("src", settings, "src-0", backend, dispatch)
@@ -336,7 +338,7 @@ def test_a_failed_ack_stops_the_reading_and_the_entries_are_redelivered(redis_ur
 def test_missing_group_is_recreated(redis_url: str) -> None:
     client = redis.Redis.from_url(redis_url)
 
-    async def body(consumer: StreamConsumer, batches: list[list[DecodedEntry]]) -> None:
+    async def body(consumer: StreamConsumer, batches: list[Sequence[DecodedEntry]]) -> None:
         client.xgroup_destroy(STREAM, "drasi_ray")
         await wait_until_async(lambda: consumer.stats.group_recreated == 1)
         client.xadd(STREAM, {"data": _event("after", 1)})
@@ -351,7 +353,7 @@ def test_dead_peers_pending_entries_are_reclaimed(redis_url: str) -> None:
     # A peer reads everything and dies before acking.
     client.xreadgroup("drasi_ray", "src-9", {STREAM: ">"}, count=100)
 
-    async def body(consumer: StreamConsumer, batches: list[list[DecodedEntry]]) -> None:
+    async def body(consumer: StreamConsumer, batches: list[Sequence[DecodedEntry]]) -> None:
         await wait_until_async(lambda: consumer.stats.acked == 15)
         assert consumer.stats.reclaimed == 15
         assert client.xpending(STREAM, "drasi_ray")["pending"] == 0
@@ -364,9 +366,10 @@ def test_oversized_entries_are_dead_lettered_unparsed(redis_url: str) -> None:
     big = client.xadd(STREAM, {"data": b"x" * 5000}).decode()
     client.xadd(STREAM, {"data": _event("small", 1)})
 
-    async def body(consumer: StreamConsumer, batches: list[list[DecodedEntry]]) -> None:
+    async def body(consumer: StreamConsumer, batches: list[Sequence[DecodedEntry]]) -> None:
         await wait_until_async(lambda: consumer.stats.acked == 2)
-        ((_, fields),) = client.xrange("changes:dlq")
+        dead: Any = client.xrange("changes:dlq")
+        ((_, fields),) = dead
         assert fields[b"entry_id"].decode() == big
         assert b"exceeds max_payload_bytes (4096); not parsed" in fields[b"reason"]
         assert len(fields[b"orig:data"]) == 5000  # nothing lost
@@ -383,7 +386,7 @@ def test_retention_trims_only_what_every_group_acked(redis_url: str) -> None:
     client.xreadgroup("laggard", "slow", {STREAM: ">"}, count=4)
     client.xack(STREAM, "laggard", *ids[:2])  # laggard: 2 acked, 2 pending, 6 unread
 
-    async def body(consumer: StreamConsumer, batches: list[list[DecodedEntry]]) -> None:
+    async def body(consumer: StreamConsumer, batches: list[Sequence[DecodedEntry]]) -> None:
         await wait_until_async(lambda: consumer.stats.acked == 10)
         await wait_until_async(lambda: consumer.stats.trimmed == 2)
         remaining = [entry_id.decode() for entry_id, _ in client.xrange(STREAM)]
@@ -394,12 +397,14 @@ def test_retention_trims_only_what_every_group_acked(redis_url: str) -> None:
 
 def test_acl_user_works_and_password_never_shows(redis_url: str) -> None:
     client = redis.Redis.from_url(redis_url)
-    client.execute_command("ACL", "SETUSER", "drasi", "on", ">s3cret-pw", "~*", "&*", "+@all")
+    client.execute_command(  # type: ignore[no-untyped-call]
+        "ACL", "SETUSER", "drasi", "on", ">s3cret-pw", "~*", "&*", "+@all"
+    )
     host = redis_url.split("//", 1)[1]
     good = f"redis://drasi:s3cret-pw@{host}"
     client.xadd(STREAM, {"data": _event("e1", 1)})
 
-    async def body(consumer: StreamConsumer, batches: list[list[DecodedEntry]]) -> None:
+    async def body(consumer: StreamConsumer, batches: list[Sequence[DecodedEntry]]) -> None:
         await wait_until_async(lambda: consumer.stats.acked == 1)
 
     _run(good, body)
@@ -418,7 +423,7 @@ def test_acl_user_works_and_password_never_shows(redis_url: str) -> None:
     message = asyncio.run(refused())
     assert message.startswith("RedisRejectedError")
     assert "wrong-pw" not in message and "s3cret" not in message
-    client.execute_command("ACL", "DELUSER", "drasi")
+    client.execute_command("ACL", "DELUSER", "drasi")  # type: ignore[no-untyped-call]
 
 
 def test_dead_lettering_is_idempotent(redis_url: str) -> None:

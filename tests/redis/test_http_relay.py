@@ -133,7 +133,8 @@ def test_a_restart_inside_a_result_sends_only_what_was_not_done(
 ) -> None:
     client = redis.Redis.from_url(redis_url)
     _publish(client, 1, _add("a"), _add("b"), _add("c"))
-    entry_id = client.xrange(STREAM)[0][0].decode()
+    entries: Any = client.xrange(STREAM)
+    entry_id = entries[0][0].decode()
     position = Position(entry_id, 1, done=1, total=3)  # died after sending "a"
     client.hset(keys.reaction_positions(APP, "hooks"), "hot", position.dumps())
     _run(redis_url, _spec(fresh_sink.url), _flushed)

@@ -17,8 +17,9 @@ import redis
 from drasi_ray.model.changes import DecodedEntry, Op, node
 from drasi_ray.model.config import PlatformSourceConfig
 from drasi_ray.model.errors import ConfigError
-from drasi_ray.source.consumer import Dispatch, StreamConsumer, backend_for
+from drasi_ray.source.consumer import StreamConsumer, backend_for
 from drasi_ray.source.decode import change_event, encode_cloud_event
+from drasi_ray.source.dispatcher import Dispatch
 from drasi_ray.source.lanes import ConsumerLanes
 from drasi_ray.testing.waiting import wait_until_async
 

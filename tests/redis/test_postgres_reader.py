@@ -32,7 +32,8 @@ def _settings(
     server: EmbeddedPostgres, database: str, redis_url: str, **changes: Any
 ) -> PostgresSourceConfig:
     config = source_builder(server, database, redis_url).build().config
-    return config.model_copy(update=changes)
+    updated: PostgresSourceConfig = config.model_copy(update=changes)
+    return updated
 
 
 @contextmanager

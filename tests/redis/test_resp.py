@@ -23,7 +23,8 @@ from drasi_ray.streams import resp
     ],
 )
 def test_pack_matches_redis_py(args: tuple[resp.Arg, ...]) -> None:
-    assert resp.pack(args) == b"".join(Connection().pack_command(*args))
+    packed = Connection().pack_command(*args)  # type: ignore[no-untyped-call]
+    assert resp.pack(args) == b"".join(packed)
 
 
 def test_execute_packed_returns_every_reply_in_order(redis_url: str) -> None:

@@ -9,7 +9,7 @@ from drasi_ray.model.config import PlatformSourceConfig
 
 
 def test_hand_over_moves_every_pending_entry_and_removes_the_consumer(redis_url: str) -> None:
-    config = PlatformSourceConfig(redis_url=redis_url, stream_key="s", claim_idle_ms=5000)
+    config = PlatformSourceConfig(redis_url=redis_url, stream_keys=("s",), claim_idle_ms=5000)
     client = redis.Redis.from_url(redis_url)
     client.xgroup_create("s", config.consumer_group, id="0", mkstream=True)
     ids = [client.xadd("s", {"data": f"{i}"}) for i in range(scaling.PENDING_PAGE + 5)]
@@ -23,13 +23,13 @@ def test_hand_over_moves_every_pending_entry_and_removes_the_consumer(redis_url:
     assert [p["message_id"] for p in pending] == ids
     assert {p["consumer"] for p in pending} == {b"src-0"}
     assert {p["times_delivered"] for p in pending} == {1}  # JUSTID: not a re-delivery
-    assert min(p["time_since_delivered"] for p in pending) >= config.claim_idle_ms
+    assert min(int(p["time_since_delivered"]) for p in pending) >= config.claim_idle_ms
     consumers = client.xinfo_consumers("s", config.consumer_group)
     assert [c["name"] for c in consumers] == [b"src-0"]
 
 
 def test_hand_over_of_a_consumer_with_nothing_pending_only_removes_it(redis_url: str) -> None:
-    config = PlatformSourceConfig(redis_url=redis_url, stream_key="s")
+    config = PlatformSourceConfig(redis_url=redis_url, stream_keys=("s",))
     client = redis.Redis.from_url(redis_url)
     client.xgroup_create("s", config.consumer_group, id="$", mkstream=True)
     client.xreadgroup(config.consumer_group, "src-1", {"s": ">"})

@@ -541,9 +541,6 @@ def test_key_schema() -> None:
     assert keys.subscriptions("app1") == "drasi:app1:subscriptions"
     assert keys.result_sequence("app1", "hot") == "drasi:app1:seq:hot"
     assert keys.consumer_name("src", 3) == "src-3"
-    assert keys.consumer_index("src", "src-3") == 3
-    assert keys.consumer_index("src", "src-03") is None
-    assert keys.consumer_index("src", "other-3") is None
     with pytest.raises(ConfigError):
         keys.subscriptions("a:b")
     with pytest.raises(ConfigError):

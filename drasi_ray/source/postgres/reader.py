@@ -89,7 +89,7 @@ SLOT_BUSY_S = 60.0
 
 @dataclass(frozen=True, slots=True)
 class ReaderReport:
-    """A reader's status (``DrasiRay.status()["readers"][source]``)."""
+    """A reader's status (``DrasiRay.status().readers[source]``)."""
 
     source_id: str
     state: str

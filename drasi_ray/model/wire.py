@@ -3,8 +3,8 @@
 One call carries one batch: an :class:`EntryPacket` (consumer -> store shard: decoded entries),
 a :class:`HostPacket` around a :class:`DeltaPacket` (store shard -> query host: element deltas
 and which query sees which) and a :class:`ResultBatch` (query host -> subscriber: results).
-The actor shells wrap what their Ray-free cores hand them and unwrap what they receive; the
-cores see only the change model's structs.
+The store shard's service builds them and the query host's core unpacks them; the engine sees
+only the change model's structs. Nothing here needs Ray: a packet is what pickles.
 
 A packet whose property values are all JSON values (``json_values``: they were decoded from
 JSON, or loaded from the JSON state) pickles as one MessagePack blob of the structs (msgspec

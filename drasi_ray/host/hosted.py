@@ -1,9 +1,10 @@
-"""One continuous query inside a query host (:mod:`drasi_ray.actors.query_host`).
+"""One continuous query inside a query host (:mod:`drasi_ray.host.core`), without Ray.
 
 A :class:`HostedQuery` holds everything that is one query's own: its
 :class:`~drasi_ray.host.runner.QueryRunner` (engine, result numbering, subscriber buffers),
-its reactions and metrics, its result-sequence lease, its clock and timer, its chain publisher,
-and its :class:`~drasi_ray.host.inbox.QueryInbox` (bootstrap rounds over the store shards).
+its reactions and metrics (handed in: Ray's in the app), its result-sequence lease, its clock
+and timer, its chain publisher, and its :class:`~drasi_ray.host.inbox.QueryInbox` (bootstrap
+rounds over the store shards).
 Its host hands it work in order (bootstrap parts, and the deltas of each delivery unit); it
 applies them one at a time in a task of its own, so a query whose subscriber is slow (a full
 ``channel`` buffer) holds back only itself, and a query that fails to apply a delivery records
@@ -38,7 +39,6 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
-from drasi_ray.actors.metrics import QueryMetrics
 from drasi_ray.host.footprint import deep_size
 from drasi_ray.host.inbox import Item, QueryInbox, Snapshot
 from drasi_ray.host.pipelines import SourcePipelines, source_view
@@ -81,15 +81,21 @@ def query_digest(config: QueryConfig) -> str:
     return digest((config.query, parameters, config.query_language.value))
 
 
+BatchObserver = Callable[[list[Delivered]], None]
+"""Sees each batch of a query's results (its metrics)."""
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class QuerySetup:
-    """What a host gives each query besides its settings."""
+    """What a host gives each query besides its settings: ``metrics(query_id)`` makes the
+    observer that records the query's metrics (None: none recorded)."""
 
     host: str
     app_id: str
     state: StateStore | None
     clock: ClockSetting
     chain_url: str | None = None
+    metrics: Callable[[str], BatchObserver] | None = None
 
 
 class HostedQuery:
@@ -108,15 +114,17 @@ class HostedQuery:
             self._chain.start()
             self.runner.observers.append(self._feed_chain)
         self._reactions = ReactionSet(config.id, grouping_keys(self.runner.engine))
-        self._metrics = QueryMetrics(config.id)
         self.runner.observers.append(self._reactions.offer)
-        self.runner.batch_observers.append(self._metrics.observe)
+        if setup.metrics is not None:
+            self.runner.batch_observers.append(setup.metrics(config.id))
         self.inbox = QueryInbox()
         self._sequences = None if self._state is None else SequenceKeeper(self._state, config.id)
         self._turn = asyncio.Lock()  # the engine: one delivery or due re-evaluation at a time
         self._clock = ActorClock(setup.clock)
         self._bootstrapped = asyncio.Event()
         self.errors = 0
+        self.failure: BaseException | None = None
+        """The last delivery's failure, until someone takes it (the in-process app raises it)."""
         self.last_error: str | None = None
         self._pipes = SourcePipelines()  # the sources it sees through pipelines
         self._queue: asyncio.Queue[tuple[Work, asyncio.Future[list[Rejection]]]] = asyncio.Queue()
@@ -206,6 +214,7 @@ class HostedQuery:
                 self.errors += 1
                 self.last_error = f"{type(exc).__name__}: {exc}"
                 logger.exception("query %s: a delivery failed", self.config.id)
+                self.failure = exc.with_traceback(None)  # logged; its frames need not live on
             finally:
                 self._busy = False
                 if not done.done():
