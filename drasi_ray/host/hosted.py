@@ -112,6 +112,7 @@ class HostedQuery:
         if setup.chain_url is not None:
             self._chain = ChainPublisher(config.id, setup.app_id, setup.chain_url)
             self._chain.start()
+            self.runner.watch_rows(self._chain.rows_changed)
             self.runner.observers.append(self._feed_chain)
         self._reactions = ReactionSet(config.id, grouping_keys(self.runner.engine))
         self.runner.observers.append(self._reactions.offer)
@@ -175,13 +176,11 @@ class HostedQuery:
         )
 
     def _feed_chain(self, item: Any) -> None:
-        """Results to the chain publisher; at a finished bootstrap, the rows it must match
-        (read now, in order with the results, not when the publisher gets to them)."""
+        """At a finished bootstrap, the rows the chain publisher must match (read now, in
+        order with the row changes, not when the publisher gets to them)."""
         assert self._chain is not None
         if is_bootstrap_done(item):
-            self._chain.bootstrapped(self.runner.engine.results())
-        else:
-            self._chain.offer(item)
+            self._chain.bootstrapped(self.runner.engine.results_by_id(), self._clock.now_ms())
 
     async def flush_chain(self, timeout_s: float) -> bool:
         """Wait until the chain stream holds every result so far (True without chaining)."""

@@ -46,6 +46,13 @@ StateSaver: TypeAlias = Callable[[dict[str, bytes | None]], Awaitable[None]]
 Due: TypeAlias = list[tuple[int, list[dict[str, Any]]]]
 """Due re-evaluations that changed the result: (due time, diffs) each."""
 
+RowChanges: TypeAlias = dict[str, dict[str, Any] | None]
+"""Result rows that changed, by row id (:mod:`drasi_ray.query.row_ids`): each row as it now
+is, None for a row that is gone."""
+
+RowWatcher: TypeAlias = Callable[[RowChanges, int], None]
+"""Takes the result rows one change (or due re-evaluation) changed, and that change's time."""
+
 
 @dataclass(frozen=True, slots=True)
 class SubscriberReport:
@@ -106,6 +113,20 @@ class QueryRunner:
         self.observers: list[Callable[[Delivered], None]] = []
         self.batch_observers: list[Callable[[list[Delivered]], None]] = []
         self.bootstrapped = False
+        self._row_watcher: RowWatcher | None = None
+
+    def watch_rows(self, watcher: RowWatcher) -> None:
+        """Hand ``watcher`` every change of the result set from now on, by row id, after each
+        change or due re-evaluation that made it (query chaining reads the result set so;
+        a bootstrap's rows are read whole, :meth:`ContinuousQuery.results_by_id`)."""
+        self._row_watcher = watcher
+        self.engine.track_rows()
+
+    def _rows_changed(self, time_ms: int) -> None:
+        if self._row_watcher is not None:
+            changes = self.engine.take_row_changes()
+            if changes:
+                self._row_watcher(changes, time_ms)
 
     async def publish(self, item: Delivered) -> None:
         """Hand ``item`` to the observers (reactions, metrics: never block), then subscribers."""
@@ -139,6 +160,8 @@ class QueryRunner:
             config, state = self.config, self.engine.state
             state.restored = True  # the new engine rebuilds the rows this one holds
             self.engine = make_engine(config, state)
+            if self._row_watcher is not None:
+                self.engine.track_rows()
         self.engine.load_history(history or {})
         self.engine.bootstrap(elements)
         await self.save_state()
@@ -183,7 +206,7 @@ class QueryRunner:
         at_ms = now_ms()
         results: list[Delivered] = [
             self._result(diffs, delta.source_time_ms, at_ms)
-            for delta, diffs in zip(deltas, self.engine.apply_batch(deltas), strict=True)
+            for delta, diffs in zip(deltas, self._apply_batch(deltas), strict=True)
             if diffs
         ]
         await self.save_state()
@@ -191,6 +214,19 @@ class QueryRunner:
         for message in self.engine.take_evaluation_errors():
             logger.warning("query %s: row refused: %s", self.config.id, message)
         return self.diffs_emitted - before
+
+    def _apply_batch(self, deltas: Sequence[ElementDelta]) -> list[list[dict[str, Any]]]:
+        """The engine's diffs of each delta; with a row watcher, the rows each one changed
+        are handed over after it (also when it fails: what it did is in the result set)."""
+        if self._row_watcher is None:
+            return self.engine.apply_batch(deltas)
+        produced = []
+        for delta in deltas:
+            try:
+                produced.append(self.engine.apply(delta))
+            finally:
+                self._rows_changed(delta.source_time_ms)
+        return produced
 
     # ------------------------------------------------------------------ function state
 
@@ -215,7 +251,9 @@ class QueryRunner:
         :meth:`save_state`, then :meth:`publish_due`)."""
         if not self.bootstrapped:
             return []
-        return self.engine.fire_due_timed(now_ms)
+        if self._row_watcher is None:
+            return self.engine.fire_due_timed(now_ms)
+        return self.engine.fire_due_timed(now_ms, after_each=self._rows_changed)
 
     async def publish_due(self, due: Due) -> None:
         """Number and publish the results of :meth:`take_due`, one per re-evaluation."""

@@ -43,9 +43,9 @@ key                               what it holds
                                   keeps a history (JSON).
 ``drasi:<app>:chain:<query_id>``  a stream: a query's result rows as node changes, the source
                                   of the queries that read that query (query chaining).
-``drasi:<app>:chain:<query_id>:rows`` a hash: node id -> the row it holds, as written to the
-                                  chain stream, with ``:next`` (the next node number) and
-                                  ``:token`` (the last batch written) beside it.
+``drasi:<app>:chain:<query_id>:rows`` a hash: row id (the node's id) -> the row, as written
+                                  to the chain stream, with ``:token`` (the last batch
+                                  written) beside it.
 ``drasi:<app>:postgres:<source_id>`` a stream: a PostgreSQL source's changes in the platform
                                   format, written by its reader only, each entry id made of the
                                   transaction's WAL position (the default ``stream_key``).

@@ -81,8 +81,8 @@ POSTGRES_BUILDER_EXTRA: dict[str, str] = {
 QUERY_BUILDER: dict[str, str] = {
     "id": "`Query.cypher(id)`, `Query.gql(id)`",
     "query": "`.query(text)`",
-    "sources": "`.from_source(id)`; `.from_query(id)` adds a query's id, which `start()`"
-    " refuses as an unknown source until query chaining lands",
+    "sources": "`.from_source(id)`; `.from_query(id)` reads another query's result rows"
+    " (query chaining: docs/sources.md)",
     "query_language": "`Query.gql(id)` (GQL), `Query.cypher(id)` (Cypher)",
     "parameters": "`.with_parameter(name, value)`, `.with_parameters(map)`",
     "auto_start": "`.with_auto_start(flag)`",

@@ -57,7 +57,7 @@ queries keep none.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from drasi_ray.model.changes import ZERO_VERSION, Element, ElementDelta
@@ -65,7 +65,7 @@ from drasi_ray.model.errors import UnsupportedQueryError
 from drasi_ray.model.history import ElementHistory, HistoryLimits
 from drasi_ray.model.query_specs import QueryJoin, QueryLanguage
 from drasi_ray.query import ast
-from drasi_ray.query.contexts import Collector, Context, Diff, Kind
+from drasi_ray.query.contexts import Collector, Context, Diff, Key, Kind
 from drasi_ray.query.evaluation import EvaluationContext, EvaluationMode, QueryClock
 from drasi_ray.query.expressions import contains_aggregate, walk
 from drasi_ray.query.futures import FutureEntry
@@ -75,6 +75,7 @@ from drasi_ray.query.languages import parse
 from drasi_ray.query.matching import ANONYMOUS_PREFIX as ANONYMOUS
 from drasi_ray.query.parts import AggregatingPart, EvaluationErrors, ProjectingPart
 from drasi_ray.query.past import PAST_FUNCTIONS
+from drasi_ray.query.row_ids import row_id
 from drasi_ray.query.solutions import ChangeKind, MatchSolutions, RowChange
 from drasi_ray.query.stateful import FunctionState
 
@@ -138,6 +139,9 @@ class ContinuousQuery:
                 _make_part(part.projection, where, params, last, self._errors, self._context)
             )
             where = part.projection.where
+        for previous, following in zip(self._parts, self._parts[1:], strict=False):
+            if isinstance(previous, AggregatingPart):
+                following.follow(previous.grouping)
         self.history: ElementHistory | None = (
             ElementHistory(history) if _calls(self.query, PAST_FUNCTIONS) else None
         )
@@ -154,6 +158,7 @@ class ContinuousQuery:
         """Whether the query calls Drasi's stateful functions (then it has a future queue and
         function state worth persisting)."""
         self._clocked = self.stateful or self._context.reads_clock
+        self._touched: set[Key | None] | None = None
 
     def apply(self, delta: ElementDelta) -> list[Diff]:
         """The diffs one applied change causes (empty if the query does not see it).
@@ -221,12 +226,19 @@ class ContinuousQuery:
         per entry that changed the result (as Drasi emits one result per due entry)."""
         return [diffs for _due, diffs in self.fire_due_timed(now_ms)]
 
-    def fire_due_timed(self, now_ms: int) -> list[tuple[int, list[Diff]]]:
-        """:meth:`fire_due`, each diff list with the due time of its entry."""
+    def fire_due_timed(
+        self, now_ms: int, after_each: Callable[[int], None] | None = None
+    ) -> list[tuple[int, list[Diff]]]:
+        """:meth:`fire_due`, each diff list with the due time of its entry; ``after_each`` is
+        called with each entry's due time once it ran (also when it failed)."""
         results: list[tuple[int, list[Diff]]] = []
         queue = self.state.queue
         while (entry := queue.pop_due(now_ms)) is not None:
-            diffs = self.fire(entry)
+            try:
+                diffs = self.fire(entry)
+            finally:
+                if after_each is not None:
+                    after_each(entry.due_ms)
             if diffs:
                 results.append((entry.due_ms, diffs))
         return results
@@ -259,8 +271,12 @@ class ContinuousQuery:
             for context in self._through_parts(_first_context(change)):
                 collector.add(context)
         last = self._parts[-1]
+        touched = self._touched
         for context in collector.kept():
             last.record(context)
+            if touched is not None:  # the keys record() may have changed
+                touched.add(context.old_key)
+                touched.add(context.new_key)
         return collector.diffs()
 
     def _through_parts(self, first: Context) -> list[Context]:
@@ -289,6 +305,13 @@ class ContinuousQuery:
         on the bulk path in :attr:`~drasi_ray.query.evaluation.EvaluationMode.REPLAY`: each call
         returns what it last returned for its row, so the rows are the rows held before.
         """
+        try:
+            self._load(elements)
+        finally:
+            if self._touched is not None:
+                self._touched.clear()  # the loaded rows are read whole (results_by_id)
+
+    def _load(self, elements: Iterable[Element]) -> None:
         if self.stateful and self.state.restored:
             self._context.mode = EvaluationMode.REPLAY
             try:
@@ -344,6 +367,34 @@ class ContinuousQuery:
         seen, emptied groups at identity values). Fresh dicts: the caller may keep or mutate
         them."""
         return self._parts[-1].results()
+
+    def results_by_id(self) -> dict[str, dict[str, Any]]:
+        """:meth:`results` by row id (:mod:`drasi_ray.query.row_ids`): a name per row that
+        stays while the row lives and is the same after a rebuild."""
+        return {row_id(key): dict(row) for key, row in self._parts[-1].keyed_results()}
+
+    def track_rows(self) -> None:
+        """Note from now on which result rows change, for :meth:`take_row_changes` (a
+        query that other queries read: query chaining)."""
+        if self._touched is None:
+            self._touched = set()
+
+    def take_row_changes(self) -> dict[str, dict[str, Any] | None]:
+        """The result rows that changed since the last call (or the end of the last
+        bootstrap), by row id: each as it now is, None for a row that is gone. Every change of
+        the result set is here, also one no diff reports (an OPTIONAL MATCH null row that
+        comes back silently). Empty unless :meth:`track_rows` was called."""
+        touched = self._touched
+        if not touched:
+            return {}
+        touched.discard(None)  # no row is keyed None: a context's missing side
+        last = self._parts[-1]
+        changes = {}
+        for key in touched:
+            row = last.row(key)
+            changes[row_id(key)] = None if row is None else dict(row)
+        touched.clear()
+        return dict(sorted(changes.items()))  # in an order that is the same in every run
 
 
 def _first_context(change: RowChange) -> Context:

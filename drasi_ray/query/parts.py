@@ -46,7 +46,7 @@ over every evaluation and never takes a value back).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeAlias, TypeVar
 
@@ -258,14 +258,18 @@ class _Signatures:
 
     It decides whether an AGGREGATION context's ``before`` is taken back (``revert``: it is
     what was last applied) and whether its ``after`` is applied (``apply``: it is not the
-    identity row a group returns to when it empties).
+    identity row a group returns to when it empties). Rows are compared as Drasi's snapshot
+    signatures compare them: the group's grouping values (``grouping``: their columns) by
+    value, as the group is keyed (a group opened by ``3.0`` that ``3`` joins is one group), the
+    other columns strictly.
     """
 
-    __slots__ = ("_current", "_identity")
+    __slots__ = ("_current", "_grouping", "_identity")
 
-    def __init__(self) -> None:
+    def __init__(self, grouping: frozenset[str] = frozenset()) -> None:
         self._current: dict[Hashable, Any] = {}
         self._identity: dict[Hashable, Any] = {}
+        self._grouping = grouping
 
     def decide(self, context: Context) -> tuple[bool, bool]:
         """``(revert, apply)`` for ``context``; records what is applied."""
@@ -275,11 +279,11 @@ class _Signatures:
         if revert and context.default_before:
             current = self._current.get(group)
             if current is None:
-                self._identity[group] = _row_key(before)
+                self._identity[group] = self._row_key(before)
                 revert = False
             else:
-                revert = current == _row_key(before)
-        after_key = _row_key(after)
+                revert = current == self._row_key(before)
+        after_key = self._row_key(after)
         apply = True
         if context.default_after:
             identity = self._identity.get(group)
@@ -290,9 +294,14 @@ class _Signatures:
             self._current[group] = after_key
         return revert, apply
 
-
-def _row_key(row: Mapping[str, Any]) -> Any:
-    return tuple(sorted((name, strict_key(value)) for name, value in row.items()))
+    def _row_key(self, row: Mapping[str, Any]) -> Any:
+        grouping = self._grouping
+        return tuple(
+            sorted(
+                (name, hashable_key(value) if name in grouping else strict_key(value))
+                for name, value in row.items()
+            )
+        )
 
 
 def _output_row(row: dict[str, Any], errors: EvaluationErrors) -> dict[str, Any]:
@@ -342,6 +351,11 @@ class ProjectingPart:
         self._state: dict[Key | None, Any] = {}
         self._reported: dict[Key | None, dict[str, Any]] = {}
         self._signatures = _Signatures()
+
+    def follow(self, grouping: frozenset[str]) -> None:
+        """This part reads the groups of an aggregating part whose grouping columns are
+        ``grouping`` (:class:`_Signatures`)."""
+        self._signatures = _Signatures(grouping)
 
     def _evaluate(self, row: Row, key: Key | None = None) -> Any:
         """The projected row, or FILTERED if it fails the WHERE or a value is refused."""
@@ -478,6 +492,14 @@ class ProjectingPart:
 
     def results(self) -> list[dict[str, Any]]:
         return [dict(row) for row in self._reported.values()]
+
+    def keyed_results(self) -> Iterable[tuple[Key | None, dict[str, Any]]]:
+        """The result rows with the keys they are held by (a last part's)."""
+        return self._reported.items()
+
+    def row(self, key: Key | None) -> dict[str, Any] | None:
+        """The result row held by ``key`` (None: there is none)."""
+        return self._reported.get(key)
 
 
 def _unchanged(context: Context) -> bool:
@@ -616,6 +638,8 @@ class AggregatingPart:
         self._prefilter: dict[Hashable, _Prefilter] = {}
         self._prefilter_held: dict[Key | None, tuple[Hashable, tuple[Any, ...]]] = {}
         self._key_evaluators = tuple(evaluate for _, evaluate in keys)
+        self.grouping: frozenset[str] = frozenset(name for name, _ in keys)
+        """The names of its grouping columns."""
         self._arguments = tuple(call.argument or _count_all for call in self._calls)
         self._checks = tuple(_argument_check(call.name) for call in self._calls)
         self._recipe = _output_recipe(projection, [n for n, _ in keys], outputs, self._calls)
@@ -625,6 +649,11 @@ class AggregatingPart:
         self._signatures = _Signatures()
         self._results: dict[Hashable, dict[str, Any]] = {}
         self._identity: Any = None
+
+    def follow(self, grouping: frozenset[str]) -> None:
+        """This part reads the groups of an aggregating part whose grouping columns are
+        ``grouping`` (:class:`_Signatures`)."""
+        self._signatures = _Signatures(grouping)
 
     # ------------------------------------------------------------------ evaluation
 
@@ -960,6 +989,14 @@ class AggregatingPart:
 
     def results(self) -> list[dict[str, Any]]:
         return [dict(row) for row in self._results.values()]
+
+    def keyed_results(self) -> Iterable[tuple[Hashable, dict[str, Any]]]:
+        """The group rows with the keys they are held by (a last part's)."""
+        return self._results.items()
+
+    def row(self, key: Hashable) -> dict[str, Any] | None:
+        """The group row held by ``key`` (None: there is none)."""
+        return self._results.get(key)
 
 
 def _output_recipe(

@@ -25,7 +25,7 @@ Rules that differ from plain Python, and why:
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
@@ -543,6 +543,38 @@ def hashable_key(value: Any) -> Any:
     if value is AWAITING:
         return (_AWAITING_TAG,)
     raise QueryEvaluationError(f"a {type_name(value)} cannot be used as a key")
+
+
+def key_output(key: Any, element_id: Callable[[str], str] = str) -> Any:
+    """The JSON-able value a :func:`hashable_key` stands for, written as a result row writes
+    it, except that an element is its id (through ``element_id``) and a whole Float is the
+    Integer it equals (``2`` and ``2.0`` are one key). Equal keys give equal values, so the
+    value names a group the same way whichever of its equal values the group holds."""
+    if key is None or isinstance(key, (str, int)):  # bool is an int: True stays True
+        return key
+    if isinstance(key, float):
+        return int(key) if key.is_integer() and abs(key) < 2**63 else to_output(key)
+    if isinstance(key, tuple) and key and isinstance(key[0], str):
+        return _tagged_output(key, element_id)
+    return to_output(key)
+
+
+def _tagged_output(key: tuple[Any, ...], element_id: Callable[[str], str]) -> Any:
+    """:func:`key_output` of a tagged key (a list, map, element, bool, NaN or Awaiting)."""
+    tag = key[0]
+    if tag == _BOOL_TAG:
+        return key[1]
+    if tag == _LIST_TAG:
+        return [key_output(item, element_id) for item in key[1]]
+    if tag == _MAP_TAG:
+        return {name: key_output(item, element_id) for name, item in key[1]}
+    if tag == _ELEMENT_TAG:
+        return element_id(key[2])
+    if tag == _NAN_TAG:
+        return "NaN"
+    if tag == _AWAITING_TAG:
+        return AWAITING_TEXT
+    return to_output(key)
 
 
 _FLOAT_TAG = "\x00float"

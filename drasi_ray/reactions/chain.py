@@ -1,30 +1,38 @@
 """Query chaining, beyond Drasi (drasi-core issue #142): a query's results as another's source.
 
-A query ``b`` that reads query ``a`` (``Query.cypher("b").from_query("a")``) sees each result row
-of ``a`` as a node labelled ``a`` whose properties are the row's columns. The rows travel on a
-Redis stream, ``drasi:<app>:chain:a`` (:func:`~drasi_ray.model.keys.chain_stream`), written by
-the :class:`ChainPublisher` inside ``a``'s query actor in Drasi's platform change format, and a
-platform source named ``a`` reads it with a consumer group like any other source. So ``b`` gets
-the same at-least-once delivery, versioning by stream position, dead-lettering and restart
-behaviour as from any Redis source.
+A query ``b`` that reads query ``a`` (``Query.cypher("b").from_query("a")``) sees ``a``'s current
+result set as nodes labelled ``a``, one per result row, whose properties are the row's columns.
+The nodes travel on a Redis stream, ``drasi:<app>:chain:a`` (:func:`~drasi_ray.model.keys.
+chain_stream`), written by the :class:`ChainPublisher` inside ``a``'s query in Drasi's platform
+change format, and a platform source named ``a`` reads it with a consumer group like any other
+source. So ``b`` gets the same at-least-once delivery, versioning by stream position,
+dead-lettering and restart behaviour as from any Redis source.
 
 What is written, and the guarantees:
 
-- Each result of ``a`` becomes one stream entry: an ADD inserts a node with a new id
-  (``a:<n>``), a DELETE deletes the node holding that row, an UPDATE (and an aggregation's
-  update of its group) replaces the properties of the node holding the ``before`` row, so ``b``
-  sees an update of the same element. Rows are matched by content (equal rows are
-  interchangeable).
-- The rows written so far live in the hash ``drasi:<app>:chain:a:rows`` (node id -> row), kept
-  in the same Redis transaction (MULTI/EXEC) as the stream entry: the stream and the hash never
-  disagree. A write that failed is retried until it succeeds, and a retry after an unknown
-  outcome (the reply was lost) is recognised by the batch token written with it, so no entry is
-  written twice.
-- Every time ``a`` is bootstrapped (its start, a restart of its actor, a restart of the
-  coordinator) the publisher compares ``a``'s results with the rows in the hash and writes the
-  difference as one entry (deletes of the rows gone, inserts of the rows new): results that a
-  crash kept from being written are caught up, none is written twice, and ``b`` needs nothing
-  of ``a`` but the stream.
+- A row's node is named by the row's id (:mod:`drasi_ray.query.row_ids`): the elements its
+  MATCH binds, or the grouping values of the aggregation that made it. The publisher is handed
+  the rows each change of ``a`` changed, by id (:meth:`~drasi_ray.host.runner.QueryRunner.
+  watch_rows`), whatever diff reported them (ADD, UPDATE, DELETE, an aggregation's update of
+  its group, or none: an OPTIONAL MATCH null row that comes back silently), and writes each
+  node as its row now is: an insert (``i``) of a new row, an update (``u``, every column: the
+  whole row) of a changed one, a delete (``d``) of a row gone; a held row whose columns are
+  not the row's (the query's text changed between runs) is replaced by an insert, which
+  replaces a node whole. So a group's node is updated in place and deleted only when ``a``'s
+  result set loses the row (Drasi keeps an emptied group of the last part at its identity
+  values), and two rows of equal values (Drasi's multiset) are two nodes. A node's time is
+  the time of the change (or the due time of the re-evaluation) that last changed its row.
+- The rows written so far live in the hash ``drasi:<app>:chain:a:rows`` (node id -> the row's
+  JSON), kept in the same Redis transaction (MULTI/EXEC) as the stream entries: the stream and
+  the hash never disagree. A write that failed is retried until it succeeds, and a retry after
+  an unknown outcome (the reply was lost) is recognised by the batch token written with it, so
+  no entry is written twice. A large batch is written as several entries (at most
+  :data:`ENTRY_EVENTS` events and about :data:`ENTRY_BYTES` each) in the one transaction.
+- Every time ``a`` is bootstrapped (its start, a restart of its host, a restart of a store
+  shard or the coordinator) the publisher compares ``a``'s rows by id with the hash and
+  writes the difference (deletes of the rows gone, inserts of the rows new or changed): what
+  a crash kept from being written is caught up, nothing is written twice, and row ids being
+  the same after a rebuild, a row that survived keeps its node.
 - A restart of ``b`` (or of its consumers) is a restart of a source's reader: pending entries
   are re-read, applied at most once by version.
 
@@ -36,7 +44,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -48,22 +55,32 @@ import redis.asyncio as aioredis
 from drasi_ray.model import keys
 from drasi_ray.model.backoff import Backoff
 from drasi_ray.model.encoding import dumps
-from drasi_ray.model.results import ControlResult, Delivered, QueryResult
+from drasi_ray.model.results import ControlResult, Delivered
 from drasi_ray.reactions.base import Pending, stop_task
 from drasi_ray.source.decode import encode_cloud_event
 
 logger = logging.getLogger("drasi_ray.reaction")
 
 Row = dict[str, Any]
+RowChanges = Mapping[str, Row | None]
+"""Rows by row id: each as it now is, None for a row gone."""
+
+ENTRY_EVENTS = 500
+"""Node changes per chain stream entry at most."""
+ENTRY_BYTES = 1 << 20
+"""An entry holding more than one change is split above this size (a reader dead-letters an
+entry over its ``max_payload_bytes``, 4 MiB by default)."""
 
 
 @dataclass(frozen=True, slots=True)
 class NodeChange:
-    """One change of a row node: ``op`` is the platform code (``i`` replace, ``d`` delete)."""
+    """One change of a row node: ``op`` is the platform code (``i`` insert, ``u`` update,
+    ``d`` delete); ``time_ms`` the time of the change of the row."""
 
     op: str
     node_id: str
     row: Row
+    time_ms: int
 
 
 @dataclass(slots=True)
@@ -71,132 +88,114 @@ class Plan:
     """What one write does: the node changes, and the hash updates that go with them."""
 
     changes: list[NodeChange] = field(default_factory=list)
-    put: dict[str, Row] = field(default_factory=dict)
+    put: dict[str, bytes] = field(default_factory=dict)
     dropped: list[str] = field(default_factory=list)
-    next_number: int = 0
     token: str = field(default_factory=lambda: uuid.uuid4().hex)
 
 
 def content(row: Mapping[str, Any]) -> bytes:
-    """The key rows are matched by: their JSON with sorted keys."""
+    """A row as the hash holds it, and rows are compared by: its JSON with sorted keys."""
     return dumps(dict(row), sort_keys=True)
 
 
 class RowLedger:
-    """The rows published and the nodes holding them (no I/O).
+    """The rows published, by node id (no I/O).
 
-    Planning a batch updates the ledger at once; the caller then writes the plan until it
-    succeeds, so the ledger and the hash agree once the write is done.
+    Planning updates the ledger at once; the caller then writes the plan until it succeeds,
+    so the ledger and the hash agree once the write is done.
     """
 
-    def __init__(self, query_id: str, rows: Mapping[str, Row], next_number: int) -> None:
+    def __init__(self, query_id: str, rows: Mapping[str, bytes]) -> None:
         self.query_id = query_id
-        self._next = next_number
-        self._rows: dict[str, Row] = dict(rows)
-        self._by_content: dict[bytes, list[str]] = {}
-        for node_id, row in self._rows.items():
-            self._by_content.setdefault(content(row), []).append(node_id)
+        self._rows: dict[str, bytes] = dict(rows)
 
     def __len__(self) -> int:
         return len(self._rows)
 
     def rows(self) -> dict[str, Row]:
+        return {node_id: orjson.loads(row) for node_id, row in self._rows.items()}
+
+    def contents(self) -> dict[str, bytes]:
+        """The rows as the hash holds them (node id -> :func:`content`)."""
         return dict(self._rows)
 
-    def plan_results(self, results: Iterable[QueryResult]) -> Plan:
+    def plan_changes(self, batches: Iterable[tuple[RowChanges, int]]) -> Plan:
+        """The node changes that bring the published rows to what ``batches`` (row changes
+        with their time, in order) leave: per node the last state, if it differs."""
+        final: dict[str, tuple[Row | None, int]] = {}
+        for changes, time_ms in batches:
+            for node_id, row in changes.items():
+                final[node_id] = (row, time_ms)
         plan = Plan()
-        for result in results:
-            for diff in result.results:
-                self._diff(diff, plan)
-        plan.next_number = self._next
+        for node_id, (row, time_ms) in final.items():
+            self._bring(node_id, row, time_ms, plan)
         return plan
 
-    def plan_reconcile(self, current: Sequence[Row]) -> Plan:
-        """Deletes of the published rows not in ``current``, inserts of those missing."""
+    def plan_reconcile(self, current: Mapping[str, Row], time_ms: int) -> Plan:
+        """Deletes of the published rows not in ``current``, inserts of those new or changed."""
         plan = Plan()
-        wanted: dict[bytes, list[Row]] = {}
-        for row in current:
-            wanted.setdefault(content(row), []).append(row)
-        for key, node_ids in list(self._by_content.items()):
-            surplus = len(node_ids) - len(wanted.get(key, ()))
-            for node_id in list(node_ids[:surplus]) if surplus > 0 else []:
-                self._delete(node_id, plan)
-        for key, rows in wanted.items():
-            missing = len(rows) - len(self._by_content.get(key, ()))
-            for row in rows[:missing] if missing > 0 else []:
-                self._insert(row, plan)
-        plan.next_number = self._next
+        for node_id in [node_id for node_id in self._rows if node_id not in current]:
+            self._bring(node_id, None, time_ms, plan)
+        for node_id, row in current.items():
+            self._bring(node_id, row, time_ms, plan)
         return plan
 
-    def _diff(self, diff: Mapping[str, Any], plan: Plan) -> None:
-        kind = diff["type"]
-        if kind == "ADD":
-            self._insert(diff["data"], plan)
-        elif kind == "DELETE":
-            node_id = self._holder(diff["data"])
-            if node_id is not None:
-                self._delete(node_id, plan)
-        elif kind in ("UPDATE", "aggregation"):
-            before = diff.get("before")
-            node_id = None if before is None else self._holder(before)
-            if node_id is None:
-                self._insert(diff["after"], plan)
-            else:
-                self._replace(node_id, diff["after"], plan)
-
-    def _holder(self, row: Mapping[str, Any]) -> str | None:
-        node_ids = self._by_content.get(content(row))
-        return node_ids[-1] if node_ids else None
-
-    def _insert(self, row: Row, plan: Plan) -> None:
-        node_id = f"{self.query_id}:{self._next}"
-        self._next += 1
-        self._set(node_id, row, plan)
-
-    def _replace(self, node_id: str, row: Row, plan: Plan) -> None:
-        self._unindex(node_id)
-        self._set(node_id, row, plan)
-
-    def _set(self, node_id: str, row: Row, plan: Plan) -> None:
-        self._rows[node_id] = dict(row)
-        self._by_content.setdefault(content(row), []).append(node_id)
-        plan.changes.append(NodeChange("i", node_id, dict(row)))
-        plan.put[node_id] = dict(row)
-        if node_id in plan.dropped:
-            plan.dropped.remove(node_id)
-
-    def _delete(self, node_id: str, plan: Plan) -> None:
-        row = self._unindex(node_id)
-        del self._rows[node_id]
-        plan.changes.append(NodeChange("d", node_id, row))
-        plan.put.pop(node_id, None)
-        plan.dropped.append(node_id)
-
-    def _unindex(self, node_id: str) -> Row:
-        row = self._rows[node_id]
-        key = content(row)
-        holders = self._by_content[key]
-        holders.remove(node_id)
-        if not holders:
-            del self._by_content[key]
-        return row
+    def _bring(self, node_id: str, row: Row | None, time_ms: int, plan: Plan) -> None:
+        held = self._rows.get(node_id)
+        if row is None:
+            if held is not None:
+                del self._rows[node_id]
+                plan.changes.append(NodeChange("d", node_id, orjson.loads(held), time_ms))
+                plan.dropped.append(node_id)
+            return
+        text = content(row)
+        if text != held:
+            self._rows[node_id] = plan.put[node_id] = text
+            op = "u" if held is not None and orjson.loads(held).keys() == row.keys() else "i"
+            plan.changes.append(NodeChange(op, node_id, dict(row), time_ms))
 
 
 def platform_events(query_id: str, changes: Sequence[NodeChange]) -> list[dict[str, Any]]:
     """The node changes as platform change events (labels: the query's id)."""
-    ts_ns = time.time_ns()
     events = []
     for change in changes:
         element = {"id": change.node_id, "labels": [query_id], "properties": change.row}
         side = "before" if change.op == "d" else "after"
-        source = {"db": "drasi-ray-chain", "table": "node", "ts_ns": ts_ns}
+        source = {"db": "drasi-ray-chain", "table": "node", "ts_ns": change.time_ms * 1_000_000}
         events.append({"op": change.op, "payload": {side: element, "source": source}})
     return events
 
 
+def entry_payloads(query_id: str, changes: Sequence[NodeChange]) -> list[bytes]:
+    """The stream entries (CloudEvent JSON) of ``changes``, in order: at most
+    :data:`ENTRY_EVENTS` events each, halved while an entry of several is over
+    :data:`ENTRY_BYTES`."""
+    payloads: list[bytes] = []
+    for start in range(0, len(changes), ENTRY_EVENTS):
+        _split(platform_events(query_id, changes[start : start + ENTRY_EVENTS]), payloads)
+    return payloads
+
+
+def _split(events: list[dict[str, Any]], payloads: list[bytes]) -> None:
+    payload = encode_cloud_event(events)
+    if len(payload) <= ENTRY_BYTES or len(events) == 1:
+        payloads.append(payload)
+        return
+    half = len(events) // 2
+    _split(events[:half], payloads)
+    _split(events[half:], payloads)
+
+
+@dataclass(frozen=True, slots=True)
+class _Rows:
+    changes: RowChanges
+    time_ms: int
+
+
 @dataclass(frozen=True, slots=True)
 class _Reconcile:
-    rows: list[Row]
+    rows: Mapping[str, Row]
+    time_ms: int
 
 
 class ChainPublisher:
@@ -207,7 +206,7 @@ class ChainPublisher:
         self.stream = keys.chain_stream(app_id, query_id)
         self.rows_key = keys.chain_rows(app_id, query_id)
         self._url = redis_url
-        self._queue: list[QueryResult | _Reconcile] = []
+        self._queue: list[_Rows | _Reconcile] = []
         self._pending = Pending()
         self._ledger: RowLedger | None = None
         self._task: asyncio.Task[None] | None = None
@@ -217,16 +216,17 @@ class ChainPublisher:
     def start(self) -> None:
         self._task = asyncio.get_event_loop().create_task(self._run(), name=self.stream)
 
-    def offer(self, item: Delivered) -> None:
-        """Queue a result (control signals other than a finished bootstrap are skipped)."""
-        if isinstance(item, QueryResult):
-            self._push(item)
+    def rows_changed(self, changes: RowChanges, time_ms: int) -> None:
+        """Queue the rows one change of the query changed (a
+        :data:`~drasi_ray.host.runner.RowWatcher`)."""
+        self._push(_Rows(changes, time_ms))
 
-    def bootstrapped(self, rows: Sequence[Row]) -> None:
-        """The query's rows right after a bootstrap: the published rows are brought to them."""
-        self._push(_Reconcile([dict(row) for row in rows]))
+    def bootstrapped(self, rows: Mapping[str, Row], time_ms: int) -> None:
+        """The query's rows by id right after a bootstrap: the published rows are brought to
+        them (read when the bootstrap finished, in order with the row changes)."""
+        self._push(_Reconcile(rows, time_ms))
 
-    def _push(self, item: QueryResult | _Reconcile) -> None:
+    def _push(self, item: _Rows | _Reconcile) -> None:
         self._queue.append(item)
         self._pending.queued()
 
@@ -251,43 +251,41 @@ class ChainPublisher:
                     self.written += len(plan.changes)
 
     @staticmethod
-    def _plans(ledger: RowLedger, batch: Sequence[QueryResult | _Reconcile]) -> list[Plan]:
-        """One plan per run of results, one per reconciliation, in order."""
+    def _plans(ledger: RowLedger, batch: Sequence[_Rows | _Reconcile]) -> list[Plan]:
+        """One plan per run of row changes, one per reconciliation, in order."""
         plans: list[Plan] = []
-        results: list[QueryResult] = []
+        run: list[tuple[RowChanges, int]] = []
         for item in batch:
-            if isinstance(item, QueryResult):
-                results.append(item)
+            if isinstance(item, _Rows):
+                run.append((item.changes, item.time_ms))
                 continue
-            if results:
-                plans.append(ledger.plan_results(results))
-                results = []
-            plans.append(ledger.plan_reconcile(item.rows))
-        if results:
-            plans.append(ledger.plan_results(results))
+            if run:
+                plans.append(ledger.plan_changes(run))
+                run = []
+            plans.append(ledger.plan_reconcile(item.rows, item.time_ms))
+        if run:
+            plans.append(ledger.plan_changes(run))
         return plans
 
     async def _load(self) -> RowLedger:
         assert self._client is not None
         raw = await self._client.hgetall(self.rows_key)
-        number = await self._client.get(self.rows_key + ":next")
-        rows = {_text(key): orjson.loads(value) for key, value in raw.items()}
-        return RowLedger(self.query_id, rows, int(number or 0))
+        return RowLedger(self.query_id, {_text(key): _bytes(value) for key, value in raw.items()})
 
     async def _write(self, plan: Plan) -> None:
-        """The stream entry and the hash updates in one transaction (skipped when a previous
-        attempt of the same plan already committed)."""
+        """The stream entries and the hash updates in one transaction (skipped when a
+        previous attempt of the same plan already committed)."""
         assert self._client is not None
         if await self._client.get(self.rows_key + ":token") == plan.token.encode():
             return
-        payload = encode_cloud_event(platform_events(self.query_id, plan.changes))
+        payloads = entry_payloads(self.query_id, plan.changes)
         async with self._client.pipeline(transaction=True) as pipe:
-            pipe.xadd(self.stream, {"data": payload})
+            for payload in payloads:
+                pipe.xadd(self.stream, {"data": payload})
             if plan.put:
-                pipe.hset(self.rows_key, mapping={k: dumps(v) for k, v in plan.put.items()})
+                pipe.hset(self.rows_key, mapping={k: v for k, v in plan.put.items()})
             if plan.dropped:
                 pipe.hdel(self.rows_key, *plan.dropped)
-            pipe.set(self.rows_key + ":next", plan.next_number)
             pipe.set(self.rows_key + ":token", plan.token)
             await pipe.execute()
 
@@ -305,6 +303,10 @@ class ChainPublisher:
 
 def _text(value: bytes | str) -> str:
     return value.decode() if isinstance(value, bytes) else value
+
+
+def _bytes(value: bytes | str) -> bytes:
+    return value if isinstance(value, bytes) else value.encode()
 
 
 def is_bootstrap_done(item: Delivered) -> bool:

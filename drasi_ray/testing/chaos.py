@@ -184,6 +184,17 @@ def _malformed(rng: random.Random, number: int) -> bytes:
 # --------------------------------------------------------------------------- the run
 
 
+def sigkill(actor: Any) -> int | None:
+    """SIGKILL the process of a drasi_ray actor (any actor with a ``pid`` method); its pid,
+    or None when it did not answer (it is still restarting from an earlier kill)."""
+    try:
+        pid = int(ray.get(actor.pid.remote(), timeout=5))
+    except (ray.exceptions.RayError, TimeoutError):
+        return None
+    os.kill(pid, signal.SIGKILL)
+    return pid
+
+
 class Chaos:
     """Publishes the workload while killing actors and restarting Redis."""
 
@@ -307,11 +318,9 @@ class Chaos:
             [(f"consumer {i}", actor) for i, actor in enumerate(app.consumer_actors(SOURCE))],
         ]
         name, actor = self._rng.choice(kinds[self.report.kills % len(kinds)])
-        try:
-            pid = ray.get(actor.pid.remote(), timeout=5)
-        except (ray.exceptions.RayError, TimeoutError):
+        pid = sigkill(actor)
+        if pid is None:
             return  # still restarting from an earlier kill
-        os.kill(pid, signal.SIGKILL)
         self.report.kills += 1
         self.report.kill_log.append(f"{name} pid {pid}")
         self.echo(f"  SIGKILL {name} (pid {pid})")

@@ -26,6 +26,8 @@ from drasi_ray.model.query_specs import MiddlewareSpec, QueryJoin, QueryLanguage
 from drasi_ray.model.results import QueryResult
 from drasi_ray.query.engine import ContinuousQuery
 from drasi_ray.query.expressions import contains_aggregate
+from drasi_ray.shards.core import ShardCore
+from drasi_ray.source.decode import decode_entry, encode_cloud_event
 from drasi_ray.testing.inprocess import InProcessApp, InProcessSubscription
 from tests.oracle.model import Case, CaseRun, QueryRun, QuerySpec, empty_steps
 
@@ -62,6 +64,11 @@ class DrasiRaySubject:
         self.feeds[query.id] = self.app.subscribe(query.id)
 
     @property
+    def shard(self) -> ShardCore:
+        """The one store shard's core (the subject runs one shard)."""
+        return self.app.shards[0].core
+
+    @property
     def engines(self) -> dict[str, ContinuousQuery]:
         """Each registered query's engine now."""
         return {query_id: self.app.engine(query_id) for query_id in self.feeds}
@@ -71,7 +78,14 @@ class DrasiRaySubject:
     ) -> dict[str, list[dict[str, Any]]]:
         """The diffs of each query for the platform ``event`` at stream ``position`` of
         ``source``."""
-        self.app.publish(source, event, entry_id=f"{position + 1}-0")
+        return self.apply_payload(f"{position + 1}-0", encode_cloud_event([event]), source)
+
+    def apply_payload(
+        self, entry_id: str, payload: bytes, source: str
+    ) -> dict[str, list[dict[str, Any]]]:
+        """The diffs of each query for the stream entry ``entry_id`` of ``source`` whose
+        ``data`` field is ``payload`` (a CloudEvent of any number of events)."""
+        self.app.apply(source, [decode_entry(entry_id, {b"data": payload})])
         diffs: dict[str, list[dict[str, Any]]] = {}
         for query_id, feed in self.feeds.items():
             results = [item for item in feed.drain() if isinstance(item, QueryResult)]

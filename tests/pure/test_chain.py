@@ -1,59 +1,98 @@
-"""Query chaining's row ledger: which node changes a query's results become (no I/O)."""
+"""Query chaining's row ledger: which node changes a query's row changes become (no I/O)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from drasi_ray.model.results import QueryResult
-from drasi_ray.reactions.chain import RowLedger, platform_events
+import orjson
+
+from drasi_ray.reactions.chain import (
+    ENTRY_BYTES,
+    ENTRY_EVENTS,
+    NodeChange,
+    Plan,
+    RowLedger,
+    content,
+    entry_payloads,
+    platform_events,
+)
 
 
-def result(*diffs: dict[str, Any]) -> QueryResult:
-    return QueryResult("up", 1, 0, 0, tuple(diffs))
+def ops(plan: Plan) -> list[tuple[str, str, dict[str, Any]]]:
+    return [(c.op, c.node_id, c.row) for c in plan.changes]
 
 
-def ops(plan: object) -> list[tuple[str, str, dict[str, Any]]]:
-    return [(c.op, c.node_id, c.row) for c in plan.changes]  # type: ignore[attr-defined]
+def test_row_changes_become_inserts_updates_and_deletes_of_nodes_by_row_id() -> None:
+    ledger = RowLedger("up", {})
+    added = ledger.plan_changes([({'["a"]': {"id": 1}, '["b"]': {"id": 1}}, 5)])
+    assert ops(added) == [("i", '["a"]', {"id": 1}), ("i", '["b"]', {"id": 1})]
+    assert [c.time_ms for c in added.changes] == [5, 5]
+    updated = ledger.plan_changes([({'["b"]': {"id": 2}}, 6)])
+    assert ops(updated) == [("u", '["b"]', {"id": 2})]
+    deleted = ledger.plan_changes([({'["a"]': None, '["gone"]': None}, 7)])
+    assert ops(deleted) == [("d", '["a"]', {"id": 1})]
+    assert deleted.dropped == ['["a"]']
+    assert ledger.rows() == {'["b"]': {"id": 2}}
 
 
-def test_adds_updates_and_deletes_keep_one_node_per_row() -> None:
-    ledger = RowLedger("up", {}, 0)
-    added = ledger.plan_results(
-        [result({"type": "ADD", "data": {"id": 1}}, {"type": "ADD", "data": {"id": 1}})]
-    )
-    assert ops(added) == [("i", "up:0", {"id": 1}), ("i", "up:1", {"id": 1})]
-    assert added.next_number == 2
-    updated = ledger.plan_results(
-        [result({"type": "UPDATE", "before": {"id": 1}, "after": {"id": 2}})]
-    )
-    assert ops(updated) == [("i", "up:1", {"id": 2})]
-    deleted = ledger.plan_results([result({"type": "DELETE", "data": {"id": 1}})])
-    assert ops(deleted) == [("d", "up:0", {"id": 1})]
-    assert ledger.rows() == {"up:1": {"id": 2}}
+def test_a_run_of_changes_writes_each_node_once_as_it_ends() -> None:
+    ledger = RowLedger("up", {'["k"]': content({"k": "a", "n": 1})})
+    first = ({'["k"]': {"k": "a", "n": 2}, '["new"]': {"k": "b", "n": 1}}, 1)
+    second = ({'["k"]': {"k": "a", "n": 3}, '["new"]': None}, 2)
+    plan = ledger.plan_changes([first, second])
+    assert ops(plan) == [("u", '["k"]', {"k": "a", "n": 3})]
+    assert plan.changes[0].time_ms == 2
+    assert plan.put == {'["k"]': content({"k": "a", "n": 3})}
+    assert plan.dropped == []
 
 
-def test_an_aggregation_updates_its_group_and_a_new_group_is_added() -> None:
-    ledger = RowLedger("up", {}, 0)
-    first = {"type": "aggregation", "before": {"k": "a", "n": 0}, "after": {"k": "a", "n": 1}}
-    second = {"type": "aggregation", "before": {"k": "a", "n": 1}, "after": {"k": "a", "n": 2}}
-    plan = ledger.plan_results([result(first), result(second)])
-    assert ops(plan) == [("i", "up:0", {"k": "a", "n": 1}), ("i", "up:0", {"k": "a", "n": 2})]
-    assert plan.put == {"up:0": {"k": "a", "n": 2}}
+def test_a_row_that_reads_the_same_is_not_written_again_but_a_float_for_an_integer_is() -> None:
+    ledger = RowLedger("up", {'["k"]': content({"n": 2, "top": 5.0})})
+    assert ledger.plan_changes([({'["k"]': {"top": 5.0, "n": 2}}, 1)]).changes == []
+    assert ops(ledger.plan_changes([({'["k"]': {"top": 5, "n": 2}}, 1)])) == [
+        ("u", '["k"]', {"top": 5, "n": 2})
+    ]
+
+
+def test_a_held_row_of_other_columns_is_replaced_whole() -> None:
+    ledger = RowLedger("up", {'["k"]': content({"n": 2, "old": 1})})
+    assert ops(ledger.plan_reconcile({'["k"]': {"n": 2}}, 1)) == [("i", '["k"]', {"n": 2})]
 
 
 def test_reconciling_writes_only_the_difference() -> None:
-    ledger = RowLedger("up", {"up:0": {"id": 1}, "up:1": {"id": 2}, "up:2": {"id": 2}}, 3)
-    plan = ledger.plan_reconcile([{"id": 2}, {"id": 3}])
-    assert sorted(ops(plan)) == [("d", "up:0", {"id": 1}), ("d", "up:1", {"id": 2}),
-                                 ("i", "up:3", {"id": 3})]  # fmt: skip
-    assert sorted(plan.dropped) == ["up:0", "up:1"]
-    assert ledger.plan_reconcile([{"id": 2}, {"id": 3}]).changes == []
+    held = {'["1"]': {"id": 1}, '["2"]': {"id": 2}, '["3"]': {"id": 2}}
+    ledger = RowLedger("up", {node_id: content(row) for node_id, row in held.items()})
+    current = {'["2"]': {"id": 2}, '["3"]': {"id": 3}, '["4"]': {"id": 2}}
+    plan = ledger.plan_reconcile(current, 9)
+    assert ops(plan) == [
+        ("d", '["1"]', {"id": 1}),
+        ("u", '["3"]', {"id": 3}),
+        ("i", '["4"]', {"id": 2}),
+    ]
+    assert plan.dropped == ['["1"]']
+    assert ledger.plan_reconcile(current, 10).changes == []
+    assert ledger.rows() == current
 
 
-def test_events_are_platform_changes_labelled_with_the_query() -> None:
-    ledger = RowLedger("up", {}, 0)
-    plan = ledger.plan_results([result({"type": "ADD", "data": {"id": 1}})])
-    (event,) = platform_events("up", plan.changes)
-    assert event["op"] == "i"
-    assert event["payload"]["after"] == {"id": "up:0", "labels": ["up"], "properties": {"id": 1}}
-    assert event["payload"]["source"]["table"] == "node"
+def test_events_are_platform_changes_labelled_with_the_query_at_the_rows_time() -> None:
+    changes = [NodeChange("i", '["s1"]', {"id": 1}, 1_700), NodeChange("d", '["s2"]', {}, 1_800)]
+    inserted, deleted = platform_events("up", changes)
+    assert inserted["op"] == "i"
+    assert inserted["payload"]["after"] == {
+        "id": '["s1"]',
+        "labels": ["up"],
+        "properties": {"id": 1},
+    }
+    assert inserted["payload"]["source"]["ts_ns"] == 1_700_000_000
+    assert deleted["op"] == "d"
+    assert deleted["payload"]["before"]["id"] == '["s2"]'
+
+
+def test_a_large_plan_is_written_as_entries_a_reader_accepts() -> None:
+    many = [NodeChange("i", f'["{n}"]', {"n": n}, 0) for n in range(ENTRY_EVENTS * 2 + 1)]
+    assert [len(orjson.loads(p)["data"]) for p in entry_payloads("up", many)] == [500, 500, 1]
+    wide = [NodeChange("i", f'["{n}"]', {"text": "x" * 100_000}, 0) for n in range(30)]
+    payloads = entry_payloads("up", wide)
+    assert all(len(payload) <= ENTRY_BYTES for payload in payloads)
+    events = [event for payload in payloads for event in orjson.loads(payload)["data"]]
+    assert [e["payload"]["after"]["id"] for e in events] == [c.node_id for c in wide]
