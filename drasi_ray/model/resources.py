@@ -349,7 +349,7 @@ def parse_resources(
         reader.document(index, node)
     reader.check_names()
     if reader.problems:
-        raise ResourceError(reader.problems)
+        raise ResourceError(sorted(reader.problems, key=_place))
     return ResourceFile(file, tuple(reader.resources), tuple(reader.notices), text)
 
 
@@ -384,7 +384,7 @@ def resource_names(text: str, file: str = "<resources>") -> list[tuple[str, str,
         elif doc.envelope_ok(need_spec=False):
             found.append((doc.kind, doc.name, doc.position(())))
     if reader.problems:
-        raise ResourceError(reader.problems)
+        raise ResourceError(sorted(reader.problems, key=_place))
     return found
 
 
@@ -1123,3 +1123,8 @@ def _position(file: str, document: int, node: yaml.Node | None) -> Position:
 
 def _dotted(path: Sequence[Any]) -> str:
     return ".".join(str(part) for part in path)
+
+
+def _place(problem: ResourceProblem) -> tuple[int, int]:
+    """Problems are reported in the order of the file."""
+    return problem.position.line, problem.position.column
