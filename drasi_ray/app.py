@@ -237,6 +237,7 @@ class DrasiRay:
         if query_id in self._host_of:
             (spec,) = resolve_specs([reaction], self._reaction_redis_url(updated))
             ray.get(self._query_host(query_id).add_reaction.remote(query_id, spec))
+            self._record_reactions(updated)
         return self
 
     def remove_query(self, query_id: str) -> None:
@@ -285,6 +286,55 @@ class DrasiRay:
         if self.running:
             ray.get(self._coordinator.drop_source.remote(source_id))
         del self._sources[source_id]
+
+    def remove_reaction(self, query_id: str, name: str) -> int:
+        """Stop the reactions of ``query_id`` that belong to the Reaction resource ``name``
+        (each writes what it holds first); how many there were. Raises UnknownComponentError
+        for an unknown query or a name none of its reactions has."""
+        query = self._queries.get(query_id)
+        if query is None:
+            raise UnknownComponentError(f"unknown query {query_id!r}")
+        kept = tuple(reaction for reaction in query.reactions if reaction.name != name)
+        if len(kept) == len(query.reactions):
+            raise UnknownComponentError(f"query {query_id!r} has no reaction {name!r}")
+        updated = query.model_copy(update={"reactions": kept})
+        self._queries[query_id] = updated
+        if query_id in self._host_of:
+            host = self._query_host(query_id)
+            ray.get(host.remove_reaction.remote(query_id, name, launch.STOP_TIMEOUT_S))
+            self._record_reactions(updated)
+        return len(query.reactions) - len(kept)
+
+    def app_reactions(self) -> dict[str, AnyAppReaction]:
+        """The reactions of the app (HTTP, SSE, stored procedures), by id."""
+        return dict(self._reactions.specs)
+
+    def remove_app_reaction(self, reaction_id: str) -> AnyAppReaction:
+        """Stop a reaction of the app (it delivers what its streams hold first, for a few
+        seconds) and forget it; its spec. Its positions and dead letters stay in Redis.
+        Raises UnknownComponentError for an id the app has no reaction of."""
+        if reaction_id not in self._reactions.specs:
+            raise UnknownComponentError(f"unknown reaction {reaction_id!r}")
+        return self._reactions.remove(reaction_id)
+
+    def _record_reactions(self, query: QueryConfig) -> None:
+        """Tell the coordinator a running query's reactions, so a restarted host has them."""
+        resolved = tuple(resolve_specs(query.reactions, self._reaction_redis_url(query)))
+        ray.get(self._coordinator.set_reactions.remote(query.id, resolved))
+
+    def query_config(self, query_id: str) -> QueryConfig:
+        """The settings ``query_id`` was added with (its reactions as added since)."""
+        query = self._queries.get(query_id)
+        if query is None:
+            raise UnknownComponentError(f"unknown query {query_id!r}")
+        return query
+
+    def source(self, source_id: str) -> PlatformSource | PostgresSource:
+        """The source ``source_id`` as it was added (the queries' chain sources excluded)."""
+        source = self._sources.get(source_id)
+        if source is None or source_id in self._chain_sources:
+            raise UnknownComponentError(f"unknown source {source_id!r}")
+        return self._postgres.get(source_id, source)
 
     def _add_app_reaction(self, spec: AnyAppReaction) -> DrasiRay:
         columns = {query_id: engine.column_names for query_id, engine in self._engines.items()}

@@ -11,6 +11,7 @@ its listening address (a port in use is one too).
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -179,6 +180,25 @@ class AppReactions:
         done = ray.get([self.actors[i].flush.remote(timeout_s) for i in ids])
         return [reaction_id for reaction_id, ok in zip(ids, done, strict=True) if not ok]
 
+    def remove(self, reaction_id: str) -> AnyAppReaction:
+        """Forget a reaction, ending its actor (if it runs) once it delivered what its
+        streams hold (a few seconds) and its name is free again; its spec. Its positions
+        and dead letters stay in Redis (a reaction added again under its id goes on where it
+        stopped)."""
+        spec = self.specs.pop(reaction_id)
+        self._columns.pop(reaction_id, None)
+        self._tokens.pop(reaction_id, None)
+        self.urls.pop(reaction_id, None)
+        actor = self.actors.pop(reaction_id, None)
+        if actor is not None:
+            try:
+                ray.get(actor.stop.remote(STOP_TIMEOUT_S / 2), timeout=STOP_TIMEOUT_S)
+            except Exception as exc:  # it is ended whatever it does
+                logger.debug("reaction %s did not stop cleanly: %s", reaction_id, exc)
+            ray.kill(actor)
+            _wait_released(self._namespace, names.reaction_actor(reaction_id))
+        return spec
+
     def stop(self) -> None:
         """Let each reaction deliver what its streams hold (a few seconds), then end it."""
         actors = list(self.actors.values())
@@ -195,3 +215,17 @@ class AppReactions:
                 logger.debug("ignored during stop: %s", exc)
         self.actors.clear()
         self.urls.clear()
+
+
+def _wait_released(namespace: str, name: str) -> None:
+    """Return once no live actor holds ``name`` (a killed actor releases it when Ray has it
+    dead); TimeoutError after :data:`STOP_TIMEOUT_S`."""
+    deadline = time.monotonic() + STOP_TIMEOUT_S
+    while True:
+        try:
+            ray.get_actor(name, namespace=namespace)
+        except ValueError:
+            return
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"actor {name!r} still alive {STOP_TIMEOUT_S:.0f}s after kill")
+        time.sleep(0.05)

@@ -22,6 +22,7 @@ from drasi_ray.actors.runtime import PIPELINE_NICENESS, tune_for_latency, tune_g
 from drasi_ray.actors.shard import LoadedShard, ShardSettings, shard_service
 from drasi_ray.coordinator.control import ControlPlane
 from drasi_ray.model.changes import ControlEvent, DecodedEntry, Element
+from drasi_ray.model.reaction_specs import AnyReaction
 from drasi_ray.model.registrations import QueryRegistration, SubscriberSpec
 from drasi_ray.model.shards import BatchTag
 from drasi_ray.shards.calls import ShardCalls
@@ -89,6 +90,9 @@ class CoordinatorActor:
 
     async def unregister_query(self, query_id: str) -> None:
         await self._control.unregister_query(query_id)
+
+    async def set_reactions(self, query_id: str, reactions: tuple[AnyReaction, ...]) -> None:
+        await self._control.set_reactions(query_id, reactions)
 
     async def apply_controls(self, source_id: str, controls: Sequence[ControlEvent]) -> int:
         return await self._control.apply_controls(source_id, controls)

@@ -127,6 +127,10 @@ class QueryHostActor:
     async def add_reaction(self, query_id: str, spec: AnyReaction) -> None:
         await self._host.add_reaction(query_id, spec)
 
+    async def remove_reaction(self, query_id: str, name: str, timeout_s: float) -> int:
+        """Stop the query's reactions of the Reaction resource ``name``; how many."""
+        return await self._host.remove_reaction(query_id, name, timeout_s)
+
     async def flush_reactions(self, timeout_s: float) -> list[str]:
         return await self._host.flush_reactions(timeout_s)
 

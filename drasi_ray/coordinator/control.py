@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Protocol, TypeVar
@@ -36,6 +37,7 @@ from drasi_ray.coordinator.registry import Registry
 from drasi_ray.model.backoff import outlasting
 from drasi_ray.model.changes import ControlEvent, Element, SubscriptionControl
 from drasi_ray.model.errors import UnknownComponentError
+from drasi_ray.model.reaction_specs import AnyReaction
 from drasi_ray.model.registrations import QueryRegistration, SubscriberSpec, TableCopy
 from drasi_ray.shards.core import ShardReport, combine_reports
 from drasi_ray.shards.service import MovedRecords, ShardService
@@ -239,6 +241,17 @@ class ControlPlane:
         self.registry.register(registration)
         await self._save_control(registration.query_id)
         return await self._bootstrap(registration)
+
+    async def set_reactions(self, query_id: str, reactions: tuple[AnyReaction, ...]) -> None:
+        """Record the reactions of a running query (one added or removed while it runs), so
+        that its host starts the same ones after a restart. Nothing is bootstrapped."""
+        await self.control_loaded
+        registration = self.registry.registrations.get(query_id)
+        if registration is None:
+            return
+        config = registration.config.model_copy(update={"reactions": reactions})
+        self.registry.registrations[query_id] = dataclasses.replace(registration, config=config)
+        await self._save_control(query_id)
 
     async def unregister_query(self, query_id: str) -> None:
         """Stop routing to ``query_id`` on every shard, then forget its registration, its

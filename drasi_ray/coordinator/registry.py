@@ -42,7 +42,9 @@ class Registry:
         """(Re)register a query; the table gains its default subscriptions."""
         config = registration.config
         self.registrations[config.id] = registration
-        self.table.register_query(config.id, config.sources, _labels(registration))
+        self.table.register_query(
+            config.id, config.sources, _labels(registration), source_filters(registration)
+        )
         self._changed()
 
     def subscribers_of_query(self, query_id: str) -> list[SubscriberSpec]:
@@ -78,7 +80,9 @@ class Registry:
         for registration in registrations:
             if not self.table.is_registered(registration.query_id):
                 config = registration.config
-                self.table.register_query(config.id, config.sources, _labels(registration))
+                self.table.register_query(
+                    config.id, config.sources, _labels(registration), source_filters(registration)
+                )
         self._changed()
 
     def _changed(self) -> None:
@@ -111,3 +115,13 @@ class Registry:
 
 def _labels(registration: QueryRegistration) -> LabelFilter:
     return LabelFilter.of(registration.node_labels, registration.relation_labels)
+
+
+def source_filters(registration: QueryRegistration) -> dict[str, LabelFilter]:
+    """The filter of each source the query lists labels for (its ``source_labels``: Drasi's
+    subscription ``nodes`` and ``relations``), within the labels of its patterns."""
+    labels = _labels(registration)
+    return {
+        source_id: labels.restricted(listed.nodes, listed.relations)
+        for source_id, listed in registration.config.source_labels.items()
+    }

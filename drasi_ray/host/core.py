@@ -367,6 +367,11 @@ class QueryHost:
         await hosted.loaded
         hosted.add_reaction(spec)
 
+    async def remove_reaction(self, query_id: str, name: str, timeout_s: float) -> int:
+        """Stop the query's reactions of the Reaction resource ``name`` (each writes what it
+        holds, up to ``timeout_s``); how many there were."""
+        return await self.hosted(query_id).remove_reaction(name, timeout_s)
+
     async def flush_reactions(self, timeout_s: float) -> list[str]:
         """Wait until every query's reactions wrote what they were handed; the queries whose
         reactions are still behind after ``timeout_s``."""

@@ -369,6 +369,11 @@ class HostedQuery:
         """Start one more reaction; it receives the results from now on."""
         self._reactions.add(spec)
 
+    async def remove_reaction(self, name: str, timeout_s: float) -> int:
+        """Stop the reactions named ``name``, once they wrote what they hold; how many."""
+        await self.loaded
+        return await self._reactions.remove(name, timeout_s)
+
     async def flush_reactions(self, timeout_s: float) -> bool:
         """Wait until every reaction wrote what it was handed; False on timeout."""
         await self.loaded

@@ -36,6 +36,7 @@ from drasi_ray.model.query_specs import (
     MiddlewareSpec,
     QueryJoin,
     QueryLanguage,
+    SourceLabels,
     check_pipelines,
     split_subscriptions,
 )
@@ -497,6 +498,12 @@ class QueryConfig(_Model):
         description="per source id, the middleware names its changes pass through, in order "
         "(YAML: a sources entry {id, pipeline} as in Drasi)",
     )
+    source_labels: dict[str, SourceLabels] = Field(
+        default_factory=dict,
+        description="per source id, the only node and relation labels the query takes from "
+        "it (YAML: a sources entry {id, nodes, relations} as in Drasi); a source not named "
+        "here: every label the query's patterns name",
+    )
     dedicated_host: bool = Field(
         False,
         description="run the query on a query host actor of its own (a heavy query) instead of "
@@ -511,6 +518,9 @@ class QueryConfig(_Model):
     @model_validator(mode="after")
     def _check_pipelines(self) -> QueryConfig:
         check_pipelines(self.sources, self.middleware, self.pipelines)
+        strangers = sorted(set(self.source_labels) - set(self.sources))
+        if strangers:
+            raise ValueError(f"source_labels for {strangers}, not sources of the query")
         return self
 
     history: HistoryConfig = Field(

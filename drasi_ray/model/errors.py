@@ -116,6 +116,11 @@ class NotRunningError(DrasiRayError):
     """The operation needs a started app (``DrasiRay.start()``)."""
 
 
+class ControlError(DrasiRayError):
+    """A running app refused or failed a command of ``drasi-ray`` (``apply``, ``delete``...),
+    or did not answer it in time; the message says which and why."""
+
+
 class UnknownComponentError(DrasiRayError, KeyError):
     """A source or query id that was never added."""
 

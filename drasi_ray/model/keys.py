@@ -56,6 +56,12 @@ key                               what it holds
                                   its sequence, the diffs of it done).
 ``drasi:<app>:reaction:<id>:dlq``  a stream: the diffs a reaction of the app could not deliver,
                                   each with its query, sequence, idempotency key and reason.
+``drasi:<app>:control``           a hash: the running app's registration (the ``drasi-ray
+                                  run`` process serving its control channel: pid, host, start,
+                                  last heartbeat), expiring unless the process renews it.
+``drasi:<app>:control:requests``  a stream: requests of the ``drasi-ray`` commands (apply,
+                                  list, describe, delete, watch) to the running app.
+``drasi:<app>:control:reply:<id>`` a list: the reply to one request, expiring.
 ================================  ===============================================================
 
 Consumer names inside a group are ``<base>-<i>`` (``i`` = 0, 1, ...): stable across actor
@@ -228,3 +234,18 @@ def reaction_dead_letters(app: str, reaction_id: str) -> str:
 
 def _reaction_key(app: str, reaction_id: str) -> str:
     return f"{NAMESPACE}:{_require_app(app)}:reaction:{_require('reaction_id', reaction_id)}"
+
+
+def control(app: str) -> str:
+    """The running app's registration: ``drasi:<app>:control``."""
+    return f"{NAMESPACE}:{_require_app(app)}:control"
+
+
+def control_requests(app: str) -> str:
+    """The commands' requests to the running app: ``drasi:<app>:control:requests``."""
+    return f"{NAMESPACE}:{_require_app(app)}:control:requests"
+
+
+def control_reply(app: str, request_id: str) -> str:
+    """The reply to one request: ``drasi:<app>:control:reply:<request_id>``."""
+    return f"{control(app)}:reply:{_require('request_id', request_id)}"

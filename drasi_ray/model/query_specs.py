@@ -92,26 +92,70 @@ class MiddlewareSpec(_Spec):
         return kind
 
 
-def split_subscriptions(raw: Mapping[str, Any]) -> dict[str, Any]:
-    """Drasi's ``sources`` entries may be source ids or ``{id, pipeline}`` subscriptions:
-    return ``raw`` with ``sources`` as ids and the pipelines moved to ``pipelines``.
+class SourceLabels(_Spec):
+    """The only labels a query takes from one source (Drasi's subscription ``nodes`` and
+    ``relations``). Drasi's platform asks the source for exactly these when either list is
+    given, and for every label of the query's patterns when both are empty; so does
+    drasi_ray: a label the query's patterns name but the lists leave out is not routed from
+    that source, and a listed label the patterns never name has no effect."""
 
-    A mapping entry must have exactly the keys ``id`` and (optionally) ``pipeline``; anything
-    else is left for the model's validation to refuse with the field's name.
+    nodes: tuple[str, ...] = Field((), description="node labels taken from the source")
+    relations: tuple[str, ...] = Field((), description="relation labels taken from the source")
+
+    @field_validator("nodes", "relations", mode="before")
+    @classmethod
+    def _drasi_entries(cls, value: Any) -> Any:
+        """Drasi writes each label as ``{sourceLabel: <label>}``; a plain label is taken too."""
+        if not isinstance(value, (list, tuple)):
+            return value
+        return [
+            entry["sourceLabel"]
+            if isinstance(entry, Mapping) and set(entry) == {"sourceLabel"}
+            else entry
+            for entry in value
+        ]
+
+    @field_validator("nodes", "relations")
+    @classmethod
+    def _not_empty(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        if any(not label for label in value):
+            raise ValueError("a label must not be empty")
+        return value
+
+
+_SUBSCRIPTION_KEYS = {"id", "pipeline", "nodes", "relations"}
+
+
+def split_subscriptions(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """Drasi's ``sources`` entries may be source ids or ``{id, pipeline, nodes, relations}``
+    subscriptions: return ``raw`` with ``sources`` as ids, the pipelines moved to
+    ``pipelines`` and the label lists to ``source_labels``.
+
+    A mapping entry must have ``id`` and only those keys; anything else is left for the
+    model's validation to refuse with the field's name.
     """
     sources = raw.get("sources")
     if not isinstance(sources, (list, tuple)):
         return dict(raw)
     ids: list[Any] = []
     pipelines: dict[str, Any] = dict(raw.get("pipelines") or {})
+    labels: dict[str, Any] = dict(raw.get("source_labels") or {})
     for entry in sources:
-        if isinstance(entry, Mapping) and set(entry) <= {"id", "pipeline"} and "id" in entry:
+        if isinstance(entry, Mapping) and set(entry) <= _SUBSCRIPTION_KEYS and "id" in entry:
             ids.append(entry["id"])
             if entry.get("pipeline"):
                 pipelines[str(entry["id"])] = entry["pipeline"]
+            if entry.get("nodes") or entry.get("relations"):
+                labels[str(entry["id"])] = {
+                    "nodes": entry.get("nodes") or (),
+                    "relations": entry.get("relations") or (),
+                }
         else:
             ids.append(entry)
-    return {**raw, "sources": ids, "pipelines": pipelines}
+    split = {**raw, "sources": ids, "pipelines": pipelines}
+    if labels:
+        split["source_labels"] = labels
+    return split
 
 
 def check_pipelines(

@@ -74,6 +74,12 @@ class _ReactionSpec(BaseModel):
     include_control: bool = Field(
         True, description="also deliver control signals (bootstrapStarted, running, stopped...)"
     )
+    name: str | None = Field(
+        None,
+        min_length=1,
+        description="the Reaction resource of a Drasi file it belongs to (one per query the "
+        "resource names), which `drasi-ray delete reaction NAME` removes; none: the query's own",
+    )
 
 
 class PlatformReaction(_ReactionSpec):

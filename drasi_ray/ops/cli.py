@@ -9,6 +9,11 @@
     drasi-ray dlq list|replay|purge SOURCE app.yaml
     drasi-ray replay SOURCE --from ID app.yaml
     drasi-ray scale SOURCE N app.yaml
+    drasi-ray apply -f FILE...              create or update Drasi resources in a running app
+    drasi-ray list [KIND]                   its sources, queries and reactions, with status
+    drasi-ray describe KIND NAME            one of them: settings (as a Drasi document), status
+    drasi-ray delete KIND NAME | -f FILE... remove resources from the running app
+    drasi-ray watch QUERY                   a query's results as a live table
     drasi-ray analytics counts app.yaml     Spark analytics over the streams (also: latest,
                                             stats LABEL, export PATH); see --help
 
@@ -42,13 +47,19 @@ a first session:
 
 _COMMANDS = (
     "run", "dashboard", "validate", "publish", "status", "results", "dlq", "replay", "scale",
+    "apply", "list", "describe", "delete", "watch",
 )  # fmt: skip
+_MODULE_OF = {"list": "listing"}
+"""A command whose module is named otherwise (``list`` is a builtin's name)."""
 
 
 def _modules() -> dict[str, ModuleType]:
     """The subcommands' modules, imported here (not when this module is), so a Ctrl-C while
     they load is handled like any other."""
-    return {name: importlib.import_module(f"drasi_ray.ops.{name}") for name in _COMMANDS}
+    return {
+        name: importlib.import_module(f"drasi_ray.ops.{_MODULE_OF.get(name, name)}")
+        for name in _COMMANDS
+    }
 
 
 def _parser(modules: dict[str, ModuleType]) -> argparse.ArgumentParser:

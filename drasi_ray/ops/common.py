@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
+from collections.abc import Sequence
 from typing import Any
 
 import redis
 
-from drasi_ray.model import keys
+from drasi_ray.model import keys, resources
 from drasi_ray.model.config import AppConfig, PostgresSourceSpec, QueryConfig, SourceSpec
 from drasi_ray.model.errors import ConfigError, UnknownComponentError
 from drasi_ray.model.reaction_specs import PlatformReaction
@@ -29,20 +31,48 @@ def subcommand(commands: Any, name: str, summary: str, text: str) -> argparse.Ar
     return parser
 
 
-def add_app_arguments(parser: argparse.ArgumentParser) -> None:
-    """``APP_YAML`` and ``--redis-url`` (overrides every source's and the state's Redis)."""
-    parser.add_argument("config", metavar="APP_YAML", help="the application file")
+def add_app_arguments(
+    parser: argparse.ArgumentParser, several: bool = False, app_id: bool = False
+) -> None:
+    """``APP_YAML`` (``several``: or Drasi resource files, one or more), ``--redis-url``
+    (overrides every source's and the state's Redis) and, with ``app_id``, ``--app-id``."""
+    if several:
+        parser.add_argument(
+            "config",
+            metavar="FILE",
+            nargs="+",
+            help="the application file, or Drasi resource files (Source, ContinuousQuery, "
+            "Reaction documents)",
+        )
+    else:
+        parser.add_argument(
+            "config", metavar="APP_YAML", help="the application file, or a Drasi resource file"
+        )
     parser.add_argument(
         "--redis-url",
         metavar="URL",
         help="use this Redis for every source (and state), overriding the file",
     )
+    if not app_id:
+        return
+    parser.add_argument(
+        "--app-id",
+        metavar="ID",
+        help="the app's id (Ray namespace, Redis keys); default: the app file's id, or "
+        "'default' for Drasi resource files",
+    )
 
 
-def load_app(path: str, redis_url: str | None = None) -> AppConfig:
-    """Read ``path`` (``${VAR}`` and ``${file:PATH}`` expanded from this process's environment
-    and files); with ``redis_url``, point every source and the state at it."""
-    config = AppConfig.from_yaml(path, environ=os.environ)
+def load_app(
+    path: str | Sequence[str], redis_url: str | None = None, app_id: str | None = None
+) -> AppConfig:
+    """Read the app file at ``path``, or Drasi resource files (their notices printed to
+    stderr), ``${VAR}`` and ``${file:PATH}`` expanded from this process's environment and
+    files; with ``redis_url``, point every source and the state at it."""
+    paths = [path] if isinstance(path, str) else list(path)
+    config, notices = resources.read_app(paths, app_id, redis_url, os.environ)
+    for notice in notices:
+        print(f"drasi-ray: {notice}", file=sys.stderr)
     return config if redis_url is None else with_redis_url(config, redis_url)
 
 
@@ -134,6 +164,14 @@ def state_url(config: AppConfig) -> str | None:
     """The Redis holding the app's durable state (:meth:`StateConfig.state_redis_url`)."""
     first = config.sources[0].properties.redis_url if config.sources else None
     return config.state.state_redis_url(first)
+
+
+def control_url(config: AppConfig) -> str | None:
+    """The Redis the ``drasi-ray`` commands reach the running app on: ``state.redis_url``,
+    else the first source's (:mod:`drasi_ray.ops.control`)."""
+    if config.state.redis_url is not None:
+        return config.state.redis_url
+    return config.sources[0].properties.redis_url if config.sources else None
 
 
 def _source_url(config: AppConfig, source_id: str) -> str | None:

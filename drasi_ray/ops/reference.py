@@ -90,6 +90,7 @@ QUERY_BUILDER: dict[str, str] = {
     "joins": "`.with_join(id, (label, property), ...)`",
     "middleware": "`.with_middleware(name, kind, config)`",
     "pipelines": "`.from_source(id, pipeline=[name, ...])`",
+    "source_labels": "`.from_source(id, nodes=[label, ...], relations=[label, ...])`",
     "history": "`.with_history(max_versions, retention_ms)`",
     "dedicated_host": "`.with_dedicated_host()`",
 }
@@ -170,7 +171,9 @@ def sections() -> list[Section]:
                 "A relation per row from a foreign key (beyond Drasi)."),
         Section("Query (`queries[]`)", config.QueryConfig,
                 "A continuous query. In YAML an entry of `sources` may also be "
-                "`{id, pipeline: [middleware name, ...]}`, as in Drasi; it fills `pipelines`.",
+                "`{id, pipeline: [middleware name, ...], nodes: [label, ...], relations: "
+                "[label, ...]}`, as in Drasi; it fills `pipelines` and `source_labels` (a "
+                "label may also be written `{sourceLabel: label}`).",
                 QUERY_BUILDER.__getitem__),
         Section("Join (`queries[].joins[]`)", query_specs.QueryJoin,
                 "A synthetic relation between nodes with equal key values "

@@ -53,7 +53,7 @@ def add_parser(commands: Any) -> None:
         "lag, pending, dead letters and result sequences of an app (from Redis)",
         HELP,
     )
-    common.add_app_arguments(parser)
+    common.add_app_arguments(parser, app_id=True)
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
 
@@ -204,7 +204,7 @@ def _fields(record: Any) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    config = common.load_app(args.config, args.redis_url)
+    config = common.load_app(args.config, args.redis_url, args.app_id)
     common.check_all(config)
     report = app_status(config)
     print(encoding.dumps(report.as_dict(), indent=True).decode() if args.json else render(report))

@@ -1,10 +1,14 @@
 """``drasi-ray validate``: check an app file without running it, errors at file:line:column.
 
 Checks the schema (unknown keys, types, ranges: the same models ``run`` uses), that every
-query's sources exist, and that every query parses. A schema error's location (pydantic's path
-of keys and indices) is walked down the YAML node tree, whose marks give the line and column;
-a query syntax error's position inside the query text is mapped back into the YAML scalar that
-holds it, so the column points at the offending token even in a folded (``>``) block.
+query's sources exist, and that every query parses. A Drasi resource file (``apiVersion: v1``
+documents) is checked as :mod:`drasi_ray.model.resources` reads it, each query parsed; what
+it says that drasi_ray does not act on is printed as a warning.
+
+A schema error's location (pydantic's path of keys and indices) is walked down the YAML node
+tree, whose marks give the line and column; a query syntax error's position inside the query
+text is mapped back into the YAML scalar that holds it, so the column points at the offending
+token even in a folded (``>``) block.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from drasi_ray.model import resources
 from drasi_ray.model.config import AppConfig, QueryConfig, error_path
 from drasi_ray.model.errors import ConfigError, QueryError, QuerySyntaxError
 from drasi_ray.model.reaction_specs import HttpReaction, RelayedReaction, SseReaction
@@ -36,18 +41,24 @@ examples:
 """
 
 
+PLACEHOLDER_REDIS = "redis://localhost:6379"
+"""Where a Drasi file's PostgreSQL source writes, for checking it (the running app's Redis)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Problem:
-    """One problem at a 1-based position in the file."""
+    """One problem at a 1-based position in the file (``warning``: accepted, not acted on)."""
 
     file: str
     line: int
     column: int
     where: str
     message: str
+    warning: bool = False
 
     def __str__(self) -> str:
-        return f"{self.file}:{self.line}:{self.column}: {self.where}: {self.message}"
+        severity = "warning: " if self.warning else ""
+        return f"{self.file}:{self.line}:{self.column}: {severity}{self.where}: {self.message}"
 
 
 def add_parser(commands: Any) -> None:
@@ -57,22 +68,27 @@ def add_parser(commands: Any) -> None:
         "check an app file (schema, sources, query syntax) with line and column",
         HELP,
     )
-    parser.add_argument("config", metavar="APP_YAML", help="the application file")
+    parser.add_argument(
+        "config", metavar="APP_YAML", help="the application file, or a Drasi resource file"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
-    problems = validate_file(args.config)
-    for problem in problems:
+    found = validate_file(args.config)
+    for problem in found:
         print(problem)
-    if not problems:
+    errors = [problem for problem in found if not problem.warning]
+    if not errors:
         print(f"{args.config}: ok")
-    return 1 if problems else 0
+    return 1 if errors else 0
 
 
 def validate_file(path: str | Path) -> list[Problem]:
     """Every problem found in the file (empty: valid)."""
     name = str(path)
     text = Path(path).read_text(encoding="utf-8")
+    if resources.looks_like_resources(text):
+        return _resource_problems(name, text)
     try:
         root = yaml.compose(text, Loader=yaml.SafeLoader)
         raw = yaml.safe_load(text) or {}
@@ -161,20 +177,51 @@ def _query_problems(
             line, column = _position(node)
             where = f"queries.{index}.sources.{number}"
             problems.append(Problem(name, line, column, where, f"unknown source {source!r}"))
+    node = _locate(root, ("queries", index, "query"))
+    problem = query_problem(name, text, node, query, f"queries.{index}.query")
+    return problems if problem is None else [*problems, problem]
+
+
+def query_problem(
+    name: str, text: str, node: Any, query: QueryConfig, where: str
+) -> Problem | None:
+    """The query's parse error at its place in the file ``name`` holding ``text``, ``node``
+    the YAML scalar of its text (None: it parses)."""
     try:
         ContinuousQuery(
             query.id, query.query, query.parameters, query.joins, language=query.query_language
         )
     except QueryError as exc:
-        node = _locate(root, ("queries", index, "query"))
         line, column = _position(node)
         if isinstance(exc, QuerySyntaxError) and node is not None:
             line, column = _map_into_scalar(text, node, query.query, exc.line, exc.column)
         message = exc.message if isinstance(exc, QuerySyntaxError) else str(exc)
         if isinstance(exc, QuerySyntaxError):
             message += f" (query line {exc.line}, column {exc.column})"
-        problems.append(Problem(name, line, column, f"queries.{index}.query", message))
-    return problems
+        return Problem(name, line, column, where, message)
+    return None
+
+
+def _resource_problems(name: str, text: str) -> list[Problem]:
+    """A Drasi resource file's problems, its queries parsed, then its notices."""
+    try:
+        read = resources.parse_resources(text, name, PLACEHOLDER_REDIS)
+    except resources.ResourceError as exc:
+        return [_as_problem(found) for found in exc.problems]
+    found: list[Problem] = []
+    for resource in read.of_kind(resources.QUERY):
+        assert isinstance(resource.spec, QueryConfig)
+        node = resource.field_node("spec", "query")
+        problem = query_problem(name, text, node, resource.spec, f"{resource.label} spec.query")
+        found += [] if problem is None else [problem]
+    return found + [_as_problem(notice, warning=True) for notice in read.notices]
+
+
+def _as_problem(
+    found: resources.ResourceProblem | resources.ResourceNotice, warning: bool = False
+) -> Problem:
+    place = found.position
+    return Problem(place.file, place.line, place.column, found.where, found.message, warning)
 
 
 def _map_into_scalar(text: str, node: Any, value: str, line: int, column: int) -> tuple[int, int]:

@@ -52,6 +52,7 @@ class QueryBuilder:
         self._joins: list[QueryJoin] = []
         self._middleware: list[MiddlewareSpec] = []
         self._pipelines: dict[str, tuple[str, ...]] = {}
+        self._labels: dict[str, dict[str, tuple[str, ...]]] = {}
         self._history: dict[str, Any] = {}
         self._dedicated_host = False
 
@@ -59,12 +60,23 @@ class QueryBuilder:
         self._text = text
         return self
 
-    def from_source(self, source_id: str, pipeline: Sequence[str] = ()) -> QueryBuilder:
+    def from_source(
+        self,
+        source_id: str,
+        pipeline: Sequence[str] = (),
+        *,
+        nodes: Sequence[str] = (),
+        relations: Sequence[str] = (),
+    ) -> QueryBuilder:
         """Read ``source_id``; its changes first pass the middleware named in ``pipeline``,
-        in order (declared with :meth:`with_middleware`)."""
+        in order (declared with :meth:`with_middleware`). ``nodes`` / ``relations``: take
+        only these labels from the source (Drasi's subscription labels: when either is given,
+        a kind with none listed takes none)."""
         self._sources.append(source_id)
         if pipeline:
             self._pipelines[source_id] = tuple(pipeline)
+        if nodes or relations:
+            self._labels[source_id] = {"nodes": tuple(nodes), "relations": tuple(relations)}
         return self
 
     def from_query(self, query_id: str) -> QueryBuilder:
@@ -138,6 +150,7 @@ class QueryBuilder:
             joins=tuple(self._joins),
             middleware=tuple(self._middleware),
             pipelines=dict(self._pipelines),
+            source_labels=dict(self._labels),
             history=dict(self._history),
             dedicated_host=self._dedicated_host,
         )

@@ -47,6 +47,8 @@ class ReactionReport:
     dropped: int
     failures: int
     last_error: str | None
+    name: str | None = None
+    """The Reaction resource the reaction belongs to (its spec's ``name``), if any."""
 
     def as_dict(self) -> dict[str, Any]:
         """The plain-data form (``status()``, JSON)."""
@@ -260,4 +262,5 @@ class ReactionWorker:
             dropped=self.dropped,
             failures=self.failures,
             last_error=self.last_error,
+            name=self.spec.name,
         )

@@ -82,6 +82,14 @@ class ReactionSet:
             found = max(found, sequence or 0)
         return found
 
+    async def remove(self, name: str, timeout_s: float) -> int:
+        """Stop the reactions of the Reaction resource ``name`` (each writes what it holds,
+        up to ``timeout_s``, then closes); how many there were."""
+        leaving = [worker for worker in self.workers if worker.spec.name == name]
+        self.workers = [worker for worker in self.workers if worker.spec.name != name]
+        await asyncio.gather(*(worker.close(timeout_s) for worker in leaving))
+        return len(leaving)
+
     async def flush(self, timeout_s: float) -> bool:
         results = await asyncio.gather(*(w.flush(timeout_s) for w in self.workers))
         return all(results)

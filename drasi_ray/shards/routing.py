@@ -14,7 +14,7 @@ are keyed by ``(query_id, query_node_id)``:
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,6 +40,13 @@ class LabelFilter:
         if wanted is None:
             return True
         return any(label in wanted for label in element.labels)
+
+    def restricted(self, nodes: Iterable[str], relations: Iterable[str]) -> LabelFilter:
+        """Only the labels listed, of those this filter takes (Drasi's subscription
+        ``nodes`` and ``relations``: a kind with no label listed takes none)."""
+        return LabelFilter(
+            _within(self.node_labels, nodes), _within(self.relation_labels, relations)
+        )
 
     @staticmethod
     def of(node_labels: Iterable[str] | None, relation_labels: Iterable[str] | None) -> LabelFilter:
@@ -67,14 +74,22 @@ class SubscriptionTable:
 
     # -- registration -------------------------------------------------------------------
 
-    def register_query(self, query_id: str, sources: Iterable[str], labels: LabelFilter) -> None:
-        """Register ``query_id`` on ``sources`` with the labels of its MATCH patterns."""
+    def register_query(
+        self,
+        query_id: str,
+        sources: Iterable[str],
+        labels: LabelFilter,
+        per_source: Mapping[str, LabelFilter] | None = None,
+    ) -> None:
+        """Register ``query_id`` on ``sources`` with the labels of its MATCH patterns, or on a
+        source named in ``per_source`` with the filter given there."""
         sources = tuple(sources)
         self._subscriptions_changed()
         self._registered[query_id] = sources
         for source_id in sources:
+            wanted = (per_source or {}).get(source_id, labels)
             self._subscriptions[(query_id, f"{DEFAULT_QUERY_NODE}@{source_id}")] = _Subscription(
-                source_id, labels
+                source_id, wanted
             )
 
     def unregister_query(self, query_id: str) -> None:
@@ -225,6 +240,10 @@ class SubscriptionTable:
             for (qid, _node), subscription in self._subscriptions.items()
             if qid == query_id and subscription.source_id == source_id
         ]
+
+
+def _within(wanted: frozenset[str] | None, listed: Iterable[str]) -> frozenset[str]:
+    return frozenset(listed) if wanted is None else wanted & frozenset(listed)
 
 
 def _sorted_or_none(labels: frozenset[str] | None) -> list[str] | None:

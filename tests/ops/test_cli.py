@@ -30,6 +30,7 @@ SUBCOMMANDS = [
     "replay",
     "scale",
 ]
+SUBCOMMANDS += ["apply", "list", "describe", "delete", "watch"]
 
 APP = """\
 id: cli-app

@@ -52,7 +52,8 @@ def _backlog() -> list[bytes]:
 def _stream_keys(client: redis.Redis, query_id: str) -> list[str]:
     """The idempotency key of every diff in the query's result stream."""
     found = []
-    for _id, fields in client.xrange(f"{query_id}-results"):
+    entries: list[tuple[bytes, dict[bytes, bytes]]] = client.xrange(f"{query_id}-results")  # type: ignore[assignment]
+    for _id, fields in entries:
         event = orjson.loads(fields[b"data"])
         if event["data"]["kind"] == "change":
             sequence = event["data"]["sequence"]
