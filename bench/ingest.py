@@ -555,7 +555,7 @@ CONSUMER_PARTS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("  of which cloudpickle dumps", ("dumps",)),
     ("  of which dataclass __getstate__ (fields())", ("_dataclass_getstate",)),
     ("XACK", ("RedisStreamBackend.ack",)),
-    ("metrics task (ConsumerActor._record_metrics)", ("ConsumerActor._record_metrics",)),
+    ("metrics task (ConsumerRole._record_metrics)", ("ConsumerRole._record_metrics",)),
     ("Ray worker main thread (C++ core worker loop)", ("Worker.main_loop",)),
     ("event loop in epoll (waiting)", ("EpollSelector.select",)),
 )

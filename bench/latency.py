@@ -39,10 +39,12 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import redis
 
+from bench import profiling
 from bench.common import (
     bench_env,
     command_line,
@@ -356,6 +358,8 @@ class Options:
     durable: bool
     peer: bool
     record: bool
+    profile_dir: Path | None = None
+    """py-spy profiles of drasi_ray's processes during each load go in ``<dir>/<rate>/``"""
 
 
 @dataclass
@@ -441,9 +445,10 @@ def run_load(
     templates, keys = load_events(first_seq, per_second, options)
     timeout_s = DRAIN_TIMEOUT_S + len(templates) / 1000
     counters = coordinator_counters(app)
+    profile_dir = None if options.profile_dir is None else options.profile_dir / str(per_second)
     published, batches, cpu, loads = timed_load(
         url, stream, collector, meter, templates, per_second,
-        lambda expected: settle(app, collector, expected, timeout_s),
+        lambda expected: settle(app, collector, expected, timeout_s), profile_dir,
     )  # fmt: skip
     consumers = len(app.consumer_actors(SOURCE_ID))
     result = load_figures(consumers, published, keys, batches, cpu, loads)
@@ -459,18 +464,27 @@ def timed_load(
     templates: Sequence[bytes],
     per_second: int,
     wait: Callable[[int], object],
+    profile_dir: Path | None = None,
 ) -> tuple[Published, list[Received], CpuUsage, tuple[float, float]]:
     """Publish ``templates`` at ``per_second`` and ``wait`` until the collector holds the
     count it is given; what was published, the batches received meanwhile, the CPU over the
-    load and the load average before -> after."""
+    load and the load average before -> after (py-spy profiles of the meter's processes in
+    ``profile_dir``, if given)."""
     mark, expected = collector.mark(), collector.count + len(templates)
     load_before = load_average()
     freeze_heap()
-    meter.start()
-    with redis.Redis.from_url(url) as client:
-        published = paced_publish(client, stream, templates, per_second)
-    wait(expected)
-    cpu = meter.stop()
+    pids = {
+        f"{role}-{index}": pid
+        for role, held in meter.roles.items()
+        if role not in ("ray system", "redis")
+        for index, pid in enumerate(held)
+    }
+    with profiling.py_spy_all(pids, profile_dir):
+        meter.start()
+        with redis.Redis.from_url(url) as client:
+            published = paced_publish(client, stream, templates, per_second)
+        wait(expected)
+        cpu = meter.stop()
     return published, collector.batches[mark:], cpu, (load_before, load_average())
 
 
@@ -819,6 +833,9 @@ def parse_args(argv: Sequence[str] | None) -> Options:
         "--no-peer", action="store_true", help="skip the hand-written loop (bench/filter_loop.py)"
     )
     parser.add_argument("--no-record", action="store_true", help="do not append to results.jsonl")
+    parser.add_argument(
+        "--profile-dir", type=Path, help="py-spy drasi_ray's processes during each load, here"
+    )
     args = parser.parse_args(argv)
     return Options(
         int_list(args.consumers),
@@ -832,6 +849,7 @@ def parse_args(argv: Sequence[str] | None) -> Options:
         not args.memory_state,
         not args.no_peer,
         not args.no_record,
+        args.profile_dir,
     )
 
 
@@ -872,6 +890,10 @@ def main(argv: list[str] | None = None) -> int:
         *versus_peer(sustained, loads),
     ]
     print_lines(["", *lines])
+    if options.profile_dir is not None:
+        for directory in sorted(options.profile_dir.glob("*/")):
+            heading = f"profiles at {directory.name} events/s:"
+            print_lines(["", heading, *profiling.report(directory)])
     if options.record:
         record_figures(recorder, sustained, loads)
         recorder.write()

@@ -30,9 +30,11 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
+from pathlib import Path
 
 import redis
 
+from bench import profiling
 from bench.common import bench_env, command_line, format_table, load_average, print_lines, rate
 from bench.filter_loop import FilterLoop
 from bench.latency import Collector, subscription_poll
@@ -57,6 +59,8 @@ class Options:
     record: bool
     streams: tuple[int, ...] = ()
     """stream counts of a partitioned source to compare (empty: drasi_ray against the peer)"""
+    profile_dir: Path | None = None
+    """py-spy profiles of every process of drasi_ray's first round go here (None: none)"""
 
 
 @dataclass(frozen=True)
@@ -172,17 +176,26 @@ def timed_live(
     options: Options,
     collector: Collector,
     meter: Callable[[int], CpuMeter],
+    profile_dir: Path | None = None,
 ) -> LiveRun:
     """Publish live from a separate process; seconds from its first XADD until the last
-    result arrived here."""
+    result arrived here. With ``profile_dir``, py-spy samples every role's processes (the
+    app's actors, Redis, the publisher, the driver) meanwhile."""
     publisher = PublisherProcess(url, streams, payloads, options.chunk)
     cpu_meter = meter(publisher.pid)
+    pids = {
+        f"{role}-{index}": pid
+        for role, held in cpu_meter.roles.items()
+        if role not in ("ray system", "redis")
+        for index, pid in enumerate(held)
+    }
     before = load_average()
-    cpu_meter.start()
-    publisher.go()
-    if not collector.wait_for(len(payloads), TIMEOUT_S):
-        raise RuntimeError(f"{system}: {collector.count} of {len(payloads)} results arrived")
-    cpu = cpu_meter.stop()
+    with profiling.py_spy_all(pids, profile_dir):
+        cpu_meter.start()
+        publisher.go()
+        if not collector.wait_for(len(payloads), TIMEOUT_S):
+            raise RuntimeError(f"{system}: {collector.count} of {len(payloads)} results arrived")
+        cpu = cpu_meter.stop()
     first, last_xadd = publisher.finished(TIMEOUT_S)
     last = max(batch.at_ns for batch in collector.batches)
     return LiveRun(
@@ -212,6 +225,7 @@ def run_drasi_ray(
     payloads: Sequence[bytes],
     options: Options,
     streams: int = 1,
+    profile_dir: Path | None = None,
 ) -> LiveRun:
     """drasi_ray's run; its source reads ``streams`` streams (1 consumer, a lane each)."""
     with _group_streams(url, "live", streams) as keys:
@@ -224,6 +238,7 @@ def run_drasi_ray(
                 return timed_live(
                     system, url, keys, payloads, options, collector,
                     lambda pid: CpuMeter.for_app(app, redis_pid).with_role("publisher", [pid]),
+                    profile_dir,
                 )  # fmt: skip
             finally:
                 collector.stop()
@@ -289,6 +304,11 @@ def parse_args(argv: Sequence[str] | None) -> Options:
     parser.add_argument("--batch-size", type=int, default=500)
     parser.add_argument("--no-record", action="store_true", help="do not append to results.jsonl")
     parser.add_argument(
+        "--profile-dir",
+        type=Path,
+        help="py-spy every process of drasi_ray's first round; collapsed stacks go here",
+    )
+    parser.add_argument(
         "--streams",
         default="",
         help="compare a source over these stream counts (e.g. 1,3) instead of the peer",
@@ -299,7 +319,7 @@ def parse_args(argv: Sequence[str] | None) -> Options:
         parser.error("--streams: counts must be >= 1")
     return Options(
         args.events, args.rounds, args.chunk, args.sensors, args.batch_size, not args.no_record,
-        counts,
+        counts, args.profile_dir,
     )  # fmt: skip
 
 
@@ -313,7 +333,8 @@ def main(argv: list[str] | None = None) -> int:
     peers: list[LiveRun] = []
     with bench_env() as server:
         for number in range(options.rounds):
-            ours.append(run_drasi_ray(server.url, server.pid, payloads, options))
+            profile_dir = options.profile_dir if number == 0 else None
+            ours.append(run_drasi_ray(server.url, server.pid, payloads, options, 1, profile_dir))
             peers.append(run_peer(server.url, server.pid, payloads, options))
             print(
                 f"  round {number + 1}: drasi_ray {ours[-1].rate:,.0f} events/s, "
@@ -333,6 +354,8 @@ def main(argv: list[str] | None = None) -> int:
         f"{verdict} (the peer: {theirs:,.0f}; median ratio of the rounds {ratio:.2f}x).",
     ]
     print_lines(["", *lines])
+    if options.profile_dir is not None and options.profile_dir.exists():
+        print_lines(["", *profiling.report(options.profile_dir)])
     if options.record:
         recorder.add(
             "end to end, 1 consumer, filter query, events published live by a separate process",

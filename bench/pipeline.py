@@ -140,17 +140,23 @@ def hot_app(
 
 
 def actor_pids(app: DrasiRay, source_id: str = SOURCE_ID) -> dict[str, list[int]]:
-    """Process ids of the app's actors by kind: ``consumers``, ``coordinator`` (the control
-    plane and store shard 0), ``shards`` (the other store shards), ``hosts`` (query hosts)."""
+    """Process ids of the app's actors by kind: ``coordinator`` (the control plane and store
+    shard 0; in the fused layout also the shared query host and consumer 0, which then count
+    here only), ``shards`` (the other store shards), ``hosts`` (query hosts), ``consumers``.
+    Each process is counted once, under the first of these kinds it belongs to."""
     kinds = actors_by_kind(app, source_id)
-    return {
-        kind: list(ray.get([actor.pid.remote() for actor in actors]))
-        for kind, actors in kinds.items()
-    }
+    seen: set[int] = set()
+    pids: dict[str, list[int]] = {}
+    for kind in ("coordinator", "shards", "hosts", "consumers"):
+        found = ray.get([actor.pid.remote() for actor in kinds[kind]])
+        pids[kind] = [pid for pid in found if pid not in seen]
+        seen.update(found)
+    return pids
 
 
 def actors_by_kind(app: DrasiRay, source_id: str = SOURCE_ID) -> dict[str, list[Any]]:
-    """The app's actor handles by kind (see :func:`actor_pids`)."""
+    """The app's actor handles by kind (see :func:`actor_pids`; in the fused layout the
+    coordinator's handle stands for the shared host and consumer 0 too)."""
     shards = app.shard_actors()
     return {
         "consumers": app.consumer_actors(source_id),
@@ -297,7 +303,8 @@ CPU_HEADERS = (
 CPU_NOTE = (
     "CPU columns: CPU time of each process over the timed window, in % of one core "
     "(`consumers` sums the consumer actors; `coordinator` = the control plane and store "
-    "shard 0; `other shards` sums store shards 1..K-1; `query hosts` sums the hosts of the "
+    "shard 0, and in the fused layout the shared query host and consumer 0 in the same "
+    "process; `other shards` sums store shards 1..K-1; `query hosts` sums the hosts of the "
     "queries; `ray system` = GCS, raylet, idle workers; "
     "`driver` = this benchmark's process: publisher and subscriber threads). "
     "`machine cores busy` = all processes of the machine (2 cores at most); "

@@ -18,7 +18,7 @@ import subprocess
 import time
 from collections import Counter
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
@@ -120,3 +120,31 @@ def shorten(frame: str, width: int = 90) -> str:
             break
     text = f"{name} ({where})" if where else name
     return text if len(text) <= width else text[: width - 1] + "…"
+
+
+@contextmanager
+def py_spy_all(pids: dict[str, int], directory: Path | None, rate_hz: int = 250) -> Iterator[None]:
+    """Sample every process of ``pids`` (name -> pid) while the block runs, each into
+    ``directory/<name>.txt``; a no-op without ``directory`` or without py-spy."""
+    if directory is None or not available():
+        yield
+        return
+    directory.mkdir(parents=True, exist_ok=True)
+    with ExitStack() as stack:
+        for name, pid in pids.items():
+            stack.enter_context(py_spy(pid, directory / f"{name}.txt", rate_hz))
+        yield
+
+
+def report(directory: Path, limit: int = 25) -> list[str]:
+    """The self and inclusive views of every profile in ``directory``, as text lines."""
+    lines: list[str] = []
+    for path in sorted(directory.glob("*.txt")):
+        profile = summarize(path)
+        for view in ("self", "inclusive"):
+            lines.append(f"== {path.stem}: {view} ({profile.samples} samples)")
+            lines += [
+                f"  {pct:5.1f}%  {n:6d}  {shorten(frame, 110)}"
+                for frame, n, pct in profile.top(view, limit)
+            ]
+    return lines

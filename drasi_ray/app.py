@@ -33,10 +33,11 @@ from typing import TYPE_CHECKING, Any, overload
 import ray
 import redis
 
-from drasi_ray.actors import barriers, cluster, launch, names, scaling
+from drasi_ray.actors import barriers, cluster, fused, launch, names, scaling
 from drasi_ray.actors.app_reactions import AppReactions
 from drasi_ray.actors.cluster import RayConnection
 from drasi_ray.actors.driver_logs import ForwardedLines
+from drasi_ray.actors.fused import FusedConsumer, FusedConsumerSpec, FusedSettings
 from drasi_ray.actors.placement import Placer
 from drasi_ray.actors.shard import ShardSettings
 from drasi_ray.actors.status import AppStatus, gather_status
@@ -119,6 +120,9 @@ class DrasiRay:
         self._ray = ray_config or RayConfig()
         self._state = state_config or StateConfig()
         self._scaling = scaling_config or ScalingConfig()
+        self._scaling.fused(self._state.durable)  # ConfigError now for a layout that cannot run
+        self._fused = False  # running the fused layout (docs/architecture.md)
+        self._fused_sources: set[str] = set()  # sources whose consumer 0 the fused actor runs
         self._failpoints = failpoints
         self._analytics_config = analytics_config or AnalyticsConfig()
         self._analytics: Analytics | None = None  # while running with analytics enabled
@@ -538,12 +542,14 @@ class DrasiRay:
         self._start_app_reactions()
         self._start_analytics()
         shards = self._scaling.shards
+        self._fused = self._scaling.fused(self._state.durable)
         self._coordinator, self._shards = launch.start_store(
             self.namespace,
             lambda index: self._shard_settings(index, shards),
             shards,
             self._ray,
             self._placement(),
+            self._fused_settings() if self._fused else None,
         )
         if self._analytics is not None:
             self._analytics.attach(self._coordinator)
@@ -631,6 +637,17 @@ class DrasiRay:
                 self._owns_ray = False
             raise
 
+    def _fused_settings(self) -> FusedSettings:
+        """What the fused actor runs besides shard 0: the shared host, and consumer 0 of each
+        source the app starts with (sources added later get consumer actors of their own)."""
+        specs = tuple(
+            FusedConsumerSpec(source.id, source.config, source.consumer_names[0])
+            for source in self._sources.values()
+            if source.auto_start
+        )
+        self._fused_sources = {spec.source_id for spec in specs}
+        return FusedSettings(self._shard_settings(0, 1), ClockSetting.of(self._clock), specs)
+
     def _shard_settings(self, index: int, shards: int) -> ShardSettings:
         return ShardSettings(
             self.namespace,
@@ -656,9 +673,13 @@ class DrasiRay:
         """Start the shared query hosts, then one per dedicated query (placement order)."""
         queries = [query for query in self._queries.values() if query.auto_start]
         shared = [query for query in queries if not query.dedicated_host]
-        self._shared_hosts = self._scaling.query_hosts or launch.default_hosts(len(shared))
-        for index in range(self._shared_hosts if shared else 0):
-            self._host(names.shared_host(index))
+        if self._fused:  # the fused actor is the one shared host
+            self._shared_hosts = 1
+            self._hosts[fused.HOST] = self._coordinator
+        else:
+            self._shared_hosts = self._scaling.query_hosts or launch.default_hosts(len(shared))
+            for index in range(self._shared_hosts if shared else 0):
+                self._host(names.shared_host(index))
         for query in queries:
             if query.dedicated_host:
                 self._host(names.dedicated_host(query.id))
@@ -683,6 +704,8 @@ class DrasiRay:
         of those)."""
         if query.dedicated_host:
             return names.dedicated_host(query.id)
+        if self._fused:
+            return fused.HOST
         if self._shared_hosts == 0:
             self._shared_hosts = self._scaling.query_hosts or launch.default_hosts(1)
         load = {names.shared_host(index): 0 for index in range(self._shared_hosts)}
@@ -797,8 +820,14 @@ class DrasiRay:
         config = source.config
         # The group exists before start() returns, so nothing published after it is missed.
         admin.ensure_group(self._client(config.redis_url), config)
-        actors = launch.start_consumers(self.namespace, source, self._ray, self._placement())
-        self._consumers[source.id] = actors
+        first: list[Any] = []
+        if source.id in self._fused_sources:  # consumer 0 runs in the fused actor
+            ray.get(self._coordinator.consumer_ready.remote(source.id))
+            first = [FusedConsumer(self._coordinator, source.id)]
+        actors = launch.start_consumers(
+            self.namespace, source, self._ray, self._placement(), first=len(first)
+        )
+        self._consumers[source.id] = first + actors
         if source.id in self._postgres:
             self._start_reader(self._postgres[source.id])
 
@@ -842,6 +871,8 @@ class DrasiRay:
         self._host_of.clear()
         self._shards = []
         self._shared_hosts = 0
+        self._fused = False
+        self._fused_sources = set()
         self._coordinator = None
         for client in self._redis.values():
             client.close()

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from typing import Any
 
 import ray
 
@@ -30,9 +31,14 @@ from drasi_ray.shards.core import BatchReport, ShardReport
 from drasi_ray.shards.state import StateStore
 
 
-@ray.remote
-class CoordinatorActor:
-    """The control plane and store shard 0 of an app (module docstring)."""
+class CoordinatorShell:
+    """The control plane and store shard 0 of an app (module docstring): the methods its
+    actor serves. The fused actor (:mod:`drasi_ray.actors.fused`) is one too, with more
+    parts in its process."""
+
+    _control: ControlPlane
+    _shard: LoadedShard
+    _line_server: LineServer[Any]
 
     def __init__(self, settings: ShardSettings, niceness: int | None = PIPELINE_NICENESS) -> None:
         tune_for_latency(niceness)
@@ -140,3 +146,7 @@ class CoordinatorActor:
 
     async def rescale(self, shards: int) -> int:
         return await self._control.rescale(shards)
+
+
+CoordinatorActor = ray.remote(CoordinatorShell)
+"""The coordinator's Ray actor class."""

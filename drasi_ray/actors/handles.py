@@ -12,7 +12,7 @@ that is gone raises ``RayActorError``, which the cores are told means "gone" (:d
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import ray
@@ -68,7 +68,7 @@ class HostLine:
         self._line.close()
 
 
-def host_line(namespace: str) -> Any:
+def host_line(namespace: str) -> Callable[[str], HostLine]:
     """``connect`` of a shard service: a :class:`HostLine` to the host named ``host``."""
 
     def connect(host: str) -> HostLine:
@@ -101,7 +101,7 @@ class ShardLine:
         self._line.close()
 
 
-def shard_line(namespace: str) -> Any:
+def shard_line(namespace: str) -> Callable[[int], ShardLine]:
     """``connect`` of a dispatcher: a :class:`ShardLine` to store shard ``index``."""
 
     def connect(index: int) -> ShardLine:

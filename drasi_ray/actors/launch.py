@@ -20,6 +20,7 @@ import ray
 from drasi_ray.actors import names, scaling
 from drasi_ray.actors.consumer import ConsumerActor
 from drasi_ray.actors.coordinator import CoordinatorActor
+from drasi_ray.actors.fused import FusedActor, FusedConsumer, FusedSettings
 from drasi_ray.actors.placement import Placer
 from drasi_ray.actors.postgres import PostgresReaderActor
 from drasi_ray.actors.query_host import QueryHostActor
@@ -44,17 +45,25 @@ def start_store(
     shards: int,
     ray_config: RayConfig,
     placer: Placer,
+    fused: FusedSettings | None = None,
 ) -> tuple[Any, list[Any]]:
     """Start the coordinator (store shard 0) and store shards 1 .. ``shards``-1, each with
-    ``settings(index)``; return (coordinator, other shards) once every one has loaded."""
-    coordinator = CoordinatorActor.options(  # type: ignore[attr-defined]
-        name=names.COORDINATOR,
-        namespace=namespace,
-        get_if_exists=True,
-        max_restarts=-1,
-        num_cpus=ray_config.actor_num_cpus,
+    ``settings(index)``; return (coordinator, other shards) once every one has loaded. With
+    ``fused``, the coordinator is the fused actor (:mod:`drasi_ray.actors.fused`)."""
+    options = {
+        "name": names.COORDINATOR,
+        "namespace": namespace,
+        "get_if_exists": True,
+        "max_restarts": -1,
+        "num_cpus": ray_config.actor_num_cpus,
         **placer.next_options(names.COORDINATOR),
-    ).remote(settings(0), niceness=ray_config.actor_niceness)
+    }
+    niceness = ray_config.actor_niceness
+    coordinator: Any
+    if fused is not None:
+        coordinator = FusedActor.options(**options).remote(fused, niceness=niceness)
+    else:
+        coordinator = CoordinatorActor.options(**options).remote(settings(0), niceness=niceness)
     others = [start_shard(settings(index), ray_config, placer) for index in range(1, shards)]
     ray.get([actor.ping.remote() for actor in [coordinator, *others]])
     return coordinator, others
@@ -104,9 +113,10 @@ def start_host(
 
 
 def start_consumers(
-    namespace: str, source: PlatformSource, ray_config: RayConfig, placer: Placer
+    namespace: str, source: PlatformSource, ray_config: RayConfig, placer: Placer, first: int = 0
 ) -> list[Any]:
-    """Start ``source``'s consumer actors; return them once every one reads."""
+    """Start ``source``'s consumer actors from index ``first`` (consumer 0 may run in the
+    fused actor); return them once every one reads."""
     config = source.config
     actors = [
         ConsumerActor.options(  # type: ignore[attr-defined]
@@ -119,6 +129,7 @@ def start_consumers(
             **placer.next_options(names.consumer_actor(source.id, index)),
         ).remote(source.id, config, consumer_name, namespace, niceness=ray_config.actor_niceness)
         for index, consumer_name in enumerate(source.consumer_names)
+        if index >= first
     ]
     ray.get([actor.ready.remote() for actor in actors])
     return actors
@@ -190,7 +201,11 @@ def stop_actors(
     if after_hosts is not None:
         after_hosts()
     every_shard = [*shards, *scaling.find_shards(namespace, len(shards) + 1)]
+    ended: list[Any] = []
     for actor in [*readers, *stream_consumers, *hosts, *every_shard, coordinator]:
+        if isinstance(actor, FusedConsumer) or any(actor is done for done in ended):
+            continue  # a part of the fused actor: it ends with the coordinator
+        ended.append(actor)
         best_effort(functools.partial(ray.kill, actor))
 
 

@@ -60,7 +60,7 @@ import threading
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Concatenate, Generic, ParamSpec, TypeVar
+from typing import Any, Concatenate, Generic, ParamSpec, Protocol, TypeVar
 
 import ray
 
@@ -144,13 +144,18 @@ async def _read_frame(reader: asyncio.StreamReader) -> Any:
 
 
 def protocol_methods(protocol: type[Any]) -> list[str]:
-    """The names of the coroutine methods a protocol class declares (its own, not inherited
-    from :class:`typing.Protocol`): what a line serves."""
-    return [
-        name
-        for name, member in vars(protocol).items()
-        if not name.startswith("_") and inspect.iscoroutinefunction(member)
-    ]
+    """The names of the coroutine methods a protocol class declares, its own and those of the
+    protocols it extends (not those of :class:`typing.Protocol` itself): what a line serves.
+    A protocol extending two serves both (the fused actor's line: :mod:`drasi_ray.actors.
+    fused`)."""
+    names: dict[str, None] = {}
+    for cls in protocol.__mro__:
+        if cls in (object, Protocol, Generic):
+            continue
+        for name, member in vars(cls).items():
+            if not name.startswith("_") and inspect.iscoroutinefunction(member):
+                names[name] = None
+    return list(names)
 
 
 class LineServer(Generic[T]):

@@ -39,9 +39,12 @@ def query_metrics(query_id: str) -> BatchObserver:
     return QueryMetrics(query_id).observe
 
 
-@ray.remote
-class QueryHostActor:
-    """A query host (module docstring)."""
+class QueryHostShell:
+    """A query host (module docstring): the methods its actor serves, each the core's. The
+    fused actor (:mod:`drasi_ray.actors.fused`) serves them too, beside the coordinator's."""
+
+    _host: QueryHost
+    _line_server: LineServer[Any]
 
     def __init__(
         self,
@@ -145,3 +148,7 @@ class QueryHostActor:
 
     def host_info(self) -> HostReport:
         return self._host.host_info()
+
+
+QueryHostActor = ray.remote(QueryHostShell)
+"""The query host's Ray actor class."""

@@ -24,6 +24,7 @@ import redis
 
 from drasi_ray.actors import names
 from drasi_ray.actors.consumer import ConsumerActor
+from drasi_ray.actors.fused import fused_consumers
 from drasi_ray.model.config import PlatformSourceConfig
 from drasi_ray.model.errors import ConfigError
 
@@ -35,15 +36,32 @@ PENDING_PAGE = 1000
 
 
 def find_consumers(namespace: str, source_id: str, start: int = 0) -> list[Any]:
-    """Handles of the source's consumer actors with index >= ``start``, up to the first gap."""
+    """Handles of the source's consumer actors with index >= ``start``, up to the first gap
+    (consumer 0 may be a part of the fused actor: :class:`~drasi_ray.actors.fused.
+    FusedConsumer`)."""
     found: list[Any] = []
     index = start
+    if start == 0 and not _named(names.consumer_actor(source_id, 0), namespace):
+        coordinator = find_coordinator(namespace)
+        fused = None if coordinator is None else fused_consumers(coordinator).get(source_id)
+        if fused is None:
+            return found
+        found.append(fused)
+        index = 1
     while True:
         try:
             found.append(ray.get_actor(names.consumer_actor(source_id, index), namespace=namespace))
         except ValueError:
             return found
         index += 1
+
+
+def _named(name: str, namespace: str) -> bool:
+    try:
+        ray.get_actor(name, namespace=namespace)
+    except ValueError:
+        return False
+    return True
 
 
 def find_shards(namespace: str, start: int = 1) -> list[Any]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 import ray
@@ -26,7 +26,7 @@ from drasi_ray.model.registrations import QueryRegistration, TableCopy
 from drasi_ray.model.shards import BatchTag
 from drasi_ray.shards.calls import ShardCalls
 from drasi_ray.shards.core import ApplyProbe, BatchReport, ShardReport
-from drasi_ray.shards.service import MovedRecords, ShardService
+from drasi_ray.shards.service import HostConnection, MovedRecords, ShardService
 from drasi_ray.shards.state import StateStore
 
 
@@ -46,19 +46,27 @@ class ShardSettings:
     """The app's Redis URLs with their passwords: stored registrations hold none."""
 
 
-def shard_service(settings: ShardSettings) -> ShardService:
+def shard_service(
+    settings: ShardSettings,
+    state: StateStore | None = None,
+    connect: Callable[[str], HostConnection] | None = None,
+) -> ShardService:
     """The service of store shard ``settings.index``, its peers Ray handles (create it in the
-    actor's event loop)."""
+    actor's event loop). ``state``: the durable state to use (None: its own, if
+    ``settings`` has a state URL); ``connect``: how it reaches a query host (None: a direct
+    line to the host's actor)."""
     change_log = None
     if settings.analytics_actor is not None:
         handle = ray.get_actor(settings.analytics_actor, namespace=settings.namespace)
         change_log = ChangeLogActor(handle)
     state_url = settings.state_url
+    if state is None and state_url is not None:
+        state = StateStore.from_url(state_url, settings.app_id)
     return ShardService(
         settings.index,
         settings.shards,
-        host_line(settings.namespace),
-        state=None if state_url is None else StateStore.from_url(state_url, settings.app_id),
+        connect or host_line(settings.namespace),
+        state=state,
         probe=settings.probe,
         change_log=change_log,
         gone=GONE,

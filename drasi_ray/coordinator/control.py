@@ -145,6 +145,7 @@ class ControlPlane:
         self._unanswered: tuple[type[BaseException], ...] = (UnknownComponentError, *gone)
         self.registry = Registry()
         self._rounds_running = 0
+        self._store_loaded = asyncio.Event()
         loop = asyncio.get_event_loop()
         self.control_loaded = loop.create_task(self._load_control())
         self._subscribers_known = loop.create_task(self._learn_subscribers())
@@ -220,6 +221,7 @@ class ControlPlane:
     async def _recover(self) -> None:
         await self.control_loaded
         await self.here.load()
+        self._store_loaded.set()
         if self.here.restarted:
             await self._subscribers_known
             logger.warning(
@@ -347,6 +349,9 @@ class ControlPlane:
         """A new bootstrap round of one query: every shard sends its host its part."""
         self._rounds_running += 1
         try:
+            # Shard 0's part is snapshotted here: never before its records are loaded (a
+            # restarted host can ask for rounds while this control plane is still loading).
+            await self._store_loaded.wait()
             round_ = self.registry.new_round(registration.query_id)
             incarnation = await self._cluster.host(registration.host).incarnation()
             table = self.registry.copy()

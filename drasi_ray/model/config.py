@@ -537,8 +537,24 @@ class Placement(str, enum.Enum):
     PACK = "pack"
 
 
+class Layout(str, enum.Enum):
+    """Which processes run the pipeline (docs/architecture.md, "The fused layout")."""
+
+    AUTO = "auto"
+    FUSED = "fused"
+    ACTORS = "actors"
+
+
 class ScalingConfig(_Model):
     """How many actors share the pipeline's work (docs/architecture.md, "Scaling out")."""
+
+    layout: Layout = Field(
+        Layout.AUTO,
+        description="fused: the coordinator, the one shared query host and consumer 0 of each "
+        "source in ONE actor (no hop between them; needs shards 1, query_hosts 1 or null and "
+        "durable state); actors: each in an actor of its own; auto: fused with the default "
+        "scaling (shards 1, query_hosts null) and durable state, else actors",
+    )
 
     shards: int = Field(
         1,
@@ -553,9 +569,37 @@ class ScalingConfig(_Model):
         ge=1,
         le=1024,
         description="actors the queries share, each query isolated inside its host; null: one "
-        "per CPU of the Ray cluster, at most one per query (dedicated_host queries have their "
-        "own besides)",
+        "(the fused actor) in the fused layout, else one per CPU of the Ray cluster, at most "
+        "one per query (dedicated_host queries have their own besides)",
     )
+
+    @model_validator(mode="after")
+    def _check_layout(self) -> ScalingConfig:
+        if self.layout is Layout.FUSED and not self.smallest:
+            raise ValueError(
+                "layout fused runs one store shard and one shared query host: set shards 1 "
+                "and query_hosts 1 (or null), or layout actors"
+            )
+        return self
+
+    @property
+    def smallest(self) -> bool:
+        """One store shard and one shared query host (null: one, in the fused layout)."""
+        return self.shards == 1 and self.query_hosts in (None, 1)
+
+    def fused(self, durable: bool) -> bool:
+        """Whether the app starts in the fused layout, given whether its state is durable
+        (``auto``: the default scaling with durable state; an explicit ``query_hosts: 1``
+        keeps a host actor of its own). ConfigError for ``fused`` without durable state: a
+        restart of the fused actor would lose its queries."""
+        if self.layout is Layout.FUSED and not durable:
+            raise ConfigError(
+                "layout fused needs durable state (a restarted fused actor reloads its queries "
+                "from Redis): set state.durable true, or scaling.layout actors"
+            )
+        if self.layout is Layout.AUTO:
+            return self.shards == 1 and self.query_hosts is None and durable
+        return self.layout is Layout.FUSED
 
 
 class RayConfig(_Model):

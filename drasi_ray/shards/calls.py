@@ -11,7 +11,9 @@ calls the same cores through the same protocols, without a line.
 
 Both protocols live here, in the lowest stage both ends of each call import: the store shard
 serves :class:`ShardCalls` and calls :class:`HostCalls`; the query host (:mod:`drasi_ray.host`)
-serves :class:`HostCalls`.
+serves :class:`HostCalls`; the fused actor, both (:class:`FusedCalls`). Within one process
+the same calls are made without a line (:mod:`drasi_ray.shards.local`, :mod:`drasi_ray.host.
+local`).
 """
 
 from __future__ import annotations
@@ -58,3 +60,9 @@ class HostCalls(Protocol):
         """Up to ``max_items`` results of a subscriber's buffer, waiting up to ``timeout_s``
         for one (an unknown query or subscriber: none)."""
         ...
+
+
+class FusedCalls(ShardCalls, HostCalls, Protocol):
+    """What the fused actor serves on its one line (:mod:`drasi_ray.actors.fused`): it is
+    store shard 0 and the app's shared query host at once, so consumers of other actors call
+    its ``apply_batch``, other shards its ``deliver`` and subscribers its ``take``."""

@@ -33,26 +33,27 @@ import asyncio
 import itertools
 import pickle
 import uuid
-from collections.abc import Coroutine, Iterable, Mapping, Sequence
+from collections.abc import Coroutine, Iterable, Mapping
 from typing import Any, TypeVar
 
 from drasi_ray.coordinator.control import ControlPlane
+from drasi_ray.coordinator.local import LocalControl
 from drasi_ray.host.core import QueryHost
+from drasi_ray.host.local import LocalHost
 from drasi_ray.host.runner import make_engine
-from drasi_ray.model.changes import ControlEvent, DecodedEntry
+from drasi_ray.model.changes import DecodedEntry
 from drasi_ray.model.clock import Clock, ClockSetting
 from drasi_ray.model.config import DispatchMode, QueryConfig
 from drasi_ray.model.registrations import QueryRegistration, SubscriberSpec
 from drasi_ray.model.results import Delivered, QueryResult
-from drasi_ray.model.shards import BatchTag, BootstrapPart
-from drasi_ray.model.wire import HostPacket, ResultBatch
+from drasi_ray.model.wire import ResultBatch
 from drasi_ray.query.engine import ContinuousQuery
 from drasi_ray.shards.core import BatchReport
 from drasi_ray.shards.dispatch import ShardDispatcher
+from drasi_ray.shards.local import LocalShard
 from drasi_ray.shards.service import ShardService
 from drasi_ray.source.decode import decode_entry, encode_cloud_event
 from drasi_ray.source.middleware import check_middleware
-from drasi_ray.streams.records import Rejection
 
 T = TypeVar("T")
 
@@ -63,67 +64,6 @@ def carried(value: T) -> T:
     """``value`` after the trip a line makes it (pickled, then unpickled)."""
     copy: T = pickle.loads(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
     return copy
-
-
-class _HostEnd:
-    """A shard's (or a subscriber's) connection to a query host in this process."""
-
-    def __init__(self, host: QueryHost, carry: bool) -> None:
-        self._host = host
-        self._carry = carry
-
-    async def deliver(
-        self, shard: int, epoch: int, number: int, payload: HostPacket | BootstrapPart
-    ) -> list[Rejection]:
-        if self._carry:
-            payload = carried(payload)
-        return await self._host.deliver(shard, epoch, number, payload)
-
-    async def take(
-        self, query_id: str, subscriber_id: str, max_items: int | None, timeout_s: float
-    ) -> ResultBatch:
-        batch = await self._host.take(query_id, subscriber_id, max_items, timeout_s)
-        return carried(batch) if self._carry else batch
-
-    def close(self) -> None:
-        """Nothing to close: the host is in this process."""
-
-
-class _ShardEnd:
-    """A consumer's connection to a store shard in this process."""
-
-    def __init__(self, shard: ShardService, carry: bool) -> None:
-        self._shard = shard
-        self._carry = carry
-
-    async def apply_batch(
-        self, source_id: str, entries: Sequence[DecodedEntry], tag: BatchTag | None, shards: int
-    ) -> BatchReport:
-        if self._carry:
-            entries = carried(entries)
-        return await self._shard.apply_batch(source_id, entries, tag, shards)
-
-    async def back(self) -> None:
-        """A shard in this process is never gone."""
-
-    def close(self) -> None:
-        """Nothing to close."""
-
-
-class _Control:
-    """The control plane as a consumer's dispatcher asks it."""
-
-    def __init__(self, control: ControlPlane) -> None:
-        self._control = control
-
-    async def shard_count(self) -> int:
-        return await self._control.shard_count()
-
-    async def apply_controls(self, source_id: str, controls: Sequence[ControlEvent]) -> int:
-        return await self._control.apply_controls(source_id, controls)
-
-    async def back(self) -> None:
-        """The control plane in this process is never gone."""
 
 
 class _Cluster:
@@ -196,14 +136,16 @@ class InProcessApp:
         self.shards = [self._shard(index, shard_count) for index in range(shard_count)]
         self.control = ControlPlane(self.shards[0], _Cluster(self.shards, self.hosts))
         await self.control.loaded
-        carry = self._carry
+        carry = carried if self._carry else None
         self._dispatcher = ShardDispatcher(
-            "inprocess", _Control(self.control), lambda index: _ShardEnd(self.shards[index], carry)
+            "inprocess",
+            LocalControl(self.control),
+            lambda index: LocalShard(self.shards[index], carry),
         )
 
     def _shard(self, index: int, shards: int) -> ShardService:
-        carry = self._carry
-        return ShardService(index, shards, lambda host: _HostEnd(self.hosts[host], carry))
+        carry = carried if self._carry else None
+        return ShardService(index, shards, lambda host: LocalHost(self.hosts[host], carry))
 
     def run(self, work: Coroutine[Any, Any, T]) -> T:
         """Run ``work`` on the app's event loop until it is done."""
@@ -251,7 +193,7 @@ class InProcessApp:
 
     async def take(self, query_id: str, subscriber_id: str) -> ResultBatch:
         """What a subscriber's buffer holds now (as a subscription's line takes it)."""
-        host = _HostEnd(self.hosts[self._placed[query_id]], self._carry)
+        host = LocalHost(self.hosts[self._placed[query_id]], carried if self._carry else None)
         return await host.take(query_id, subscriber_id, None, 0.0)
 
     def engine(self, query_id: str) -> ContinuousQuery:
