@@ -279,11 +279,11 @@ class DrasiRay:
         source = self._sources.get(source_id)
         if source is None or source_id in self._chain_sources:
             raise UnknownComponentError(f"unknown source {source_id!r}")
-        if source_id in self._postgres:
-            raise ConfigError(f"source {source_id!r} reads PostgreSQL: it cannot be removed")
         readers = sorted(q.id for q in self._queries.values() if source_id in q.sources)
         if readers:
             raise ConfigError(f"source {source_id!r} is read by queries {readers}: remove them")
+        if source_id in self._postgres:
+            raise ConfigError(f"source {source_id!r} reads PostgreSQL: it cannot be removed")
         actors = self._consumers.pop(source_id, None)
         if actors is not None:
             launch.stop_consumers(self.namespace, source_id, actors)
