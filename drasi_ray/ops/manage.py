@@ -39,6 +39,7 @@ from drasi_ray.model.reaction_specs import (
     AnyAppReaction,
     AnyReaction,
     HttpReaction,
+    PlatformReaction,
     PostgresStoredProcReaction,
     SseReaction,
 )
@@ -203,7 +204,7 @@ class AppManager:
         running = query.id in self.app.query_ids
         if running:
             current = self.app.query_config(query.id)
-            kept = tuple(r for r in current.reactions if r.name is not None)
+            kept = tuple(r for r in current.reactions if _kept_on_apply(r, query))
             query = query.model_copy(update={"reactions": (*query.reactions, *kept)})
             if query == current:
                 plan.steps.append((f"{resource.label}: unchanged", None))
@@ -507,3 +508,13 @@ def _reaction_row(
         "dropped": sum(report.get("dropped", 0) for report in reports),
         "error": errors[0] if errors else None,
     }
+
+
+def _kept_on_apply(reaction: AnyReaction, applied: QueryConfig) -> bool:
+    """Whether a running query's reaction stays when its ContinuousQuery is applied again:
+    a Reaction resource's (named), and the result stream the app gave it for the app's
+    reactions to read (an unnamed default platform reaction) unless the file has its own."""
+    if reaction.name is not None:
+        return True
+    has_stream = any(isinstance(r, PlatformReaction) for r in applied.reactions)
+    return reaction == PlatformReaction() and not has_stream
