@@ -475,7 +475,10 @@ class DrasiRay:
         try:
             started = [
                 launch.start_shard(
-                    self._shard_settings(index, shards), self._ray, self._placement()
+                    self._shard_settings(index, shards),
+                    self._ray,
+                    self._placement(),
+                    detached=self._coordinator is None,
                 )
                 for index in range(before, shards)
             ]

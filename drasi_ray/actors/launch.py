@@ -69,15 +69,22 @@ def start_store(
     return coordinator, others
 
 
-def start_shard(settings: ShardSettings, ray_config: RayConfig, placer: Placer) -> Any:
-    """Start store shard ``settings.index`` (>= 1); it loads its records in the background."""
+def start_shard(
+    settings: ShardSettings, ray_config: RayConfig, placer: Placer, *, detached: bool = False
+) -> Any:
+    """Start store shard ``settings.index`` (>= 1); it loads its records in the background.
+    ``detached`` when the caller does not own the app (``drasi-ray scale --shards``): Ray ends
+    a named actor once no handle to it is left, and the caller's go when it returns (the app's
+    stop finds such shards by name)."""
     name = names.shard_actor(settings.index)
+    lifetime = {"lifetime": "detached"} if detached else {}
     return ShardActor.options(  # type: ignore[attr-defined]
         name=name,
         namespace=settings.namespace,
         get_if_exists=True,
         max_restarts=-1,
         num_cpus=ray_config.actor_num_cpus,
+        **lifetime,
         **placer.next_options(name),
     ).remote(settings, niceness=ray_config.actor_niceness)
 
