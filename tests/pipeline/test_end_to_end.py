@@ -373,4 +373,6 @@ def test_lines_and_nice_levels_or_plain_ray_carry_the_same_results(
     else:
         assert lines == (0, 0)
         # Ray's RAY_worker_niceness (some of Ray's threads start before it applies it)
-        assert [loop_level for loop_level, _ in nice_levels] == [15] * 3
+        # (added to the nice level the test runs at, at most 19)
+        expected = min(19, os.nice(0) + 15)
+        assert [loop_level for loop_level, _ in nice_levels] == [expected] * 3
