@@ -25,7 +25,7 @@ from collections.abc import Sequence
 
 from bench.common import bench_env, command_line, print_lines
 from bench.results import Recorder
-from drasi_ray.testing.chaos import sigkill
+from drasi_ray.testing.drills import sigkill
 from tests.differential.composition import ChainReport, InProcessChain, draw_pairs
 from tests.differential.generator import generate_two_source_case
 from tests.pipeline.chain_app import ChainApp, ChainOutcome

@@ -670,13 +670,7 @@ def _postgres_properties(doc: _Document, given: Any) -> Read | None:
     if read is None:
         return None
     properties, trail = read
-    if "password" in properties:
-        doc.refuse(
-            trail[("password",)],
-            "a password is never written in drasi_ray's configuration: name the environment "
-            "variable holding it (passwordEnv: VAR) or a file (passwordFile: PATH)",
-            key=True,
-        )
+    if not _database_settings(doc, properties, trail):
         return None
     if "redis_url" not in properties:
         if doc.reader.redis_url is None:
@@ -687,10 +681,6 @@ def _postgres_properties(doc: _Document, given: Any) -> Read | None:
             )
             return None
         properties["redis_url"] = doc.reader.redis_url
-    if "ssl" in properties:
-        ssl = properties.pop("ssl")
-        properties["ssl_mode"] = "require" if ssl is True else "disable" if ssl is False else ssl
-        trail[("ssl_mode",)] = trail.pop(("ssl",))
     for name, model in (("table_keys", TableKey), ("relations", RelationSpec)):
         entries = properties.get(name)
         if isinstance(entries, list):
@@ -704,6 +694,24 @@ def _postgres_properties(doc: _Document, given: Any) -> Read | None:
                 trail.update({(name, index, *k): v for k, v in more.items()})
             properties[name] = converted
     return properties, trail
+
+
+def _database_settings(doc: _Document, props: dict[str, Any], trail: dict[Path_, Path_]) -> bool:
+    """A PostgreSQL connection's settings as drasi_ray's (a source's, a StoredProc reaction's):
+    a password is refused (False), Drasi's ``ssl: true|false`` is ``sslMode: require|disable``."""
+    if "password" in props:
+        doc.refuse(
+            trail[("password",)],
+            "a password is never written in drasi_ray's configuration: name the environment "
+            "variable holding it (passwordEnv: VAR) or a file (passwordFile: PATH)",
+            key=True,
+        )
+        return False
+    if "ssl" in props:
+        ssl = props.pop("ssl")
+        props["ssl_mode"] = "require" if ssl is True else "disable" if ssl is False else ssl
+        trail[("ssl_mode",)] = trail.pop(("ssl",))
+    return True
 
 
 def _nested(
@@ -1016,18 +1024,8 @@ def _storedproc(
             f"databaseClient {client!r}: drasi_ray calls procedures on PostgreSQL only (pg)",
         )
         return None
-    if "password" in props:
-        doc.refuse(
-            trail[("password",)],
-            "a password is never written in drasi_ray's configuration: name the environment "
-            "variable holding it (passwordEnv: VAR) or a file (passwordFile: PATH)",
-            key=True,
-        )
+    if not _database_settings(doc, props, trail):
         return None
-    if "ssl" in props:
-        ssl = props.pop("ssl")
-        props["ssl_mode"] = "require" if ssl is True else "disable" if ssl is False else ssl
-        trail[("ssl_mode",)] = trail.pop(("ssl",))
     own: dict[str, Any] = {}
     for query_id, given in queries.items():
         commands = given

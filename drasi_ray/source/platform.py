@@ -33,7 +33,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from drasi_ray.model.config import (
     CdcOrdering,
@@ -44,6 +43,7 @@ from drasi_ray.model.config import (
     validated,
 )
 from drasi_ray.model.errors import ConfigError
+from drasi_ray.source.definition import SourceBuilder, check_definition, dispatch_of
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,10 +57,7 @@ class PlatformSource:
     auto_start: bool = True
 
     def __post_init__(self) -> None:
-        if not self.id:
-            raise ConfigError("source id must not be empty")
-        if self.dispatch_buffer_capacity < 1:
-            raise ConfigError("dispatch_buffer_capacity must be >= 1")
+        check_definition(self.id, self.dispatch_buffer_capacity)
 
     @staticmethod
     def builder(source_id: str) -> PlatformSourceBuilder:
@@ -68,35 +65,15 @@ class PlatformSource:
 
     @classmethod
     def from_spec(cls, spec: SourceSpec) -> PlatformSource:
-        return cls(
-            spec.id,
-            spec.properties,
-            dispatch_mode=spec.dispatch_mode,
-            dispatch_buffer_capacity=spec.dispatch_buffer_capacity,
-            auto_start=spec.auto_start,
-        )
+        return cls(spec.id, spec.properties, **dispatch_of(spec))
 
     @property
     def consumer_names(self) -> list[str]:
         return self.config.consumer_names(self.id)
 
 
-class PlatformSourceBuilder:
+class PlatformSourceBuilder(SourceBuilder):
     """Fluent construction of a :class:`PlatformSource`; ``build()`` validates everything."""
-
-    def __init__(self, source_id: str) -> None:
-        self._id = source_id
-        self._settings: dict[str, Any] = {}
-        self._dispatch_mode = DispatchMode.CHANNEL
-        self._dispatch_buffer_capacity = 1000
-        self._auto_start = True
-
-    def _set(self, key: str, value: Any) -> PlatformSourceBuilder:
-        self._settings[key] = value
-        return self
-
-    def with_redis_url(self, url: str) -> PlatformSourceBuilder:
-        return self._set("redis_url", url)
 
     def with_stream_key(self, stream_key: str) -> PlatformSourceBuilder:
         """Read one stream (replaces any streams set before)."""
@@ -193,27 +170,6 @@ class PlatformSourceBuilder:
         cdc.update({name: value for name, value in given.items() if value is not None})
         return self._set("cdc", cdc)
 
-    def with_dispatch_mode(self, mode: DispatchMode | str) -> PlatformSourceBuilder:
-        try:
-            self._dispatch_mode = DispatchMode(mode)
-        except ValueError as exc:
-            raise ConfigError(f"dispatch_mode: unknown mode {mode!r}") from exc
-        return self
-
-    def with_dispatch_buffer_capacity(self, capacity: int) -> PlatformSourceBuilder:
-        self._dispatch_buffer_capacity = capacity
-        return self
-
-    def with_auto_start(self, auto_start: bool) -> PlatformSourceBuilder:
-        self._auto_start = auto_start
-        return self
-
     def build(self) -> PlatformSource:
         config = validated(PlatformSourceConfig, **self._settings)
-        return PlatformSource(
-            self._id,
-            config,
-            dispatch_mode=self._dispatch_mode,
-            dispatch_buffer_capacity=self._dispatch_buffer_capacity,
-            auto_start=self._auto_start,
-        )
+        return PlatformSource(self._id, config, **self._dispatch)

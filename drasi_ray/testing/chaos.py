@@ -23,14 +23,12 @@ app's. ``lost`` and ``mismatched rows`` must both be 0.
 from __future__ import annotations
 
 import argparse
-import os
 import random
-import signal
 import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 import ray
@@ -49,7 +47,7 @@ from drasi_ray.shards.store import ElementStore
 from drasi_ray.source.decode import change_event, decode_entry, encode_cloud_event
 from drasi_ray.source.platform import PlatformSource
 from drasi_ray.streams.publisher import Publisher
-from drasi_ray.testing.conformance import diffs_match, values_equal
+from drasi_ray.testing import drills
 from drasi_ray.testing.embedded_redis import EmbeddedRedis
 
 QUERIES = {
@@ -115,9 +113,7 @@ class ChaosReport:
         return self.lost == 0 and self.mismatched_rows == 0 and self.dead_lettered == self.malformed
 
     def lines(self) -> list[str]:
-        data = asdict(self)
-        data.pop("kill_log")
-        return [f"{name:>22}: {value}" for name, value in data.items()]
+        return drills.report_lines(self, hidden="kill_log")
 
 
 # --------------------------------------------------------------------------- the workload
@@ -184,17 +180,6 @@ def _malformed(rng: random.Random, number: int) -> bytes:
 # --------------------------------------------------------------------------- the run
 
 
-def sigkill(actor: Any) -> int | None:
-    """SIGKILL the process of a drasi_ray actor (any actor with a ``pid`` method); its pid,
-    or None when it did not answer (it is still restarting from an earlier kill)."""
-    try:
-        pid = int(ray.get(actor.pid.remote(), timeout=5))
-    except (ray.exceptions.RayError, TimeoutError):
-        return None
-    os.kill(pid, signal.SIGKILL)
-    return pid
-
-
 class Chaos:
     """Publishes the workload while killing actors and restarting Redis."""
 
@@ -249,10 +234,7 @@ class Chaos:
 
     def _publish_under_fire(self, app: DrasiRay, server: EmbeddedRedis) -> None:
         entries = list(workload(self.settings))
-        restarts_at = {
-            len(entries) * (i + 1) // (self.settings.redis_restarts + 1)
-            for i in range(self.settings.redis_restarts)
-        }
+        restarts_at = set(drills.evenly_spaced(len(entries), self.settings.redis_restarts))
         interval = self.settings.chunk / self.settings.rate_per_s
         next_kill = time.monotonic() + self.settings.kill_every_s
         publisher = Publisher.from_url(server.url)
@@ -318,7 +300,7 @@ class Chaos:
             [(f"consumer {i}", actor) for i, actor in enumerate(app.consumer_actors(SOURCE))],
         ]
         name, actor = self._rng.choice(kinds[self.report.kills % len(kinds)])
-        pid = sigkill(actor)
+        pid = drills.sigkill(actor)
         if pid is None:
             return  # still restarting from an earlier kill
         self.report.kills += 1
@@ -368,7 +350,8 @@ class Chaos:
         report.tombstones_forgotten = status.totals.tombstones_forgotten
         report.lost = len(wrongly_dead) + pending + store_diff
         report.mismatched_rows = sum(
-            row_mismatches(oracle.results(query_id), app.results(query_id)) for query_id in QUERIES
+            drills.row_mismatches(oracle.results(query_id), app.results(query_id))
+            for query_id in QUERIES
         )
 
 
@@ -424,14 +407,7 @@ class Oracle:
     def store_mismatches(self, elements: Sequence[Any]) -> int:
         theirs = {element.id: element for element in elements}
         ours = {element.id: element for element in self.store.elements()}
-        wrong = sum(
-            1
-            for element_id, element in ours.items()
-            if element_id not in theirs
-            or not values_equal(dict(element.properties), dict(theirs[element_id].properties))
-            or element.labels != theirs[element_id].labels
-        )
-        return wrong + len(set(theirs) - set(ours))
+        return drills.store_mismatches(ours, theirs, also=lambda element: element.labels)
 
 
 class StreamTap:
@@ -505,20 +481,6 @@ class StreamTap:
             return False
         finally:
             client.close()
-
-
-def row_mismatches(expected: list[dict[str, Any]], actual: list[dict[str, Any]]) -> int:
-    if diffs_match(expected, actual):
-        return 0
-    unmatched = list(actual)
-    missing = 0
-    for row in expected:
-        index = next((i for i, got in enumerate(unmatched) if values_equal(row, got)), None)
-        if index is None:
-            missing += 1
-        else:
-            unmatched.pop(index)
-    return missing + len(unmatched)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -15,19 +15,18 @@ kill Redis and bring the "same" server back. No process outlives the Python proc
 
 from __future__ import annotations
 
-import atexit
-import contextlib
 import importlib.util
 import shutil
 import signal
 import socket
 import subprocess
-import tempfile
-import time
 from pathlib import Path
 from typing import Literal
 
 from drasi_ray.model.errors import DrasiRayError
+from drasi_ray.testing.server_process import ServerProcess, free_port
+
+__all__ = ["AppendFsync", "EmbeddedRedis", "EmbeddedRedisError", "find_redis_server", "free_port"]
 
 AppendFsync = Literal["always", "everysec", "no"]
 
@@ -57,14 +56,6 @@ def find_redis_server() -> str:
     )
 
 
-def free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port that was free a moment ago (the OS picks it)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 def _answers_ping(host: str, port: int) -> bool:
     """True once the server replies +PONG (not while refusing, or while LOADING the AOF)."""
     try:
@@ -75,7 +66,7 @@ def _answers_ping(host: str, port: int) -> bool:
         return False
 
 
-class EmbeddedRedis:
+class EmbeddedRedis(ServerProcess):
     """One private redis-server process. Use as a context manager, or ``start()``/``close()``.
 
     ``stop()`` ends the process but keeps the data directory (``start()`` again resumes from
@@ -83,7 +74,11 @@ class EmbeddedRedis:
     ``redis://127.0.0.1:<port>/0``.
     """
 
-    host = "127.0.0.1"
+    program = "redis-server"
+    error = EmbeddedRedisError
+    dir_prefix = "drasi-redis-"
+    log_name = "redis.log"
+    poll_s = 0.02
 
     def __init__(
         self,
@@ -99,65 +94,14 @@ class EmbeddedRedis:
         ``"everysec"`` may lose up to a second of writes on SIGKILL (not on SIGTERM)."""
         if appendfsync not in ("always", "everysec", "no"):
             raise ValueError(f"appendfsync must be always, everysec or no (got {appendfsync!r})")
+        super().__init__(data_dir=data_dir, port=port, startup_timeout=startup_timeout)
         self.appendonly = appendonly
         self.appendfsync: AppendFsync = appendfsync
         self._binary = binary
-        self._fixed_port = port
-        self._port = port
-        self._startup_timeout = startup_timeout
-        self._owns_dir = data_dir is None
-        self._data_dir = Path(data_dir) if data_dir is not None else None
-        self._proc: subprocess.Popen[bytes] | None = None
-        self._atexit_registered = False
-
-    # -- properties ----------------------------------------------------------------------
-
-    @property
-    def port(self) -> int:
-        if self._port is None:
-            raise EmbeddedRedisError("the server has no port yet: call start()")
-        return self._port
 
     @property
     def url(self) -> str:
         return f"redis://{self.host}:{self.port}/0"
-
-    @property
-    def data_dir(self) -> Path:
-        if self._data_dir is None:
-            raise EmbeddedRedisError("the server has no data dir yet: call start()")
-        return self._data_dir
-
-    @property
-    def pid(self) -> int | None:
-        return self._proc.pid if self._proc is not None else None
-
-    @property
-    def running(self) -> bool:
-        return self._proc is not None and self._proc.poll() is None
-
-    # -- lifecycle -----------------------------------------------------------------------
-
-    def start(self) -> EmbeddedRedis:
-        """Start the server and wait until it answers PING. No-op if already running.
-
-        A port chosen here (none given) is kept for every later start, so ``restart()`` and
-        ``stop()``+``start()`` come back on the same URL.
-        """
-        if self.running:
-            return self
-        if self._data_dir is None:
-            self._data_dir = Path(tempfile.mkdtemp(prefix="drasi-redis-"))
-        if not self._atexit_registered:
-            atexit.register(self.close)
-            self._atexit_registered = True
-        attempts = 1 if self._port is not None else 3
-        for attempt in range(attempts):
-            if self._fixed_port is None and (self._port is None or attempt > 0):
-                self._port = free_port(self.host)
-            if self._launch():
-                return self
-        raise self._startup_error()
 
     def _command(self) -> list[str]:
         binary = self._binary or find_redis_server()
@@ -173,79 +117,26 @@ class EmbeddedRedis:
             "--logfile", str(self._log_path),
         ]  # fmt: skip
 
-    @property
-    def _log_path(self) -> Path:
-        return self.data_dir / "redis.log"
-
-    def _launch(self) -> bool:
-        """Spawn once; True when PING answers, False if the process died (e.g. port taken)."""
-        self._proc = subprocess.Popen(
+    def _spawn(self) -> subprocess.Popen[bytes]:
+        return subprocess.Popen(
             self._command(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
         )
-        deadline = time.monotonic() + self._startup_timeout
-        while time.monotonic() < deadline:
-            if self._proc.poll() is not None:
-                return False
-            if _answers_ping(self.host, self.port):
-                return True
-            time.sleep(0.02)
-        self.kill()
-        return False
 
-    def _startup_error(self) -> EmbeddedRedisError:
-        log = ""
-        with contextlib.suppress(OSError):
-            log = "\n".join(self._log_path.read_text(errors="replace").splitlines()[-15:])
-        return EmbeddedRedisError(
-            f"redis-server did not start on {self.host}:{self._port} within "
-            f"{self._startup_timeout}s; log tail:\n{log}"
-        )
+    def _ready(self) -> bool:
+        return _answers_ping(self.host, self.port)
+
+    def _abort(self) -> None:
+        self.kill()
 
     def stop(self, timeout: float = 5.0) -> None:
         """SIGTERM (Redis flushes the AOF and exits), then SIGKILL after ``timeout`` seconds."""
-        proc = self._proc
-        if proc is None:
-            return
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-        self._proc = None
+        self._signal(signal.SIGTERM, timeout, then=signal.SIGKILL)
 
     def kill(self) -> None:
         """SIGKILL: a crash. Writes not yet fsynced to the AOF are lost."""
-        proc = self._proc
-        if proc is None:
-            return
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        self._proc = None
+        self._signal(signal.SIGKILL, None, then=signal.SIGKILL)
 
     def restart(self, timeout: float = 5.0) -> EmbeddedRedis:
         """``stop()`` then ``start()``, same port and data dir (AOF data survives if on)."""
         self.stop(timeout)
         return self.start()
-
-    def close(self) -> None:
-        """Stop the server and remove the data dir if this object created it. Idempotent."""
-        self.stop()
-        if self._owns_dir and self._data_dir is not None:
-            shutil.rmtree(self._data_dir, ignore_errors=True)
-            self._data_dir = None
-        if self._atexit_registered:
-            atexit.unregister(self.close)
-            self._atexit_registered = False
-
-    def __enter__(self) -> EmbeddedRedis:
-        return self.start()
-
-    def __exit__(self, *_exc: object) -> None:
-        self.close()
-
-    def __repr__(self) -> str:
-        state = "running" if self.running else "stopped"
-        return f"EmbeddedRedis({self.host}:{self._port}, {state})"

@@ -54,7 +54,8 @@ from drasi_ray.model.results import QueryResult
 from drasi_ray.query.definition import Query
 from drasi_ray.source.platform import PlatformSource
 from drasi_ray.streams.publisher import Publisher
-from drasi_ray.testing.chaos import QUERIES, ChaosSettings, Oracle, row_mismatches, workload
+from drasi_ray.testing.chaos import QUERIES, ChaosSettings, Oracle, workload
+from drasi_ray.testing.drills import row_mismatches
 from drasi_ray.testing.waiting import wait_until
 
 SOURCE = "plant"

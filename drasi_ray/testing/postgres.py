@@ -19,13 +19,10 @@ Python process: an ``atexit`` hook stops a server still running.
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import os
-import shutil
 import signal
 import subprocess
-import tempfile
 import time
 import warnings
 from collections.abc import Iterator, Sequence
@@ -33,7 +30,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from drasi_ray.model.errors import DrasiRayError
-from drasi_ray.testing.embedded_redis import free_port
+from drasi_ray.testing.server_process import ServerProcess
 
 ShutdownMode = Literal["fast", "immediate"]
 
@@ -96,7 +93,7 @@ def _prepare_root_user(data_dir: Path) -> None:
         os.chown(path, entry.pw_uid, entry.pw_gid)
 
 
-class EmbeddedPostgres:
+class EmbeddedPostgres(ServerProcess):
     """One private PostgreSQL server. Use as a context manager, or ``start()``/``close()``.
 
     ``stop()`` ends the server but keeps the data directory (``start()`` again resumes from
@@ -105,7 +102,10 @@ class EmbeddedPostgres:
     connection string over TCP.
     """
 
-    host = "127.0.0.1"
+    program = "postgres"
+    error = EmbeddedPostgresError
+    dir_prefix = "drasi-postgres-"
+    log_name = "postgres.log"
 
     def __init__(
         self,
@@ -116,37 +116,9 @@ class EmbeddedPostgres:
         settings: dict[str, str] | None = None,
         startup_timeout: float = 60.0,
     ) -> None:
+        super().__init__(data_dir=data_dir, port=port, startup_timeout=startup_timeout)
         self.password = password
         self._settings = {**_SETTINGS, **(settings or {})}
-        self._fixed_port = port
-        self._port = port
-        self._startup_timeout = startup_timeout
-        self._owns_dir = data_dir is None
-        self._data_dir = Path(data_dir) if data_dir is not None else None
-        self._proc: subprocess.Popen[bytes] | None = None
-        self._atexit_registered = False
-
-    # -- properties ----------------------------------------------------------------------
-
-    @property
-    def port(self) -> int:
-        if self._port is None:
-            raise EmbeddedPostgresError("the server has no port yet: call start()")
-        return self._port
-
-    @property
-    def data_dir(self) -> Path:
-        if self._data_dir is None:
-            raise EmbeddedPostgresError("the server has no data dir yet: call start()")
-        return self._data_dir
-
-    @property
-    def pid(self) -> int | None:
-        return self._proc.pid if self._proc is not None else None
-
-    @property
-    def running(self) -> bool:
-        return self._proc is not None and self._proc.poll() is None
 
     @property
     def password_file(self) -> str:
@@ -170,26 +142,11 @@ class EmbeddedPostgres:
 
     # -- lifecycle -----------------------------------------------------------------------
 
-    def start(self) -> EmbeddedPostgres:
-        """Create the cluster if need be, start the server, wait until it accepts a login.
-        No-op if already running. A port chosen here is kept for every later start."""
-        if self.running:
-            return self
-        if self._data_dir is None:
-            self._data_dir = Path(tempfile.mkdtemp(prefix="drasi-postgres-"))
-        self._data_dir.mkdir(parents=True, exist_ok=True)
-        if not self._atexit_registered:
-            atexit.register(self.close)
-            self._atexit_registered = True
+    def _prepare(self) -> None:
+        """Create the cluster if need be."""
+        self.data_dir.mkdir(parents=True, exist_ok=True)
         if not (self.cluster_dir / "PG_VERSION").exists():
             self._initdb()
-        attempts = 1 if self._fixed_port is not None else 3
-        for attempt in range(attempts):
-            if self._port is None or (self._fixed_port is None and attempt > 0):
-                self._port = free_port(self.host)
-            if self._launch():
-                return self
-        raise self._startup_error()
 
     @property
     def cluster_dir(self) -> Path:
@@ -235,30 +192,20 @@ class EmbeddedPostgres:
             command += ["-c", f"{name}={value}"]
         return command
 
-    @property
-    def _log_path(self) -> Path:
-        return self.data_dir / "postgres.log"
-
-    def _launch(self) -> bool:
-        """Spawn once; True when a login succeeds, False if the process died (port taken)."""
+    def _spawn(self) -> subprocess.Popen[bytes]:
         log = self._log_path.open("ab")
-        try:
-            self._proc = subprocess.Popen(  # its own session: a terminal's hang-up spares it
+        try:  # its own session: a terminal's hang-up spares it
+            return subprocess.Popen(
                 self._command(), stdout=log, stderr=log, start_new_session=True, **self._run_as()
             )
         finally:
             log.close()
-        deadline = time.monotonic() + self._startup_timeout
-        while time.monotonic() < deadline:
-            if self._proc.poll() is not None:
-                return False
-            if self._accepts_login():
-                return True
-            time.sleep(0.05)
-        self._signal(signal.SIGQUIT, wait=5.0)
-        return False
 
-    def _accepts_login(self) -> bool:
+    def _abort(self) -> None:
+        self._signal(signal.SIGQUIT, 5.0, then=signal.SIGQUIT)
+
+    def _ready(self) -> bool:
+        """True once a login succeeds."""
         import psycopg2
 
         try:
@@ -267,33 +214,12 @@ class EmbeddedPostgres:
             return False
         return True
 
-    def _startup_error(self) -> EmbeddedPostgresError:
-        log = ""
-        with contextlib.suppress(OSError):
-            log = "\n".join(self._log_path.read_text(errors="replace").splitlines()[-15:])
-        return EmbeddedPostgresError(
-            f"postgres did not start on {self.host}:{self._port} within "
-            f"{self._startup_timeout}s; log tail:\n{log}"
-        )
-
-    def _signal(self, signum: int, wait: float) -> None:
-        proc = self._proc
-        if proc is None:
-            return
-        if proc.poll() is None:
-            proc.send_signal(signum)
-            try:
-                proc.wait(wait)
-            except subprocess.TimeoutExpired:
-                proc.send_signal(signal.SIGQUIT)
-                proc.wait()
-        self._proc = None
-
     def stop(self, mode: ShutdownMode = "fast", timeout: float = 30.0) -> None:
         """Stop the server: ``fast`` (SIGINT: sessions are ended, a checkpoint written) or
         ``immediate`` (SIGQUIT: no checkpoint; the next start replays the WAL, as after a
         crash). An immediate stop follows a fast one that overran ``timeout``."""
-        self._signal(signal.SIGINT if mode == "fast" else signal.SIGQUIT, timeout)
+        signum = signal.SIGINT if mode == "fast" else signal.SIGQUIT
+        self._signal(signum, timeout, then=signal.SIGQUIT)
 
     def restart(self, mode: ShutdownMode = "fast") -> EmbeddedPostgres:
         """``stop(mode)`` then ``start()``: same port, same data."""
@@ -305,29 +231,7 @@ class EmbeddedPostgres:
         server); :func:`stop_detached` stops it later from its data directory."""
         self._proc = None
         self._owns_dir = False
-        if self._atexit_registered:
-            atexit.unregister(self.close)
-            self._atexit_registered = False
-
-    def close(self) -> None:
-        """Stop the server and remove the data dir if this object created it. Idempotent."""
-        self.stop()
-        if self._owns_dir and self._data_dir is not None:
-            shutil.rmtree(self._data_dir, ignore_errors=True)
-            self._data_dir = None
-        if self._atexit_registered:
-            atexit.unregister(self.close)
-            self._atexit_registered = False
-
-    def __enter__(self) -> EmbeddedPostgres:
-        return self.start()
-
-    def __exit__(self, *_exc: object) -> None:
-        self.close()
-
-    def __repr__(self) -> str:
-        state = "running" if self.running else "stopped"
-        return f"EmbeddedPostgres({self.host}:{self._port}, {state})"
+        self._forget_atexit()
 
     # -- conveniences for tests, examples and drills -------------------------------------
 

@@ -30,12 +30,11 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
 import psycopg2
-import ray
 import redis
 
 from drasi_ray.app import DrasiRay
@@ -47,8 +46,8 @@ from drasi_ray.query.definition import Query
 from drasi_ray.query.engine import ContinuousQuery
 from drasi_ray.shards.store import ElementStore
 from drasi_ray.source.decode import decode_entry
-from drasi_ray.testing.chaos import row_mismatches
-from drasi_ray.testing.conformance import diffs_match, values_equal
+from drasi_ray.testing import drills
+from drasi_ray.testing.conformance import diffs_match
 from drasi_ray.testing.embedded_redis import EmbeddedRedis
 from drasi_ray.testing.postgres import EmbeddedPostgres, source_builder
 from drasi_ray.testing.waiting import wait_until
@@ -120,9 +119,7 @@ class PostgresChaosReport:
         return not (self.lost or self.duplicated or self.mismatched_rows or self.mismatched_diffs)
 
     def lines(self) -> list[str]:
-        data = asdict(self)
-        data.pop("log")
-        return [f"{name:>22}: {value}" for name, value in data.items()]
+        return drills.report_lines(self, hidden="log")
 
 
 # --------------------------------------------------------------------------- the workload
@@ -358,7 +355,7 @@ class PostgresChaos:
         settings = self.settings
         faults = ["postgres"] * settings.postgres_restarts + ["redis"] * settings.redis_restarts
         random.Random(settings.seed).shuffle(faults)
-        fault_at = [settings.changes * (i + 1) // (len(faults) + 1) for i in range(len(faults))]
+        fault_at = drills.evenly_spaced(settings.changes, len(faults))
         writer = _Writer(postgres, self._database, self.report)
         kill_at = [
             settings.changes * (2 * i + 1) // (2 * settings.reader_kills)
@@ -395,7 +392,7 @@ class PostgresChaos:
 
     def _kill_reader(self, app: DrasiRay) -> None:
         actor = app.reader_actor(SOURCE)
-        pid = wait_until(lambda: _pid(actor), 60, what="the reader to be back")
+        pid = wait_until(lambda: drills.actor_pid(actor), 60, what="the reader to be back")
         assert pid is not None
         os.kill(pid, signal.SIGKILL)
         self.report.reader_kills += 1
@@ -419,9 +416,10 @@ class PostgresChaos:
         report.duplicated = max(written - report.element_changes, 0)
         theirs = {element.id: element for element in app.elements(SOURCE)}
         ours = {element.id: element for element in oracle.store.elements()}
-        report.lost = max(report.element_changes - written, 0) + _store_mismatches(ours, theirs)
+        in_store = drills.store_mismatches(ours, theirs, also=lambda element: element.end_id)
+        report.lost = max(report.element_changes - written, 0) + in_store
         report.mismatched_rows = sum(
-            row_mismatches(oracle.queries[query_id].results(), app.results(query_id))
+            drills.row_mismatches(oracle.queries[query_id].results(), app.results(query_id))
             for query_id in QUERIES
         )
         for query_id, subscription in subscriptions.items():
@@ -434,29 +432,9 @@ class PostgresChaos:
             )
 
 
-def _pid(actor: Any) -> int | None:
-    """The actor's process id; None while Ray restarts it."""
-    try:
-        pid: int = ray.get(actor.pid.remote(), timeout=5)
-    except (ray.exceptions.RayError, TimeoutError):
-        return None
-    return pid
-
-
 def _snapshot_lsn(client: redis.Redis, app: DrasiRay) -> int:
     raw = client.hget(keys.postgres_reader(app.app_id, SOURCE), "snapshot_lsn")
     return int(raw or 0)
-
-
-def _store_mismatches(ours: dict[str, Element], theirs: dict[str, Element]) -> int:
-    wrong = sum(
-        1
-        for element_id, element in ours.items()
-        if element_id not in theirs
-        or not values_equal(dict(element.properties), dict(theirs[element_id].properties))
-        or (element.end_id != theirs[element_id].end_id)
-    )
-    return wrong + len(set(theirs) - set(ours))
 
 
 class _Writer:

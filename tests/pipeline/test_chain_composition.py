@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import pytest
 
-from drasi_ray.testing.chaos import sigkill
+from drasi_ray.testing.drills import sigkill
 from tests.differential.composition import Pair, draw_pairs
 from tests.differential.generator import generate_two_source_case
 from tests.pipeline.chain_app import ChainApp

@@ -24,7 +24,7 @@ from drasi_ray.query.definition import Query
 from drasi_ray.source.decode import change_event, encode_cloud_event
 from drasi_ray.source.platform import PlatformSource
 from drasi_ray.streams.publisher import Publisher
-from drasi_ray.testing.chaos import sigkill
+from drasi_ray.testing.drills import sigkill
 from drasi_ray.testing.waiting import wait_until
 
 QUERY = "MATCH (s:Sensor) WHERE s.temperature > 70 RETURN s.id AS id, s.temperature AS t"

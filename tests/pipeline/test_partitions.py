@@ -24,7 +24,8 @@ from drasi_ray.ops.publish import publish_lines
 from drasi_ray.streams.publisher import Publisher
 from drasi_ray.streams.records import DeadLetter
 from drasi_ray.testing.apps import one_source_app
-from drasi_ray.testing.chaos import QUERIES, ChaosSettings, Oracle, row_mismatches, workload
+from drasi_ray.testing.chaos import QUERIES, ChaosSettings, Oracle, workload
+from drasi_ray.testing.drills import row_mismatches
 from drasi_ray.testing.waiting import wait_until
 
 SOURCE = "plant"

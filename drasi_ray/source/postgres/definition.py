@@ -35,6 +35,7 @@ from drasi_ray.model.config import (
 from drasi_ray.model.errors import ConfigError
 from drasi_ray.model.keys import postgres_stream
 from drasi_ray.model.postgres_specs import PostgresSourceConfig, SslMode
+from drasi_ray.source.definition import SourceBuilder, check_definition, dispatch_of
 from drasi_ray.source.platform import PlatformSource
 
 
@@ -49,10 +50,7 @@ class PostgresSource:
     auto_start: bool = True
 
     def __post_init__(self) -> None:
-        if not self.id:
-            raise ConfigError("source id must not be empty")
-        if self.dispatch_buffer_capacity < 1:
-            raise ConfigError("dispatch_buffer_capacity must be >= 1")
+        check_definition(self.id, self.dispatch_buffer_capacity)
         postgres_consumer_config(self.config, "check")  # a wrong consumer setting, now
 
     @staticmethod
@@ -61,13 +59,7 @@ class PostgresSource:
 
     @classmethod
     def from_spec(cls, spec: PostgresSourceSpec) -> PostgresSource:
-        return cls(
-            spec.id,
-            spec.properties,
-            dispatch_mode=spec.dispatch_mode,
-            dispatch_buffer_capacity=spec.dispatch_buffer_capacity,
-            auto_start=spec.auto_start,
-        )
+        return cls(spec.id, spec.properties, **dispatch_of(spec))
 
     def stream_key(self, app_id: str) -> str:
         """The stream its reader writes in app ``app_id``."""
@@ -75,31 +67,18 @@ class PostgresSource:
 
     def platform_source(self, app_id: str) -> PlatformSource:
         """The consumers' side: a platform source reading the reader's stream."""
-        return PlatformSource(
-            self.id,
-            postgres_consumer_config(self.config, self.stream_key(app_id)),
-            dispatch_mode=self.dispatch_mode,
-            dispatch_buffer_capacity=self.dispatch_buffer_capacity,
-            auto_start=self.auto_start,
-        )
+        consumer_config = postgres_consumer_config(self.config, self.stream_key(app_id))
+        return PlatformSource(self.id, consumer_config, **dispatch_of(self))
 
 
-class PostgresSourceBuilder:
+class PostgresSourceBuilder(SourceBuilder):
     """Fluent construction of a :class:`PostgresSource`; ``build()`` validates everything."""
 
     def __init__(self, source_id: str) -> None:
-        self._id = source_id
-        self._settings: dict[str, Any] = {}
+        super().__init__(source_id)
         self._table_keys: list[dict[str, Any]] = []
         self._relations: list[dict[str, Any]] = []
         self._consumer: dict[str, Any] = {}
-        self._dispatch_mode = DispatchMode.CHANNEL
-        self._dispatch_buffer_capacity = 1000
-        self._auto_start = True
-
-    def _set(self, key: str, value: Any) -> PostgresSourceBuilder:
-        self._settings[key] = value
-        return self
 
     def with_host(self, host: str) -> PostgresSourceBuilder:
         return self._set("host", host)
@@ -157,9 +136,6 @@ class PostgresSourceBuilder:
     def with_start_timeout_s(self, seconds: float) -> PostgresSourceBuilder:
         return self._set("start_timeout_s", seconds)
 
-    def with_redis_url(self, url: str) -> PostgresSourceBuilder:
-        return self._set("redis_url", url)
-
     def with_stream_key(self, stream_key: str) -> PostgresSourceBuilder:
         return self._set("stream_key", stream_key)
 
@@ -176,21 +152,6 @@ class PostgresSourceBuilder:
         self._consumer.update(settings)
         return self
 
-    def with_dispatch_mode(self, mode: DispatchMode | str) -> PostgresSourceBuilder:
-        try:
-            self._dispatch_mode = DispatchMode(mode)
-        except ValueError as exc:
-            raise ConfigError(f"dispatch_mode: unknown mode {mode!r}") from exc
-        return self
-
-    def with_dispatch_buffer_capacity(self, capacity: int) -> PostgresSourceBuilder:
-        self._dispatch_buffer_capacity = capacity
-        return self
-
-    def with_auto_start(self, auto_start: bool) -> PostgresSourceBuilder:
-        self._auto_start = auto_start
-        return self
-
     def build(self) -> PostgresSource:
         config = validated(
             PostgresSourceConfig,
@@ -199,10 +160,4 @@ class PostgresSourceBuilder:
             relations=tuple(self._relations),
             consumer=dict(self._consumer),
         )
-        return PostgresSource(
-            self._id,
-            config,
-            dispatch_mode=self._dispatch_mode,
-            dispatch_buffer_capacity=self._dispatch_buffer_capacity,
-            auto_start=self._auto_start,
-        )
+        return PostgresSource(self._id, config, **self._dispatch)
