@@ -226,8 +226,7 @@ def test_watch_redraws_the_table_as_the_results_change(session: Session) -> None
         session.sql("""DELETE FROM public."Message" WHERE "Message" = 'Hello World';""")
         wait_until(lambda: "hello-world-from: 0 rows\n" in seen, timeout_s=60, what="none left")
     finally:
-        watch.send_signal(signal.SIGINT)
-        code = watch.wait(timeout=30)
+        code = _interrupt(watch)
     assert code == 0
     first = seen.index("hello-world-from: 2 rows\n")
     assert [line.strip() for line in seen[first + 3 : first + 5]] == [
@@ -238,6 +237,32 @@ def test_watch_redraws_the_table_as_the_results_change(session: Session) -> None
         """INSERT INTO "Message" VALUES (2, 'Brian Kernighan', 'Hello World'),"""
         """ (5, 'Allen', 'Hello World');"""
     )
+
+
+def _interrupt(process: subprocess.Popen[str]) -> int:
+    """Ctrl-C ``process``; its exit status. One that outlives it 20 s fails the test with
+    its Python stack (py-spy) and is killed."""
+    process.send_signal(signal.SIGINT)
+    try:
+        return process.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        dump = subprocess.run(
+            [
+                os.path.join(os.path.dirname(sys.executable), "py-spy"),
+                "dump",
+                "--pid",
+                str(process.pid),
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+            env=environment(),
+        )
+        process.kill()
+        process.wait(timeout=10)
+        raise AssertionError(
+            f"still running 20 s after Ctrl-C:\n{dump.stdout}{dump.stderr}"
+        ) from None
 
 
 @pytest.mark.slow
