@@ -274,6 +274,7 @@ def test_list_and_describe_show_the_resources_with_their_status(session: Session
     assert rows["hello-world"][-1] == "Running"
     for query in ("hello-world-from", "message-count", "inactive-people"):
         assert rows[query][2] == "Running", listing
+        assert rows[query][1] == "drasi/coordinator", listing  # the fused layout's host
     described = session.ok("describe", "query", "message-count")
     assert "kind: ContinuousQuery\nname: message-count\n" in described
     assert "  queryLanguage: GQL\n" in described
