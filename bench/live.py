@@ -40,6 +40,7 @@ from bench.filter_loop import FilterLoop
 from bench.latency import Collector, subscription_poll
 from bench.pipeline import GROUP, QUERY_ID, CpuMeter, CpuUsage, fresh_stream, hot_app, hot_payloads
 from bench.results import Recorder
+from drasi_ray.model.config import Layout
 from drasi_ray.model.partitions import stream_for
 from drasi_ray.source.decode import decode_entry
 from drasi_ray.streams.publisher import Publisher
@@ -61,6 +62,8 @@ class Options:
     """stream counts of a partitioned source to compare (empty: drasi_ray against the peer)"""
     profile_dir: Path | None = None
     """py-spy profiles of every process of drasi_ray's first round go here (None: none)"""
+    layout: Layout = Layout.AUTO
+    """which processes run drasi_ray's pipeline (``scaling.layout``)"""
 
 
 @dataclass(frozen=True)
@@ -229,7 +232,7 @@ def run_drasi_ray(
 ) -> LiveRun:
     """drasi_ray's run; its source reads ``streams`` streams (1 consumer, a lane each)."""
     with _group_streams(url, "live", streams) as keys:
-        app = hot_app(url, keys, 1, options.batch_size, 1000, "live").start()
+        app = hot_app(url, keys, 1, options.batch_size, 1000, "live", layout=options.layout).start()
         try:
             subscription = app.subscribe(QUERY_ID, capacity=1_000_000)
             collector = Collector(subscription_poll(subscription)).start()
@@ -313,13 +316,19 @@ def parse_args(argv: Sequence[str] | None) -> Options:
         default="",
         help="compare a source over these stream counts (e.g. 1,3) instead of the peer",
     )
+    parser.add_argument(
+        "--layout",
+        choices=[layout.value for layout in Layout],
+        default=Layout.AUTO.value,
+        help="scaling.layout of drasi_ray's app (auto: the fused layout here)",
+    )
     args = parser.parse_args(argv)
     counts = tuple(int(part) for part in args.streams.split(",") if part.strip())
     if any(count < 1 for count in counts):
         parser.error("--streams: counts must be >= 1")
     return Options(
         args.events, args.rounds, args.chunk, args.sensors, args.batch_size, not args.no_record,
-        counts, args.profile_dir,
+        counts, args.profile_dir, Layout(args.layout),
     )  # fmt: skip
 
 
@@ -365,7 +374,7 @@ def main(argv: list[str] | None = None) -> int:
             peer_value=theirs,
             ratio=ratio,
             detail=f"{options.events:,} events, median of {options.rounds} rounds; ratio = "
-            "median of the rounds' ratios",
+            f"median of the rounds' ratios; layout {options.layout.value}",
         )
         recorder.write()
     return 0

@@ -36,7 +36,7 @@ from bench.common import BASE_TS_NS, SENSOR_QUERY, sensor_properties
 from drasi_ray import DrasiRay
 from drasi_ray.host.runner import QueryReport
 from drasi_ray.model.changes import Op, node
-from drasi_ray.model.config import StateConfig
+from drasi_ray.model.config import Layout, ScalingConfig, StateConfig
 from drasi_ray.source.decode import change_event, encode_cloud_event
 from drasi_ray.testing.apps import one_source_app
 
@@ -116,12 +116,14 @@ def hot_app(
     prefix: str,
     durable: bool = True,
     max_batch_size: int | None = None,
+    layout: Layout = Layout.AUTO,
 ) -> DrasiRay:
     """DrasiRay, one PlatformSource (group ``bench`` from ``0``; one stream, or several: one
     per partition), the README's filter query.
 
     ``durable`` False keeps the coordinator's state in memory only (no Redis write per batch);
-    ``max_batch_size`` caps the adaptive reads (None: the source's default).
+    ``max_batch_size`` caps the adaptive reads (None: the source's default); ``layout``: which
+    processes run the pipeline (``scaling.layout``).
     """
     return one_source_app(
         url,
@@ -130,6 +132,7 @@ def hot_app(
         source_id=SOURCE_ID,
         prefix=f"bench-{prefix}",
         state_config=StateConfig(durable=durable),
+        scaling_config=ScalingConfig(layout=layout),
         consumer_group=GROUP,
         consumers=consumers,
         batch_size=batch_size,
