@@ -29,8 +29,8 @@ from yarl import URL
 from drasi_ray.model import encoding
 from drasi_ray.model.errors import ConfigError
 from drasi_ray.model.reaction_specs import CHANGE_KINDS, HttpCall, HttpReaction
-from drasi_ray.reactions.feed import ResultEntry, kind_of
-from drasi_ray.reactions.relay import Call, Outcome, Verdict
+from drasi_ray.reactions.feed import kind_of
+from drasi_ray.reactions.relay import Call, Outcome, RendersEachDiff, Verdict
 from drasi_ray.reactions.templates import Mode, Template, check_fields, compile_template
 
 IDEMPOTENCY_HEADER = "Idempotency-Key"
@@ -147,7 +147,7 @@ def check_query(spec: HttpReaction, query_id: str, columns: Sequence[str]) -> No
             check_fields(compiled.templates, kind, columns, where)
 
 
-class HttpEndpoint:
+class HttpEndpoint(RendersEachDiff):
     """Renders and sends the calls of an :class:`HttpReaction` (module docstring)."""
 
     def __init__(self, spec: HttpReaction, token: Token | None) -> None:
@@ -156,12 +156,6 @@ class HttpEndpoint:
         self._plans = {query_id: compile_query(spec, query_id) for query_id in spec.queries}
         self._auth = () if token is None else (("Authorization", f"Bearer {token.reveal()}"),)
         self._session: aiohttp.ClientSession | None = None
-
-    def calls(self, entry: ResultEntry) -> list[Call]:
-        return [
-            self.render(entry.query_id, entry.sequence, index, diff, entry.source_time_ms)
-            for index, diff in enumerate(entry.diffs)
-        ]
 
     def render(
         self, query_id: str, sequence: int, index: int, diff: Mapping[str, Any], source_time_ms: int

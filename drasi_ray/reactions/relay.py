@@ -29,6 +29,7 @@ recorded at once: results the query emits after the reaction started are deliver
 
 from __future__ import annotations
 
+import abc
 import asyncio
 import dataclasses
 import enum
@@ -126,6 +127,22 @@ class Endpoint(Protocol):
         ...
 
     async def close(self) -> None: ...
+
+
+class RendersEachDiff(abc.ABC):
+    """An endpoint's :meth:`Endpoint.calls`, written once: its ``render`` of each diff."""
+
+    def calls(self, entry: ResultEntry) -> list[Call]:
+        return [
+            self.render(entry.query_id, entry.sequence, index, diff, entry.source_time_ms)
+            for index, diff in enumerate(entry.diffs)
+        ]
+
+    @abc.abstractmethod
+    def render(
+        self, query_id: str, sequence: int, index: int, diff: Mapping[str, Any], source_time_ms: int
+    ) -> Call:
+        """The call of the ``index``-th diff of a query's result ``sequence`` (pure)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,9 +29,9 @@ import psycopg2.extras
 
 from drasi_ray.model.errors import ConfigError
 from drasi_ray.model.reaction_specs import CHANGE_KINDS, PostgresStoredProcReaction
-from drasi_ray.reactions.feed import ResultEntry, kind_of
+from drasi_ray.reactions.feed import kind_of
 from drasi_ray.reactions.http import Token, read_secret
-from drasi_ray.reactions.relay import Call, Outcome, Verdict
+from drasi_ray.reactions.relay import Call, Outcome, RendersEachDiff, Verdict
 
 _NAME = re.compile(r"@([A-Za-z_][A-Za-z0-9_]*)(?:\.([A-Za-z_][A-Za-z0-9_]*))?")
 _CALL = re.compile(r"^\s*call\s", re.IGNORECASE)
@@ -161,7 +161,7 @@ def check_login(spec: PostgresStoredProcReaction, password: Token | None) -> Non
     connection.close()
 
 
-class StoredProcEndpoint:
+class StoredProcEndpoint(RendersEachDiff):
     """Calls the procedures of a :class:`PostgresStoredProcReaction` (module docstring)."""
 
     batch_size = 1
@@ -177,12 +177,6 @@ class StoredProcEndpoint:
         self._plans = {query: check_commands(spec, query, columns[query]) for query in columns}
         self._connection: Any = None
         self._thread = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix=spec.id)
-
-    def calls(self, entry: ResultEntry) -> list[Call]:
-        return [
-            self.render(entry.query_id, entry.sequence, index, diff, entry.source_time_ms)
-            for index, diff in enumerate(entry.diffs)
-        ]
 
     def render(
         self, query_id: str, sequence: int, index: int, diff: Mapping[str, Any], source_time_ms: int
