@@ -278,3 +278,13 @@ def test_a_partitioned_source_through_publish_status_dlq_and_replay(
     assert part_2[-1][1] == {b"data": b"x0"}
     assert part_1[-1][1] == {b"data": b"x1"}
     assert client.xlen("part-0:dlq") == 0
+
+
+def test_validate_refuses_the_fused_layout_with_more_than_one_shard(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = APP + "scaling:\n  layout: fused\n  shards: 2\n"
+    assert cli.main(["validate", _app_file(tmp_path, "redis://localhost:6379", text)]) == 1
+    out = capsys.readouterr().out.strip()
+    assert "layout fused runs one store shard and one shared query host" in out, out
+    assert "Traceback" not in out

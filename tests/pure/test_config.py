@@ -290,3 +290,15 @@ def test_the_registry_hands_a_restarted_host_its_subscriptions_and_forgets_remov
     registry.unregister("hot")
     assert registry.subscribers_of("drasi/query-host-0") == []
     assert list(registry.subscribers) == ["sub-2"]
+
+
+def test_the_fused_layout_needs_durable_state_and_auto_picks_it_only_then() -> None:
+    from drasi_ray.model.config import Layout, ScalingConfig
+    from drasi_ray.model.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="layout fused needs durable state"):
+        ScalingConfig(layout=Layout.FUSED).fused(durable=False)
+    assert ScalingConfig().fused(durable=True)
+    assert not ScalingConfig().fused(durable=False)
+    assert not ScalingConfig(shards=2).fused(durable=True)
+    assert not ScalingConfig(layout=Layout.ACTORS).fused(durable=True)
