@@ -17,6 +17,7 @@ metric                                       type       tags
 ``ray_drasi_changes_redelivered_total``      counter    source, consumer: read again (own
                                                         pending after a restart, or reclaimed)
 ``ray_drasi_batch_size``                     histogram  source, consumer: entries per batch
+                                                        (sampled: see below)
 ``ray_drasi_group_lag``                      gauge      source: entries not yet delivered
 ``ray_drasi_group_pending``                  gauge      source: delivered, not yet acked
 ``ray_drasi_consumer_pending``               gauge      source, consumer
@@ -25,10 +26,18 @@ metric                                       type       tags
 ``ray_drasi_result_latency_ms``              histogram  query: from the change's source time
                                                         (``ts_ns``) to its result
 ===========================================  =========  =======================================
+
+What is recorded per batch costs the batch little: counters are added up in the process and
+handed to Ray within :data:`FLUSH_S`, and the two histograms observe the batches of at most one
+instant per :data:`SAMPLE_EVERY_S` (a sample of the distribution; their counts are not the
+batch counts, which the counters give).
 """
 
 from __future__ import annotations
 
+import asyncio
+import time
+from collections.abc import Callable
 from typing import Any
 
 from ray.util import metrics
@@ -56,8 +65,50 @@ LATENCY_BOUNDARIES_MS: list[float] = [
 ]
 CONSUMER_TAGS = ("source", "consumer")
 LATENCY_SAMPLES_PER_DELIVERY = 10
+FLUSH_S = 1.0
+"""Counters per batch are added up in the process and handed to Ray once this long after the
+first: one Ray metric call costs several microseconds, as much as a small batch's own work."""
+SAMPLE_EVERY_S = 0.02
+"""Histograms per batch are observed at most once per this interval (a time sample)."""
 LAG_COUNT_CAP = 1_000  # on 6.2 lag costs an XRANGE of whole entries: keep it small
 """On Redis 6.2 lag is counted entry by entry, up to this many."""
+
+
+class Deferred:
+    """Calls ``flush`` :data:`FLUSH_S` after the first :meth:`note` since the last flush (at
+    once outside an event loop), so what is noted per batch reaches Ray about once a second."""
+
+    def __init__(self, flush: Callable[[], None]) -> None:
+        self._flush = flush
+        self._timer: asyncio.TimerHandle | None = None
+
+    def note(self) -> None:
+        if self._timer is not None:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self._flush()
+            return
+        self._timer = loop.call_later(FLUSH_S, self._fire)
+
+    def _fire(self) -> None:
+        self._timer = None
+        self._flush()
+
+
+class Sampler:
+    """True at most once per :data:`SAMPLE_EVERY_S`: which batches a histogram observes."""
+
+    def __init__(self) -> None:
+        self._next = 0.0
+
+    def due(self) -> bool:
+        now = time.monotonic()
+        if now < self._next:
+            return False
+        self._next = now + SAMPLE_EVERY_S
+        return True
 
 
 class ConsumerMetrics:
@@ -88,6 +139,9 @@ class ConsumerMetrics:
             "drasi_consumer_pending", "entries pending on this consumer", CONSUMER_TAGS
         )
         self._seen: dict[str, int] = {}
+        self._applied = 0
+        self._applied_later = Deferred(self._flush_applied)
+        self._sampler = Sampler()
 
     def sync_counters(self, stats: dict[str, Any]) -> None:
         """Add what the consumer's cumulative stats grew by since the last call."""
@@ -103,8 +157,16 @@ class ConsumerMetrics:
             self._counters[counter].inc(grown, tags=self.tags)
 
     def batch(self, size: int, applied: int) -> None:
-        """Record one dispatched batch: its size and how many changes it applied."""
-        self._batch.observe(size, tags=self.tags)
+        """Record one dispatched batch: how many changes it applied (handed to Ray within
+        :data:`FLUSH_S`) and, if the sampler says so, its size."""
+        if self._sampler.due():
+            self._batch.observe(size, tags=self.tags)
+        if applied > 0:
+            self._applied += applied
+            self._applied_later.note()
+
+    def _flush_applied(self) -> None:
+        applied, self._applied = self._applied, 0
         if applied > 0:
             self._counters["applied"].inc(applied, tags=self.tags)
 
@@ -131,24 +193,38 @@ class QueryMetrics:
             boundaries=LATENCY_BOUNDARIES_MS,
             tag_keys=("query",),
         )
+        self._counts = [0, 0]  # results, diffs: not yet handed to Ray
+        self._later = Deferred(self._flush)
+        self._sampler = Sampler()
 
     def observe(self, items: list[Any]) -> None:
         """Count the results of one delivery (control signals are ignored).
 
-        Called once per delivery, not per result: each Ray metric call costs more than
-        evaluating a simple query. Latency is observed for at most
-        :data:`LATENCY_SAMPLES_PER_DELIVERY` results of the delivery, evenly spaced.
+        Called once per delivery, not per result, and the counts reach Ray within
+        :data:`FLUSH_S`: each Ray metric call costs more than evaluating a simple query.
+        Latency is observed for deliveries the sampler picks, for at most
+        :data:`LATENCY_SAMPLES_PER_DELIVERY` results of each, evenly spaced.
         """
         results = [item for item in items if isinstance(item, QueryResult)]
         if not results:
             return
-        self._results.inc(len(results), tags=self.tags)
-        self._diffs.inc(sum(len(result.results) for result in results), tags=self.tags)
+        counts = self._counts
+        counts[0] += len(results)
+        counts[1] += sum(len(result.results) for result in results)
+        self._later.note()
+        if not self._sampler.due():
+            return
         step = max(1, len(results) // LATENCY_SAMPLES_PER_DELIVERY)
         now = now_ms()
         for result in results[::step]:
             if result.source_time_ms > 0:
                 self._latency.observe(max(0, now - result.source_time_ms), tags=self.tags)
+
+    def _flush(self) -> None:
+        (results, diffs), self._counts = self._counts, [0, 0]
+        if results:
+            self._results.inc(results, tags=self.tags)
+            self._diffs.inc(diffs, tags=self.tags)
 
 
 async def group_gauges(
