@@ -67,11 +67,9 @@ class SubscriberBuffer:
         async with self._changed:
             if not self._items and timeout_s > 0 and not self.closed:
                 try:
-                    await asyncio.wait_for(
-                        self._changed.wait_for(lambda: bool(self._items) or self.closed),
-                        timeout_s,
-                    )
-                except asyncio.TimeoutError:
+                    async with asyncio.timeout(timeout_s):  # no task, unlike wait_for
+                        await self._changed.wait_for(lambda: bool(self._items) or self.closed)
+                except TimeoutError:
                     return []
             count = len(self._items) if max_items is None else min(max_items, len(self._items))
             taken = [self._items.popleft() for _ in range(count)]

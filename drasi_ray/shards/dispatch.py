@@ -25,8 +25,8 @@ from __future__ import annotations
 import asyncio
 import itertools
 import uuid
-from collections.abc import Callable, Sequence
-from typing import Protocol
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, Protocol
 
 from drasi_ray.model.changes import ControlEvent, DecodedEntry
 from drasi_ray.model.errors import ShardMapChangedError
@@ -138,7 +138,7 @@ class ShardDispatcher:
             )
             for index, part in parts.items()
         ]
-        results = await asyncio.gather(*calls, return_exceptions=True)
+        results = await _outcomes(calls)
         report = BatchReport()
         failure: BaseException | None = None
         for index, result in zip(parts, results, strict=True):
@@ -201,3 +201,14 @@ def add_report(total: BatchReport, part: BatchReport) -> None:
     total.controls += part.controls
     total.routed += part.routed
     total.rejected.extend(part.rejected)
+
+
+async def _outcomes(calls: Sequence[Awaitable[BatchReport]]) -> list[Any]:
+    """Each call's report or exception, the calls run concurrently (one is just awaited:
+    most batches go to one shard, and a task per batch is a cost of its own)."""
+    if len(calls) == 1:
+        try:
+            return [await calls[0]]
+        except Exception as exc:
+            return [exc]
+    return await asyncio.gather(*calls, return_exceptions=True)
