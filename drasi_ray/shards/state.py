@@ -72,12 +72,14 @@ class StateStore:
     def __init__(self, client: aioredis.Redis, app_id: str) -> None:
         self._client = client
         self._app = app_id
+        self._writes = resp.Pipe(client)  # save_elements' own connection (one writer)
 
     @classmethod
     def from_url(cls, url: str, app_id: str) -> StateStore:
         return cls(aioredis.Redis.from_url(url, decode_responses=False), app_id)
 
     async def close(self) -> None:
+        self._writes.close()
         await self._client.aclose()
 
     # -- element stores -----------------------------------------------------------------
@@ -91,7 +93,8 @@ class StateStore:
     ) -> None:
         """Write the records of ``ids`` and add ``counters`` to the source's durable counters,
         in one pipeline. On failure the ids are marked dirty again (counters are lost with the
-        batch, which will be retried)."""
+        batch, which will be retried). Called by one task at a time (a shard persists under
+        its lock): the writes go over a connection of their own."""
         commands: list[bytes] = []
         if ids:  # hand-packed: redis-py would pack each of these arguments in Python
             args: list[resp.Arg] = ["HSET", keys.element_store(self._app, source_id)]
@@ -106,7 +109,7 @@ class StateStore:
         if not commands:
             return
         try:
-            for reply in await resp.execute_packed(self._client, commands):
+            for reply in await self._writes.execute(commands):
                 if isinstance(reply, Exception):
                     raise reply
         except BaseException:

@@ -45,7 +45,7 @@ from typing import Any
 from drasi_ray.model.backoff import Backoff
 from drasi_ray.model.config import PlatformSourceConfig
 from drasi_ray.model.errors import ConfigError, GroupMissingError
-from drasi_ray.source.acker import Acker
+from drasi_ray.source.acker import Acker, Riding
 from drasi_ray.source.dispatcher import Dispatch, Dispatcher
 from drasi_ray.source.housekeeping import ForgetTombstones, Housekeeping
 from drasi_ray.source.lane import ConsumerStats, LaneState
@@ -263,30 +263,67 @@ class StreamConsumer:
 
     async def _read_new_forever(self) -> None:
         """Read and screen the next batch while the previous one is dispatched; dispatch it
-        once the previous is applied and the one before is acked. Raises their failure."""
+        once the previous is applied and the one before is acked. Raises their failure.
+
+        When a read was not full (the stream is drained) there is nothing to read ahead: its
+        batch is dispatched right here, and its XACK rides on the next read (one write, one
+        round trip, no task: what a batch costs at low rates is mostly such fixed costs)."""
         previous: _InHand | None = None  # dispatching (or applied and being acked)
         acking: _InHand | None = None  # the one before: applied, its ack may be on its way
-        while not self._stopping:
-            entries, full = await self._reader.read_new()
-            screened = await self._reader.screen(entries, first_delivery=True) if entries else None
-            if previous is not None and (screened is not None or previous.task.done()):
-                async with self._dispatcher.renewing(screened.ids if screened else []):
-                    if acking is not None:
-                        await self._after(acking.task, screened)
-                    await self._applied(previous, screened)
-                acking, previous = previous, None
-            if screened is not None:
-                previous = _InHand(screened, self._start(self._dispatch_and_ack(screened)))
-                if not full:
-                    # The stream is drained: reading ahead would only hold new entries back
-                    # from idle peers. Prefetch when there is a backlog (full batches).
-                    if acking is not None:
-                        await self._after(acking.task, None)
-                    await self._applied(previous, None)
+        riding: Riding | None = None  # applied here; its XACK goes with the next read
+        try:
+            while not self._stopping:
+                entries, full = await self._read(riding)
+                riding = None
+                screened = (
+                    await self._reader.screen(entries, first_delivery=True) if entries else None
+                )
+                if previous is not None and (screened is not None or previous.task.done()):
+                    async with self._dispatcher.renewing(screened.ids if screened else []):
+                        if acking is not None:
+                            await self._after(acking.task, screened)
+                        await self._applied(previous, screened)
                     acking, previous = previous, None
+                if screened is None:
+                    continue
+                if full:  # a backlog: read the next batch while this one is dispatched
+                    previous = _InHand(screened, self._start(self._dispatch_and_ack(screened)))
+                    continue
+                if acking is not None:
+                    await self._after(acking.task, screened)
+                    acking = None
+                await self._dispatch_here(screened)
+                riding = self._acker.ride(screened)
+        finally:
+            if riding is not None and not riding.settled:  # stopping: ack it on its own
+                await self._acker.ack_riding(riding)
         for last in (acking, previous):
             if last is not None:
                 await last.task
+
+    async def _read(self, riding: Riding | None) -> tuple[list[StreamEntry], bool]:
+        """The next read, with ``riding``'s XACK in the same write. Raises the XACK's failure
+        once the read is back (the entries it read stay pending, to be read again)."""
+        if riding is None:
+            return await self._reader.read_new()
+        try:
+            entries, full = await self._reader.read_new(riding.ids, riding.settle)
+        except BaseException as exc:
+            riding.settle(exc)  # the XACK may not have reached Redis: read again later
+            raise
+        if riding.failure is not None:
+            self._lane.in_flight.release(len(entries))
+            raise riding.failure
+        return entries, full
+
+    async def _dispatch_here(self, screened: Screened) -> None:
+        """Dispatch ``screened`` in the read loop itself; on failure the batch is given up
+        (its entries stay pending) and the failure raised."""
+        try:
+            await self._dispatcher.dispatch(screened)
+        except BaseException:
+            self._lane.end_batch(len(screened.ids))
+            raise
 
     async def _after(self, previous: asyncio.Task[None], held: Screened | None) -> None:
         """Wait for ``previous``; if it failed, give up the ``held`` batch (its entries stay
@@ -295,7 +332,7 @@ class StreamConsumer:
             await previous
         except BaseException:
             if held is not None:
-                await self._lane.end_batch(len(held.ids))
+                self._lane.end_batch(len(held.ids))
             raise
 
     async def _applied(self, previous: _InHand, held: Screened | None) -> None:
@@ -330,4 +367,4 @@ class StreamConsumer:
             await self._dispatcher.dispatch(screened)
             await self._acker.ack_batch(screened)
         finally:
-            await self._lane.end_batch(len(screened.ids))
+            self._lane.end_batch(len(screened.ids))

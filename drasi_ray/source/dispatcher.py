@@ -86,20 +86,51 @@ class Dispatcher:
         if not ids:
             yield
             return
-        done = asyncio.Event()
-        renewer = asyncio.get_running_loop().create_task(self._renew_claims(ids, done))
+        renewal = _Renewal(self._lane, ids)
         try:
             yield
         finally:
-            done.set()
-            await asyncio.gather(renewer, return_exceptions=True)
+            await renewal.stop()
 
-    async def _renew_claims(self, ids: list[str], done: asyncio.Event) -> None:
+
+class _Renewal:
+    """Renews a consumer's claim on ``ids`` every ``claim_idle_ms / 3`` until stopped.
+
+    A timer, not a task: most batches are done long before the first renewal is due, and a
+    timer that never fires costs next to nothing. A renewal under way is let finish, never
+    cancelled, so a Redis command is not abandoned halfway through its reply.
+    """
+
+    def __init__(self, lane: LaneState, ids: list[str]) -> None:
+        self._lane = lane
+        self._ids = ids
+        self._period = max(lane.settings.claim_idle_ms / 3000, 0.01)
+        self._loop = asyncio.get_running_loop()
+        self._running: asyncio.Task[None] | None = None
+        self._timer: asyncio.TimerHandle | None = self._loop.call_later(self._period, self._due)
+
+    def _due(self) -> None:
+        self._timer = None
+        self._running = self._loop.create_task(self._renew())
+
+    async def _renew(self) -> None:
         lane = self._lane
-        period = max(lane.settings.claim_idle_ms / 3000, 0.01)
-        while not done.is_set():
-            try:
-                await asyncio.wait_for(done.wait(), period)
-            except asyncio.TimeoutError:
-                await lane.backend.renew_claim(lane.stream, lane.group, lane.name, ids)
-                lane.stats.claims_renewed += 1
+        try:
+            await lane.backend.renew_claim(lane.stream, lane.group, lane.name, self._ids)
+            lane.stats.claims_renewed += 1
+        except Exception as exc:  # the batch goes on; the next renewal tries again
+            lane.note_side_error("renewing claims", exc)
+        finally:
+            self._running = None
+            if self._ids:  # not stopped meanwhile: the next one
+                self._timer = self._loop.call_later(self._period, self._due)
+
+    async def stop(self) -> None:
+        """No more renewals; wait for one under way (its failure is the next batch's)."""
+        self._ids = []
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        running = self._running
+        if running is not None:
+            await asyncio.gather(running, return_exceptions=True)

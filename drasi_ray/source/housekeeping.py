@@ -120,9 +120,9 @@ class Housekeeping:
                 lane.stream, lane.group, lane.name, settings.claim_idle_ms, granted
             )
         except BaseException:
-            await in_flight.release(granted)
+            in_flight.release(granted)
             raise
-        await in_flight.release(granted - len(claim.entries))
+        in_flight.release(granted - len(claim.entries))
         if claim.deleted_ids:
             await self._acker.ack(claim.deleted_ids)
             lane.stats.deleted_acked += len(claim.deleted_ids)

@@ -48,27 +48,32 @@ class ConsumerStats:
 
 
 class InFlight:
-    """Bounds the entries a consumer holds unacked; readers reserve room before reading."""
+    """Bounds the entries a consumer holds unacked; readers reserve room before reading.
+
+    Releasing is synchronous (a reply's callback may release), reserving waits for room."""
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
         self.held = 0
-        self._changed = asyncio.Condition()
+        self._room = asyncio.Event()
+        self._room.set()
 
     async def reserve(self, wanted: int) -> int:
         """Wait for room, then hold up to ``wanted`` entries; returns how many were granted."""
-        async with self._changed:
-            await self._changed.wait_for(lambda: self.held < self.limit)
-            granted = min(wanted, self.limit - self.held)
-            self.held += granted
-            return granted
+        while self.held >= self.limit:
+            await self._room.wait()
+        granted = min(wanted, self.limit - self.held)
+        self.held += granted
+        if self.held >= self.limit:
+            self._room.clear()
+        return granted
 
-    async def release(self, count: int) -> None:
+    def release(self, count: int) -> None:
         if count <= 0:
             return
-        async with self._changed:
-            self.held -= count
-            self._changed.notify_all()
+        self.held -= count
+        if self.held < self.limit:
+            self._room.set()
 
 
 class LaneState:
@@ -100,9 +105,9 @@ class LaneState:
         self._active += 1
         self.idle.clear()
 
-    async def end_batch(self, count: int) -> None:
+    def end_batch(self, count: int) -> None:
         """A batch of ``count`` entries is done with (acked, or left pending)."""
-        await self.in_flight.release(count)
+        self.in_flight.release(count)
         self._active -= 1
         if self._active == 0:
             self.idle.set()

@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
 from drasi_ray.model.changes import DecodedEntry
-from drasi_ray.model.errors import DecodeError
+from drasi_ray.model.errors import DecodeError, StreamError
 from drasi_ray.source.formats import decoder_for
 from drasi_ray.source.lane import LaneState
 from drasi_ray.streams.records import DeadLetter, StreamEntry
@@ -69,13 +69,23 @@ class Reader:
         lane.stats.redelivered += len(entries)
         return entries
 
-    async def read_new(self) -> tuple[list[StreamEntry], bool]:
-        """The next new entries (waiting up to ``block_ms``) and whether the read was full."""
+    async def read_new(
+        self, ack: Sequence[str] = (), acked: Callable[[int | StreamError], None] | None = None
+    ) -> tuple[list[StreamEntry], bool]:
+        """The next new entries (waiting up to ``block_ms``) and whether the read was full.
+        ``ack`` and ``acked``: an XACK that rides on the read (:meth:`RedisStreamBackend.
+        read_new <drasi_ray.streams.backend.RedisStreamBackend.read_new>`)."""
         lane, wanted = self._lane, self._read_size
         entries = await self._read_reserved(
             wanted,
             lambda count: lane.backend.read_new(
-                lane.stream, lane.group, lane.name, count, lane.settings.block_ms
+                lane.stream,
+                lane.group,
+                lane.name,
+                count,
+                lane.settings.block_ms,
+                ack=ack,
+                acked=acked,
             ),
         )
         full = len(entries) >= wanted
@@ -101,9 +111,9 @@ class Reader:
         try:
             entries = await read(granted)
         except BaseException:
-            await in_flight.release(granted)
+            in_flight.release(granted)
             raise
-        await in_flight.release(granted - len(entries))
+        in_flight.release(granted - len(entries))
         return entries
 
     async def screen(self, entries: Sequence[StreamEntry], first_delivery: bool) -> Screened:
@@ -123,7 +133,7 @@ class Reader:
             if dead:
                 await lane.dead_letter(dead)
         except BaseException:
-            await lane.end_batch(len(entries))
+            lane.end_batch(len(entries))
             raise
         return Screened(
             [entry.id for entry in entries], tuple(decoded) if decoded else None, entries

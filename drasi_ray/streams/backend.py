@@ -119,6 +119,7 @@ class RedisStreamBackend:
         self._target = target
         self._secrets = secrets
         self._cursors: dict[tuple[str, str, str], str] = {}
+        self._reads = resp.Pipe(client)  # read_new's own connection (module docstring)
 
     @classmethod
     def from_url(cls, url: str, **options: Any) -> RedisStreamBackend:
@@ -215,19 +216,52 @@ class RedisStreamBackend:
         return _entries(reply[0][1])[0] if reply else []
 
     async def read_new(
-        self, stream: str, group: str, consumer: str, count: int, block_ms: int | None = None
+        self,
+        stream: str,
+        group: str,
+        consumer: str,
+        count: int,
+        block_ms: int | None = None,
+        *,
+        ack: Sequence[str] = (),
+        acked: Callable[[int | StreamError], None] | None = None,
     ) -> list[StreamEntry]:
         """Up to ``count`` never-delivered entries (id ``>``), now pending on ``consumer``.
 
         ``block_ms=None`` returns at once; otherwise waits up to ``block_ms`` for an entry
         (0 = forever, as in Redis). An empty list means nothing arrived.
         ``GroupMissingError`` (``NOGROUP``) after the group or the stream vanished.
+
+        Reads go over a connection of their own (:class:`~drasi_ray.streams.resp.Pipe`): call
+        it from one task at a time (a consumer's read loop), as a blocked read holds it.
+
+        ``ack``: ids to acknowledge first, in ONE ``XACK`` sent in the same write on the same
+        connection (Redis runs it before the read); ``acked`` is then called, as soon as its
+        reply is read and before the read's (which may block), with how many were pending or
+        the translated error. If the connection fails first, ``acked`` is not called and the
+        read raises: the ids may or may not be acked (at-least-once: they are read again).
         """
-        args: list[Any] = ["XREADGROUP", "GROUP", group, consumer, "COUNT", count]
+        command: list[Any] = ["XREADGROUP", "GROUP", group, consumer, "COUNT", count]
         if block_ms is not None:
-            args += ["BLOCK", block_ms]
-        args += ["STREAMS", stream, ">"]
-        reply = await self._call(stream, group, *args)
+            command += ["BLOCK", block_ms]
+        command += ["STREAMS", stream, ">"]
+        packed = [resp.pack(command)]
+        if ack:
+            packed.insert(0, resp.pack(("XACK", stream, group, *ack)))
+
+        def on_reply(index: int, reply: Any) -> None:
+            if index == 0 and ack and acked is not None:
+                if isinstance(reply, rexc.ResponseError):
+                    acked(self._error(reply, "XACK", stream, group))
+                else:
+                    acked(int(reply))
+
+        try:
+            reply = (await self._reads.execute(packed, on_reply))[-1]
+        except (rexc.RedisError, OSError) as exc:
+            raise self._error(exc, "XREADGROUP", stream, group) from exc
+        if isinstance(reply, rexc.ResponseError):
+            raise self._error(reply, "XREADGROUP", stream, group) from reply
         return _entries(reply[0][1])[0] if reply else []
 
     # -- acknowledging -------------------------------------------------------------------
@@ -515,6 +549,7 @@ class RedisStreamBackend:
 
     async def close(self) -> None:
         """Close the client and its connection pool. The backend is unusable afterwards."""
+        self._reads.close()
         await self._client.aclose(close_connection_pool=True)
 
 

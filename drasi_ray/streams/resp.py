@@ -17,7 +17,10 @@ caller wants (integers, ``OK``, bulk strings as bytes).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import asyncio
+import collections
+import socket
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import hiredis
@@ -27,6 +30,8 @@ from redis import exceptions as rexc
 
 Arg = bytes | str | int
 
+_CONNECT_TIMEOUT_S = 5.0
+
 
 def pack(args: Iterable[Arg]) -> bytes:
     """One command as a RESP array of bulk strings (str as UTF-8, int in decimal)."""
@@ -35,18 +40,29 @@ def pack(args: Iterable[Arg]) -> bytes:
     return packed
 
 
-async def execute_packed(client: aioredis.Redis, commands: list[bytes]) -> list[Any]:
-    """Send ``commands`` (each from :func:`pack`) in one write; their replies, in order."""
+async def execute_packed(
+    client: aioredis.Redis,
+    commands: list[bytes],
+    on_reply: Callable[[int, Any], None] | None = None,
+) -> list[Any]:
+    """Send ``commands`` (each from :func:`pack`) in one write; their replies, in order.
+
+    ``on_reply(index, reply)``, if given, is called with each reply as soon as it is read,
+    before the next is waited for (a later command may block, as ``XREADGROUP BLOCK`` does).
+    """
     pool = client.connection_pool
     connection = await pool.get_connection()  # type: ignore[no-untyped-call]
     try:
         await connection.send_packed_command(b"".join(commands))
         replies: list[Any] = []
-        for _ in commands:
+        for index in range(len(commands)):
             try:
-                replies.append(await connection.read_response())
+                reply = await connection.read_response()
             except rexc.ResponseError as exc:
-                replies.append(exc)
+                reply = exc
+            replies.append(reply)
+            if on_reply is not None:
+                on_reply(index, reply)
         return replies
     except BaseException:
         await connection.disconnect()  # a reply may be half read: never reuse it
@@ -73,3 +89,201 @@ def execute_packed_blocking(client: redis.Redis, commands: list[bytes]) -> list[
         raise
     finally:
         pool.release(connection)
+
+
+class Pipe:
+    """One connection of its own, with a client's settings, for packed commands sent by ONE
+    task at a time in a hot loop (a consumer's reads, a shard's state writes).
+
+    Each call of :meth:`execute` costs a write and the replies' arrival: no pool checkout, no
+    task or ``wait_for`` per command as redis-py's asyncio connection has, which is most of
+    what a small batch's Redis calls cost in Python. hiredis parses the replies. Its contract
+    is :func:`execute_packed`'s, and redis-py's exceptions are raised: ``ConnectionError`` when
+    the connection fails or closes, ``TimeoutError`` when the replies take longer than the
+    client's ``socket_timeout``; the connection is then dropped and the next call makes a new
+    one. A call that is cancelled drops it too (a reply may be on its way).
+
+    Only for a plain TCP connection (``redis://``); for any other (TLS, a Unix socket, a
+    credential provider) it falls back to :func:`execute_packed` on the client's pool.
+    """
+
+    def __init__(self, client: aioredis.Redis) -> None:
+        self._client = client
+        pool = client.connection_pool
+        settings = pool.connection_kwargs
+        self._settings = settings
+        self._plain = pool.connection_class is aioredis.Connection and not settings.get(
+            "credential_provider"
+        )
+        self._timeout: float | None = settings.get("socket_timeout")
+        self._protocol: _ReplyProtocol | None = None
+
+    async def execute(
+        self, commands: list[bytes], on_reply: Callable[[int, Any], None] | None = None
+    ) -> list[Any]:
+        """:func:`execute_packed` on this pipe's connection."""
+        if not self._plain:
+            return await execute_packed(self._client, commands, on_reply)
+        protocol = self._protocol
+        if protocol is None or protocol.closed:
+            protocol = self._protocol = await self._connect()
+        try:
+            return await protocol.execute(
+                b"".join(commands), len(commands), self._timeout, on_reply
+            )
+        except BaseException:
+            protocol.close()
+            self._protocol = None
+            raise
+
+    async def _connect(self) -> _ReplyProtocol:
+        settings = self._settings
+        loop = asyncio.get_running_loop()
+        try:
+            async with asyncio.timeout(
+                settings.get("socket_connect_timeout") or _CONNECT_TIMEOUT_S
+            ):
+                _, protocol = await loop.create_connection(
+                    _ReplyProtocol, settings.get("host", "localhost"), settings.get("port", 6379)
+                )
+        except (OSError, TimeoutError) as exc:
+            host, port = settings.get("host", "localhost"), settings.get("port", 6379)
+            raise rexc.ConnectionError(f"Error connecting to {host}:{port}: {exc}") from exc
+        if settings.get("socket_keepalive"):
+            protocol.keepalive()
+        handshake = _handshake(settings)
+        try:
+            for reply in await protocol.execute(
+                b"".join(handshake), len(handshake), self._timeout, None
+            ):
+                if isinstance(reply, Exception):
+                    raise reply
+        except BaseException:
+            protocol.close()
+            raise
+        return protocol
+
+    def close(self) -> None:
+        """Close the connection (a later call opens a new one)."""
+        if self._protocol is not None:
+            self._protocol.close()
+            self._protocol = None
+
+
+def _handshake(settings: dict[str, Any]) -> list[bytes]:
+    """AUTH, SELECT and CLIENT SETNAME as the client's settings ask (a no-op otherwise: one
+    PING, which also proves the connection)."""
+    commands = []
+    password, username = settings.get("password"), settings.get("username")
+    if password is not None:
+        commands.append(pack(("AUTH", username, password) if username else ("AUTH", password)))
+    if settings.get("db"):
+        commands.append(pack(("SELECT", int(settings["db"]))))
+    if settings.get("client_name"):
+        commands.append(pack(("CLIENT", "SETNAME", settings["client_name"])))
+    return commands or [pack(("PING",))]
+
+
+def _reply_error(message: str) -> rexc.RedisError:
+    """The redis-py exception of an error reply (``LOADING``: the server is starting)."""
+    if message.startswith("LOADING"):
+        return rexc.BusyLoadingError(message)
+    return rexc.ResponseError(message)
+
+
+class _ReplyProtocol(asyncio.Protocol):
+    """Replies matched to their commands in order; error replies are values, not raised."""
+
+    def __init__(self) -> None:
+        self._reader = hiredis.Reader(replyError=_reply_error)
+        self._waiting: collections.deque[_Call] = collections.deque()
+        self._transport: asyncio.Transport | None = None
+        self.closed = False
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self._transport = transport
+
+    def keepalive(self) -> None:
+        sock = self._transport.get_extra_info("socket") if self._transport else None
+        if sock is not None:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+
+    async def execute(
+        self,
+        packed: bytes,
+        count: int,
+        timeout_s: float | None,
+        on_reply: Callable[[int, Any], None] | None,
+    ) -> list[Any]:
+        if self.closed or self._transport is None:
+            raise rexc.ConnectionError("Connection closed by server.")
+        call = _Call(asyncio.get_running_loop().create_future(), count, on_reply)
+        self._waiting.append(call)
+        self._transport.write(packed)
+        if timeout_s is None:
+            return await call.done
+        try:
+            async with asyncio.timeout(timeout_s):
+                return await call.done
+        except TimeoutError as exc:
+            raise rexc.TimeoutError("Timeout reading from socket") from exc
+
+    def data_received(self, data: bytes) -> None:
+        reader = self._reader
+        reader.feed(data)
+        try:
+            while self._waiting:
+                reply = reader.gets()
+                if reply is False:
+                    return
+                call = self._waiting[0]
+                if call.take(reply):
+                    self._waiting.popleft()
+        except Exception as exc:  # a protocol error, or a reply callback's failure
+            self._fail(rexc.ConnectionError(f"Error reading a reply: {exc}"))
+            self.close()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        self._fail(rexc.ConnectionError("Connection closed by server."))
+
+    def _fail(self, error: Exception) -> None:
+        while self._waiting:
+            done = self._waiting.popleft().done
+            if not done.done():
+                done.set_exception(error)
+
+    def close(self) -> None:
+        self.closed = True
+        if self._transport is not None:
+            self._transport.close()
+
+
+class _Call:
+    """One :meth:`_ReplyProtocol.execute`: its future, and the replies it waits for."""
+
+    __slots__ = ("count", "done", "on_reply", "replies")
+
+    def __init__(
+        self,
+        done: asyncio.Future[list[Any]],
+        count: int,
+        on_reply: Callable[[int, Any], None] | None,
+    ) -> None:
+        self.done = done
+        self.count = count
+        self.on_reply = on_reply
+        self.replies: list[Any] = []
+
+    def take(self, reply: Any) -> bool:
+        """Note the next reply; True once the last one came (the future is then done)."""
+        replies = self.replies
+        replies.append(reply)
+        if self.on_reply is not None and not self.done.done():
+            self.on_reply(len(replies) - 1, reply)
+        if len(replies) < self.count:
+            return False
+        if not self.done.done():
+            self.done.set_result(replies)
+        return True
