@@ -38,6 +38,8 @@ from typing import Any
 
 import orjson
 import redis.asyncio as aioredis
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
 
 from drasi_ray.model import keys
@@ -76,7 +78,11 @@ class StateStore:
 
     @classmethod
     def from_url(cls, url: str, app_id: str) -> StateStore:
-        return cls(aioredis.Redis.from_url(url, decode_responses=False), app_id)
+        """A store over a client of ``url`` that retries a command once, on a new
+        connection, when its pooled connection turns out dead (after a Redis restart): every
+        command it sends through the pool is idempotent (SET, HSET, HDEL, DEL and reads)."""
+        client = aioredis.Redis.from_url(url, decode_responses=False, retry=Retry(NoBackoff(), 1))
+        return cls(client, app_id)
 
     async def close(self) -> None:
         self._writes.close()
