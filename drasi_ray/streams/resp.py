@@ -21,7 +21,7 @@ import asyncio
 import collections
 import socket
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, cast
 
 import hiredis
 import redis
@@ -201,8 +201,8 @@ class _ReplyProtocol(asyncio.Protocol):
         self.closed = False
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self._transport = transport
+        # A stream transport (uvloop's is not an asyncio.Transport subclass, only alike).
+        self._transport = cast(asyncio.Transport, transport)
 
     def keepalive(self) -> None:
         sock = self._transport.get_extra_info("socket") if self._transport else None
