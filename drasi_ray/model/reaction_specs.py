@@ -271,7 +271,23 @@ class _AppReactionSpec(BaseModel):
     )
 
 
-class HttpReaction(_AppReactionSpec):
+class _RelaySpec(_AppReactionSpec):
+    """What every reaction that delivers each diff somewhere has (:data:`RelayedReaction`):
+    retries with backoff, then the reaction's dead-letter stream; a bound on how far behind
+    the newest result it may fall."""
+
+    max_attempts: int = Field(5, ge=1, description="attempts per call before dead-lettering")
+    retry_initial_ms: int = Field(200, ge=1, description="first retry delay (then doubling)")
+    retry_max_ms: int = Field(5000, ge=1, description="cap of the retry delay")
+    max_lag: int = Field(
+        10_000, ge=1, description="results behind the newest beyond which they are dead-lettered"
+    )
+    dead_letter_maxlen: int = Field(
+        100_000, ge=1, description="approximate cap of the dead-letter stream"
+    )
+
+
+class HttpReaction(_RelaySpec):
     """Drasi's ``http`` reaction: an HTTP call per result diff of the queries it names.
 
     Runs in an actor of its own (``drasi/reaction/<id>``) that reads each query's result
@@ -302,15 +318,6 @@ class HttpReaction(_AppReactionSpec):
     token_env: str | None = Field(None, min_length=1, description="env variable holding the token")
     token_file: str | None = Field(None, min_length=1, description="file holding the token")
     timeout_ms: int = Field(5000, ge=1, description="per request, connecting included")
-    max_attempts: int = Field(5, ge=1, description="attempts per call before dead-lettering")
-    retry_initial_ms: int = Field(200, ge=1, description="first retry delay (then doubling)")
-    retry_max_ms: int = Field(5000, ge=1, description="cap of the retry delay")
-    max_lag: int = Field(
-        10_000, ge=1, description="results behind the newest beyond which they are dead-lettered"
-    )
-    dead_letter_maxlen: int = Field(
-        100_000, ge=1, description="approximate cap of the dead-letter stream"
-    )
     batch_path: str | None = Field(
         None, description="POST diffs in batches to base_url + this path instead"
     )
@@ -381,7 +388,7 @@ class StoredProcCommands(BaseModel):
         return found
 
 
-class PostgresStoredProcReaction(_AppReactionSpec):
+class PostgresStoredProcReaction(_RelaySpec):
     """Drasi's ``storedproc-postgres`` reaction: a PostgreSQL procedure call per result diff.
 
     Per change kind a command, ``CALL proc(@field, ...)`` (``CALL`` may be left out, as in
@@ -422,15 +429,6 @@ class PostgresStoredProcReaction(_AppReactionSpec):
         min_length=1, description="query id -> its own commands (null: the ones above)"
     )
     command_timeout_ms: int = Field(30_000, ge=1, description="statement_timeout of a call")
-    max_attempts: int = Field(5, ge=1, description="attempts per call before dead-lettering")
-    retry_initial_ms: int = Field(200, ge=1, description="first retry delay (then doubling)")
-    retry_max_ms: int = Field(5000, ge=1, description="cap of the retry delay")
-    max_lag: int = Field(
-        10_000, ge=1, description="results behind the newest beyond which they are dead-lettered"
-    )
-    dead_letter_maxlen: int = Field(
-        100_000, ge=1, description="approximate cap of the dead-letter stream"
-    )
 
     @model_validator(mode="after")
     def _one_password_source(self) -> PostgresStoredProcReaction:
