@@ -16,11 +16,11 @@ import redis
 
 from drasi_ray.model.changes import DecodedEntry, Op, node
 from drasi_ray.model.config import PlatformSourceConfig
-from drasi_ray.model.errors import RedisUnavailableError
+from drasi_ray.model.errors import RedisUnavailableError, StreamError
 from drasi_ray.source.consumer import StreamConsumer, backend_for
 from drasi_ray.source.decode import change_event, encode_cloud_event
 from drasi_ray.streams.backend import RedisStreamBackend
-from drasi_ray.streams.records import DeadLetter
+from drasi_ray.streams.records import DeadLetter, StreamEntry
 from drasi_ray.testing.waiting import wait_until_async
 
 STREAM = "changes"
@@ -455,3 +455,65 @@ def test_idle_read_with_drasi_default_block_ms_does_not_time_out(redis_url: str)
             await backend.close()
 
     assert asyncio.run(idle_read()) == []
+
+
+class _FailingRide(RedisStreamBackend):
+    """A backend whose first XACK riding on a read fails (the read itself succeeds)."""
+
+    failed = False
+
+    async def read_new(
+        self,
+        stream: str,
+        group: str,
+        consumer: str,
+        count: int,
+        block_ms: int | None = None,
+        *,
+        ack: Sequence[str] = (),
+        acked: Callable[[int | StreamError], None] | None = None,
+    ) -> list[StreamEntry]:
+        if ack and acked is not None and not self.failed:
+            self.failed = True
+            entries = await super().read_new(stream, group, consumer, count, block_ms)
+            acked(RedisUnavailableError("connection lost during a riding XACK"))
+            return entries
+        return await super().read_new(
+            stream, group, consumer, count, block_ms, ack=ack, acked=acked
+        )
+
+
+def test_a_drained_streams_ack_rides_on_the_next_read_and_its_failure_redelivers(
+    redis_url: str,
+) -> None:
+    client = redis.Redis.from_url(redis_url)
+    applied: list[str] = []
+
+    async def main() -> StreamConsumer:
+        async def dispatch(entries: Sequence[DecodedEntry]) -> object:
+            applied.extend(_ids(entries))
+            return None
+
+        backend = _FailingRide.from_url(redis_url)
+        consumer = StreamConsumer("src", _settings(redis_url), "src-0", backend, dispatch)
+        consumer.start()
+        try:
+            await consumer.wait_ready()
+            client.xadd(STREAM, {"data": _event("first", 1)})  # a partial read: dispatched
+            await wait_until_async(lambda: applied == ["first"])  # in the read loop, its
+            client.xadd(STREAM, {"data": _event("second", 2)})  # XACK failing on the next read
+            await wait_until_async(
+                lambda: (
+                    consumer.stats.acked >= 2
+                    and client.xpending(STREAM, "drasi_ray")["pending"] == 0
+                )
+            )
+        finally:
+            await consumer.stop()
+        return consumer
+
+    consumer = asyncio.run(main())
+    assert list(dict.fromkeys(applied)) == ["first", "second"]  # first seen in stream order
+    assert applied.count("first") == 2  # read again from own pending after the failed XACK
+    assert consumer.stats.errors == 1
+    assert "riding XACK" in str(consumer.stats.last_error)
