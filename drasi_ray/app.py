@@ -136,6 +136,9 @@ class DrasiRay:
         self._consumers: dict[str, list[Any]] = {}
         self._hosts: dict[str, Any] = {}  # host name -> actor
         self._host_of: dict[str, str] = {}  # query id -> host name
+        # Running queries whose host writes the result stream the app's reactions read with a
+        # platform reaction the app gave it (not in their settings: _with_result_stream).
+        self._given_stream: set[str] = set()
         self._shared_hosts = 0  # decided when the first shared query starts
         self._placer: Placer | None = None
         self._redis: dict[str, redis.Redis] = {}
@@ -260,6 +263,7 @@ class DrasiRay:
         if host_name is not None:
             ray.get(self._coordinator.unregister_query.remote(query_id))
             del self._host_of[query_id]
+            self._given_stream.discard(query_id)
             host = self._hosts[host_name]
             try:
                 timeout = launch.STOP_TIMEOUT_S
@@ -322,8 +326,9 @@ class DrasiRay:
         return self._reactions.remove(reaction_id)
 
     def _record_reactions(self, query: QueryConfig) -> None:
-        """Tell the coordinator a running query's reactions, so a restarted host has them."""
-        resolved = tuple(resolve_specs(query.reactions, self._reaction_redis_url(query)))
+        """Tell the coordinator a running query's reactions (with the result stream the app's
+        reactions read), so a restarted host has them."""
+        resolved = self._with_reaction_defaults(query).reactions
         ray.get(self._coordinator.set_reactions.remote(query.id, resolved))
 
     def query_config(self, query_id: str) -> QueryConfig:
@@ -352,10 +357,18 @@ class DrasiRay:
         return self
 
     def _ensure_result_stream(self, query_id: str) -> None:
-        """Give a running query a platform reaction if it has none (a reaction of the app
-        reads its result stream)."""
-        if not any(isinstance(r, PlatformReaction) for r in self._queries[query_id].reactions):
-            self.add_reaction(query_id, PlatformReaction())
+        """Give a running query the platform reaction a reaction of the app reads, if it has
+        none: on its host, not in its settings (``query_config`` stays what the user gave;
+        :meth:`_with_result_stream` adds it wherever the query is registered)."""
+        query = self._queries[query_id]
+        if query_id in self._given_stream or any(
+            isinstance(r, PlatformReaction) for r in query.reactions
+        ):
+            return
+        (spec,) = resolve_specs([PlatformReaction()], self._reaction_redis_url(query))
+        ray.get(self._query_host(query_id).add_reaction.remote(query_id, spec))
+        self._given_stream.add(query_id)
+        self._record_reactions(query)
 
     def _start_app_reaction(self, spec: AnyAppReaction) -> None:
         relayed = not isinstance(spec, SseReaction)
@@ -802,11 +815,12 @@ class DrasiRay:
 
     def _start_query(self, query: QueryConfig) -> None:
         """Host the query, then register it: it returns bootstrapped from every shard."""
-        query = self._queries[query.id] = self._with_result_stream(query)
         engine = self._engines[query.id]
         host_name = self._host_name_for(query)
         host = self._host(host_name)
         configured = self._with_reaction_defaults(query)
+        if self._with_result_stream(query) is not query:
+            self._given_stream.add(query.id)
         registration = QueryRegistration(
             configured,
             host_name,
@@ -872,6 +886,7 @@ class DrasiRay:
         self._consumers.clear()
         self._hosts.clear()
         self._host_of.clear()
+        self._given_stream.clear()
         self._shards = []
         self._shared_hosts = 0
         self._fused = False

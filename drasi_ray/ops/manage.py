@@ -39,7 +39,6 @@ from drasi_ray.model.reaction_specs import (
     AnyAppReaction,
     AnyReaction,
     HttpReaction,
-    PlatformReaction,
     PostgresStoredProcReaction,
     SseReaction,
 )
@@ -204,7 +203,7 @@ class AppManager:
         running = query.id in self.app.query_ids
         if running:
             current = self.app.query_config(query.id)
-            kept = tuple(r for r in current.reactions if _kept_on_apply(r, query))
+            kept = tuple(r for r in current.reactions if _kept_on_apply(r))
             query = query.model_copy(update={"reactions": (*query.reactions, *kept)})
             if query == current:
                 plan.steps.append((f"{resource.label}: unchanged", None))
@@ -510,11 +509,7 @@ def _reaction_row(
     }
 
 
-def _kept_on_apply(reaction: AnyReaction, applied: QueryConfig) -> bool:
+def _kept_on_apply(reaction: AnyReaction) -> bool:
     """Whether a running query's reaction stays when its ContinuousQuery is applied again:
-    a Reaction resource's (named), and the result stream the app gave it for the app's
-    reactions to read (an unnamed default platform reaction) unless the file has its own."""
-    if reaction.name is not None:
-        return True
-    has_stream = any(isinstance(r, PlatformReaction) for r in applied.reactions)
-    return reaction == PlatformReaction() and not has_stream
+    a Reaction resource's (named ones; the file's own are the unnamed)."""
+    return reaction.name is not None
