@@ -63,7 +63,7 @@ class Reader:
     async def read_own_pending(self) -> list[StreamEntry]:
         """The oldest of this consumer's own pending entries (one, or none left)."""
         lane = self._lane
-        entries, _ = await self._read_reserved(
+        entries = await self._read_reserved(
             1, lambda count: lane.backend.read_pending(lane.stream, lane.group, lane.name, count)
         )
         lane.stats.redelivered += len(entries)
@@ -72,12 +72,11 @@ class Reader:
     async def read_new(
         self, ack: Sequence[str] = (), acked: Callable[[int | StreamError], None] | None = None
     ) -> tuple[list[StreamEntry], bool]:
-        """The next new entries (waiting up to ``block_ms``) and whether the read was full:
-        it brought all that ``max_in_flight`` let it ask for (so more are likely waiting).
+        """The next new entries (waiting up to ``block_ms``) and whether the read was full.
         ``ack`` and ``acked``: an XACK that rides on the read (:meth:`RedisStreamBackend.
         read_new <drasi_ray.streams.backend.RedisStreamBackend.read_new>`)."""
         lane, wanted = self._lane, self._read_size
-        entries, granted = await self._read_reserved(
+        entries = await self._read_reserved(
             wanted,
             lambda count: lane.backend.read_new(
                 lane.stream,
@@ -89,7 +88,7 @@ class Reader:
                 acked=acked,
             ),
         )
-        full = len(entries) >= granted  # a read cut short by max_in_flight is still full
+        full = len(entries) >= wanted
         self._adapt_read_size(full)
         return entries, full
 
@@ -105,9 +104,8 @@ class Reader:
 
     async def _read_reserved(
         self, wanted: int, read: Callable[[int], Awaitable[list[StreamEntry]]]
-    ) -> tuple[list[StreamEntry], int]:
-        """Read at most as many entries as ``max_in_flight`` leaves room for; the entries and
-        how many were asked for."""
+    ) -> list[StreamEntry]:
+        """Read at most as many entries as ``max_in_flight`` leaves room for."""
         in_flight = self._lane.in_flight
         granted = await in_flight.reserve(wanted)
         try:
@@ -116,7 +114,7 @@ class Reader:
             in_flight.release(granted)
             raise
         in_flight.release(granted - len(entries))
-        return entries, granted
+        return entries
 
     async def screen(self, entries: Sequence[StreamEntry], first_delivery: bool) -> Screened:
         """Decode the batch and dead-letter what must never reach the dispatch.
