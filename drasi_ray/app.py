@@ -242,10 +242,14 @@ class DrasiRay:
         updated = query.model_copy(update={"reactions": (*query.reactions, reaction)})
         self._queries[query_id] = updated
         if query_id in self._host_of:
-            (spec,) = resolve_specs([reaction], self._reaction_redis_url(updated))
-            ray.get(self._query_host(query_id).add_reaction.remote(query_id, spec))
-            self._record_reactions(updated)
+            self._start_reaction(updated, reaction)
         return self
+
+    def _start_reaction(self, query: QueryConfig, reaction: AnyReaction) -> None:
+        """Start ``reaction`` on the running query's host; record the query's reactions."""
+        (spec,) = resolve_specs([reaction], self._reaction_redis_url(query))
+        ray.get(self._query_host(query.id).add_reaction.remote(query.id, spec))
+        self._record_reactions(query)
 
     def remove_query(self, query_id: str) -> None:
         """Stop a query and forget it (while the app runs too): no shard routes to it any more,
@@ -365,10 +369,8 @@ class DrasiRay:
             isinstance(r, PlatformReaction) for r in query.reactions
         ):
             return
-        (spec,) = resolve_specs([PlatformReaction()], self._reaction_redis_url(query))
-        ray.get(self._query_host(query_id).add_reaction.remote(query_id, spec))
         self._given_stream.add(query_id)
-        self._record_reactions(query)
+        self._start_reaction(query, PlatformReaction())
 
     def _start_app_reaction(self, spec: AnyAppReaction) -> None:
         relayed = not isinstance(spec, SseReaction)

@@ -20,9 +20,8 @@ class Riding:
     """The XACK of one applied batch, riding on a read (:meth:`Acker.ride`). :meth:`settle`
     it once with its outcome: the reply's count, or why it failed (``failure``)."""
 
-    def __init__(self, screened: Screened, done: Callable[[Riding, bool], None]) -> None:
-        self.screened = screened
-        self.ids = screened.ids
+    def __init__(self, ids: list[str], done: Callable[[Riding, bool], None]) -> None:
+        self.ids = ids
         self.failure: BaseException | None = None
         self._done: Callable[[Riding, bool], None] | None = done
 
@@ -66,7 +65,7 @@ class Acker:
         hand until :meth:`Riding.settle`."""
         self._acking += 1
         self._lane.in_flight.release(len(screened.ids))
-        return Riding(screened, self._rode)
+        return Riding(screened.ids, self._rode)
 
     async def ack_riding(self, riding: Riding) -> None:
         """Send ``riding``'s XACK on its own (the read it was to ride on will not happen)."""

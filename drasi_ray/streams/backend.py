@@ -246,16 +246,11 @@ class RedisStreamBackend:
             command += ["BLOCK", block_ms]
         command += ["STREAMS", stream, ">"]
         packed = [resp.pack(command)]
+        on_reply = None
         if ack:
             packed.insert(0, resp.pack(("XACK", stream, group, *ack)))
-
-        def on_reply(index: int, reply: Any) -> None:
-            if index == 0 and ack and acked is not None:
-                if isinstance(reply, rexc.ResponseError):
-                    acked(self._error(reply, "XACK", stream, group))
-                else:
-                    acked(int(reply))
-
+            if acked is not None:
+                on_reply = self._reporting_ack(acked, stream, group)
         try:
             reply = (await self._reads.execute(packed, on_reply))[-1]
         except (rexc.RedisError, OSError) as exc:
@@ -263,6 +258,20 @@ class RedisStreamBackend:
         if isinstance(reply, rexc.ResponseError):
             raise self._error(reply, "XREADGROUP", stream, group) from reply
         return _entries(reply[0][1])[0] if reply else []
+
+    def _reporting_ack(
+        self, acked: Callable[[int | StreamError], None], stream: str, group: str
+    ) -> Callable[[int, Any], None]:
+        """The reply callback that hands the first reply (an XACK's) to ``acked``."""
+
+        def on_reply(index: int, reply: Any) -> None:
+            if index == 0:
+                if isinstance(reply, rexc.ResponseError):
+                    acked(self._error(reply, "XACK", stream, group))
+                else:
+                    acked(int(reply))
+
+        return on_reply
 
     # -- acknowledging -------------------------------------------------------------------
 

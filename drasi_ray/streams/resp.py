@@ -138,16 +138,14 @@ class Pipe:
 
     async def _connect(self) -> _ReplyProtocol:
         settings = self._settings
+        host, port = settings.get("host", "localhost"), settings.get("port", 6379)
         loop = asyncio.get_running_loop()
         try:
             async with asyncio.timeout(
                 settings.get("socket_connect_timeout") or _CONNECT_TIMEOUT_S
             ):
-                _, protocol = await loop.create_connection(
-                    _ReplyProtocol, settings.get("host", "localhost"), settings.get("port", 6379)
-                )
+                _, protocol = await loop.create_connection(_ReplyProtocol, host, port)
         except (OSError, TimeoutError) as exc:
-            host, port = settings.get("host", "localhost"), settings.get("port", 6379)
             raise rexc.ConnectionError(f"Error connecting to {host}:{port}: {exc}") from exc
         if settings.get("socket_keepalive"):
             protocol.keepalive()

@@ -16,6 +16,7 @@ from drasi_ray.model.errors import GroupMissingError, StreamError
 from drasi_ray.streams import resp
 from drasi_ray.streams.backend import RedisStreamBackend
 from drasi_ray.testing.embedded_redis import EmbeddedRedis
+from tests.redis.test_streams import run
 
 T = TypeVar("T")
 
@@ -119,7 +120,7 @@ def test_an_ack_rides_on_a_read_and_is_reported_before_the_read_returns(redis_ur
         )
         return [entry.id, second], [e.id for e in entries]
 
-    (read_first, second), read_next = _with_backend(redis_url, body)
+    (read_first, second), read_next = run(redis_url, body)
     assert read_first == first and read_next == [second] and outcomes == [1]
     pending = client.xpending_range("rides", "g", "-", "+", 10)
     assert [p["message_id"].decode() for p in pending] == [second]  # the first was acked
@@ -137,16 +138,5 @@ def test_a_read_whose_group_is_gone_raises_after_the_ack_is_reported(redis_url: 
         await backend.read_new("gone", "g", "c", 10, ack=[entry.id], acked=outcomes.append)
 
     with pytest.raises(GroupMissingError):
-        _with_backend(redis_url, body)
+        run(redis_url, body)
     assert outcomes == [0]  # Redis answers 0 for a missing group's XACK
-
-
-def _with_backend(url: str, body: Callable[[RedisStreamBackend], Awaitable[T]]) -> T:
-    async def main() -> T:
-        backend = RedisStreamBackend.from_url(url)
-        try:
-            return await body(backend)
-        finally:
-            await backend.close()
-
-    return asyncio.run(main())
