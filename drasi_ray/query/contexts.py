@@ -45,6 +45,11 @@ class Kind(enum.Enum):
     AGGREGATION = "aggregation"
 
 
+ADDING, UPDATING, REMOVING = Kind.ADDING, Kind.UPDATING, Kind.REMOVING
+"""The kinds as module globals, for the code run per row change: reading a member off its
+enum class costs about nine times a global read in CPython 3.11."""
+
+
 @dataclass(slots=True)
 class Context:
     """One row's change on its way through the parts (see the module docstring)."""
@@ -63,17 +68,15 @@ class Context:
 def adding(key: Key | None, after: Any, source: Context) -> Context:
     """An ADDING context for the next part, keeping ``source``'s OPTIONAL MATCH flags."""
     phantom, silent = source.phantom, source.silent
-    return Context(Kind.ADDING, None, key, None, after, phantom=phantom, silent=silent)
+    return Context(ADDING, None, key, None, after, phantom=phantom, silent=silent)
 
 
 def removing(key: Key | None, before: Any, source: Context) -> Context:
-    return Context(Kind.REMOVING, key, None, before, None, silent=source.silent)
+    return Context(REMOVING, key, None, before, None, silent=source.silent)
 
 
 def updating(old: Key | None, new: Key | None, before: Any, after: Any, source: Context) -> Context:
-    return Context(
-        Kind.UPDATING, old, new, before, after, phantom=source.phantom, silent=source.silent
-    )
+    return Context(UPDATING, old, new, before, after, phantom=source.phantom, silent=source.silent)
 
 
 def aggregation(
@@ -105,11 +108,11 @@ class Collector:
         kind = context.kind
         if context.silent:
             self._kept.append(context)
-        elif kind is Kind.ADDING:
+        elif kind is ADDING:
             self._keep(context, {"type": "ADD", "data": context.after})
-        elif kind is Kind.REMOVING:
+        elif kind is REMOVING:
             self._keep(context, {"type": "DELETE", "data": context.before})
-        elif kind is Kind.UPDATING:
+        elif kind is UPDATING:
             if not same_values(context.before, context.after):
                 diff = {"type": "UPDATE", "before": context.before, "after": context.after}
                 self._keep(context, diff)
@@ -124,6 +127,8 @@ class Collector:
 
     def kept(self) -> list[Context]:
         """The contexts the diffs report, and the silent ones: what changes the result set."""
+        if not self._groups:
+            return self._kept
         return self._kept + list(self._groups.values())
 
     def _add_aggregation(self, context: Context) -> None:
@@ -141,6 +146,8 @@ class Collector:
             earlier.default_after = context.default_after
 
     def diffs(self) -> list[Diff]:
+        if not self._groups:
+            return self._plain
         groups = [
             {"type": "aggregation", "before": c.before, "after": c.after}
             for c in self._groups.values()

@@ -65,7 +65,7 @@ from drasi_ray.model.errors import UnsupportedQueryError
 from drasi_ray.model.history import ElementHistory, HistoryLimits
 from drasi_ray.model.query_specs import QueryJoin, QueryLanguage
 from drasi_ray.query import ast
-from drasi_ray.query.contexts import Collector, Context, Diff, Key, Kind
+from drasi_ray.query.contexts import ADDING, REMOVING, UPDATING, Collector, Context, Diff, Key
 from drasi_ray.query.evaluation import EvaluationContext, EvaluationMode, QueryClock
 from drasi_ray.query.expressions import contains_aggregate, walk
 from drasi_ray.query.futures import FutureEntry
@@ -83,6 +83,10 @@ Part = ProjectingPart | AggregatingPart
 
 BOOTSTRAP_BATCH = 10_000
 """Rows handed to the query parts at a time while bootstrapping (bounds the extra memory)."""
+
+_INSERT, _UPDATE, _DELETE = ChangeKind.INSERT, ChangeKind.UPDATE, ChangeKind.DELETE
+"""As module globals for :meth:`ContinuousQuery.apply` (see :data:`~drasi_ray.query.contexts.
+ADDING`)."""
 
 
 class ContinuousQuery:
@@ -186,16 +190,16 @@ class ContinuousQuery:
         if self._clocked and current is not None:
             realtime = self._context.clock.realtime_ms
             self._context.before_clock = QueryClock(current.effective_from, realtime)
-        kind = ChangeKind.UPDATE
+        kind = _UPDATE
         if deleted:
-            kind = ChangeKind.DELETE
+            kind = _DELETE
         elif delta.inserted:
-            kind = ChangeKind.INSERT
+            kind = _INSERT
         if self.history is not None:
             self.history.observe(element_id, after)
         same_shape = index.replace(current, after)
         changes = self._solutions.changes(index, element_id, after, same_shape, kind)
-        if self._anonymous and kind is ChangeKind.UPDATE:
+        if self._anonymous and kind is _UPDATE:
             changes = [c for c in changes if self._visible(c, element_id)]
         return self._evaluate(changes) if changes else []
 
@@ -280,8 +284,11 @@ class ContinuousQuery:
         return collector.diffs()
 
     def _through_parts(self, first: Context) -> list[Context]:
+        parts = self._parts
+        if len(parts) == 1:  # one RETURN, the usual query: no list per part
+            return parts[0].process(first)
         contexts = [first]
-        for part in self._parts:
+        for part in parts:
             following: list[Context] = []
             for context in contexts:
                 following.extend(part.process(context))
@@ -401,11 +408,11 @@ def _first_context(change: RowChange) -> Context:
     """The first part's context of a MATCH row change."""
     old, new, row = change.old_key, change.new_key, change.row
     if old is None:
-        kind = Kind.ADDING
+        kind = ADDING
     elif new is None:
-        kind = Kind.REMOVING
+        kind = REMOVING
     else:
-        kind = Kind.UPDATING
+        kind = UPDATING
     return Context(kind, old, new, change.before, row, phantom=change.phantom, silent=change.silent)
 
 

@@ -60,9 +60,11 @@ from drasi_ray.query.aggregates import (
     check_argument,
 )
 from drasi_ray.query.contexts import (
+    ADDING,
+    REMOVING,
+    UPDATING,
     Context,
     Key,
-    Kind,
     adding,
     aggregation,
     removing,
@@ -404,11 +406,11 @@ class ProjectingPart:
     def process(self, context: Context) -> list[Context]:
         """This part's contexts for one incoming row change."""
         kind = context.kind
-        if kind is Kind.ADDING:
+        if kind is ADDING:
             return self._adding(context)
-        if kind is Kind.UPDATING:
+        if kind is UPDATING:
             return self._updating(context)
-        if kind is Kind.REMOVING:
+        if kind is REMOVING:
             return self._removing(context)
         return self._aggregation(context)
 
@@ -485,9 +487,9 @@ class ProjectingPart:
     def record(self, context: Context) -> None:
         """Keep a reported row change (a last part's) in the result set."""
         kind = context.kind
-        if kind is not Kind.ADDING:
+        if kind is not ADDING:
             self._reported.pop(context.old_key, None)
-        if kind is not Kind.REMOVING and not context.phantom:
+        if kind is not REMOVING and not context.phantom:
             self._reported[context.new_key] = context.after
 
     def results(self) -> list[dict[str, Any]]:
@@ -881,11 +883,11 @@ class AggregatingPart:
         if self._prefilter_calls is not None:
             self._count_prefilter(context)
         kind = context.kind
-        if kind is Kind.ADDING:
+        if kind is ADDING:
             return self._adding(context)
-        if kind is Kind.UPDATING:
+        if kind is UPDATING:
             return self._updating(context)
-        if kind is Kind.REMOVING:
+        if kind is REMOVING:
             return self._removing(context)
         return self._aggregation(context)
 
@@ -982,7 +984,7 @@ class AggregatingPart:
 
     def record(self, context: Context) -> None:
         """Keep a reported group row (a last part's result row) as the group's result."""
-        if context.kind is Kind.REMOVING:
+        if context.kind is REMOVING:
             self._results.pop(context.old_key, None)
         else:
             self._results[context.new_key] = dict(context.after)

@@ -85,6 +85,11 @@ _NEVER: Final[Version] = (-1, -1, -1)
 
 RECORD_FORMAT: Final = 2
 
+_INSERT: Final = Op.INSERT
+_UPDATE: Final = Op.UPDATE
+"""As module globals for :meth:`ElementStore.apply`: reading a member off its enum class costs
+about nine times a global read in CPython 3.11."""
+
 
 class _Record:
     """The versioned state of one element id (see the module docstring for the invariants)."""
@@ -225,15 +230,15 @@ class ElementStore:
         elif version <= record.reset:
             return None
         op = change.op
-        if op is Op.UPDATE:
+        if op is _UPDATE:
             if not record.update(element, version):
                 return None
-        elif op is Op.INSERT:
+        elif op is _INSERT:
             record.insert(element, version)
         else:
             record.delete(version)
         self._dirty.add(element_id)
-        return self._settle(record, element_id, version, element.effective_from, op is Op.INSERT)
+        return self._settle(record, element_id, version, element.effective_from, op is _INSERT)
 
     def _settle(
         self,
