@@ -160,6 +160,12 @@ class _Record:
 
     def update(self, element: Element, version: Version) -> bool:
         """Merge; returns whether anything was written (False: every part was set by newer)."""
+        if version > self.head:  # newer than every part (none was set after head): all written
+            properties = element.properties
+            self.values.update(properties)
+            self.versions.update(dict.fromkeys(properties, version))
+            self.set_head(element, version)
+            return True
         wrote = False
         values = self.values
         versions = self.versions
