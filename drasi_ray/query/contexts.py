@@ -90,6 +90,18 @@ def aggregation(
     return Context(Kind.AGGREGATION, old, new, before, after, default_before, default_after)
 
 
+def added(row: Any) -> Diff:
+    return {"type": "ADD", "data": row}
+
+
+def deleted(row: Any) -> Diff:
+    return {"type": "DELETE", "data": row}
+
+
+def updated(before: Any, after: Any) -> Diff:
+    return {"type": "UPDATE", "before": before, "after": after}
+
+
 class Collector:
     """Turns the last part's contexts of one graph change into result diffs, as Drasi does
     at the end of a change: an update that changed nothing is dropped, and so is an
@@ -109,13 +121,12 @@ class Collector:
         if context.silent:
             self._kept.append(context)
         elif kind is ADDING:
-            self._keep(context, {"type": "ADD", "data": context.after})
+            self._keep(context, added(context.after))
         elif kind is REMOVING:
-            self._keep(context, {"type": "DELETE", "data": context.before})
+            self._keep(context, deleted(context.before))
         elif kind is UPDATING:
             if not same_values(context.before, context.after):
-                diff = {"type": "UPDATE", "before": context.before, "after": context.after}
-                self._keep(context, diff)
+                self._keep(context, updated(context.before, context.after))
             elif context.old_key != context.new_key:
                 self._kept.append(context)  # not reported, but another row replaced this one
         else:

@@ -64,10 +64,14 @@ from drasi_ray.query.contexts import (
     REMOVING,
     UPDATING,
     Context,
+    Diff,
     Key,
+    added,
     adding,
     aggregation,
+    deleted,
     removing,
+    updated,
     updating,
 )
 from drasi_ray.query.evaluation import EvaluationContext, EvaluationMode, QueryClock
@@ -483,6 +487,38 @@ class ProjectingPart:
         if isinstance(before, dict) and revert:
             return [updating(looked, new, before, after, context)]
         return [adding(new, after, context)]
+
+    @property
+    def settles_rows(self) -> bool:
+        """Whether :meth:`update_row` may stand for the general path: a last part without
+        stateful functions or clock reads."""
+        return self._last and not self._looks
+
+    def update_row(self, key: Key, row: Row) -> list[Diff]:
+        """The diffs of MATCH row ``key`` now being ``row``, an update in place (the same key
+        before and after, not a null row): what :meth:`process` makes of its UPDATING context,
+        then the engine's :class:`Collector` and :meth:`record`, in one step without the
+        contexts. Only where :attr:`settles_rows`; ``tests/query/test_engine_fast_paths.py``
+        holds it to the general path."""
+        state = self._state
+        before = state.get(key, ABSENT)
+        after = self._evaluate(row, key)
+        state.pop(key, None)
+        state[key] = after
+        reported = self._reported
+        if after is FILTERED:
+            if not isinstance(before, dict):
+                return []
+            reported.pop(key, None)
+            return [deleted(before)]
+        if not isinstance(before, dict):
+            reported[key] = after
+            return [added(after)]
+        if same_values(before, after):
+            return []
+        reported.pop(key, None)
+        reported[key] = after
+        return [updated(before, after)]
 
     def record(self, context: Context) -> None:
         """Keep a reported row change (a last part's) in the result set."""

@@ -49,6 +49,7 @@ from drasi_ray.query.matching import (
     Pattern,
     PatternBuilder,
     Row,
+    Variable,
 )
 
 
@@ -186,6 +187,14 @@ class MatchSolutions:
                     for labels in variable.label_sets:
                         named.update(labels)
         return frozenset(named)
+
+    @property
+    def lone_variable(self) -> Variable | None:
+        """The variable of a MATCH that is one node and nothing else, without predicates in
+        the pattern (``MATCH (s:Sensor)``; a WHERE is applied by the parts): a change of only
+        its element's properties changes exactly the element's one row, in place. None
+        otherwise."""
+        return self.required.variables[0] if self._lone else None
 
     @property
     def variable_names(self) -> tuple[str, ...]:
