@@ -147,6 +147,41 @@ def release_backlog(client: redis.Redis, stream: str, wake: bytes) -> str:
     return last.decode() if isinstance(last, bytes) else str(last)
 
 
+HELD = "18446744073709551615-18446744073709551615"
+"""The largest stream id: a group moved there delivers nothing that is added afterwards."""
+
+
+def create_group(url: str, stream: str) -> None:
+    """Create the (empty) stream and its group, for backlogs held with :func:`hold_backlog`."""
+    with _client(url) as client:
+        client.xgroup_create(stream, GROUP, id="$", mkstream=True)
+
+
+@dataclass(frozen=True)
+class Held:
+    """A held backlog: the id its group goes back to, and the payload that wakes readers."""
+
+    before: str
+    wake: bytes
+
+
+def hold_backlog(client: redis.Redis, url: str, stream: str, payloads: Sequence[bytes]) -> Held:
+    """Publish all but the last payload to a stream whose group exists and may have running
+    readers, without them seeing any of it: the group's last-delivered id is moved past every
+    id first. :func:`release_held` then hands the readers the whole backlog at once, as
+    :func:`release_backlog` does an armed one (that one only works once per stream)."""
+    last: Any = client.xrevrange(stream, count=1)
+    before = last[0][0].decode() if last else "0"
+    client.xgroup_setid(stream, GROUP, HELD)
+    publish(url, stream, payloads[:-1])
+    return Held(before, payloads[-1])
+
+
+def release_held(client: redis.Redis, stream: str, held: Held) -> None:
+    client.xgroup_setid(stream, GROUP, held.before)
+    client.xadd(stream, {b"data": held.wake})
+
+
 def drop_stream(url: str, stream: str) -> None:
     with _client(url) as client:
         client.delete(stream)

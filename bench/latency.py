@@ -7,9 +7,14 @@ so every event yields exactly one :class:`~drasi_ray.model.results.QueryResult`.
 
 For each consumer count, one app (batch 100, block 50 ms: latency settings) runs:
 
-(a) **sustained**: a backlog of ``--backlog-events`` is released to the running actors (as in
-    ``bench.ingest`` section d: group created after the backlog, ``XGROUP SETID 0`` plus one
-    XADD wake the readers); the clock stops when the subscriber has received every result.
+(a) **sustained**: a backlog of ``--backlog-events`` is released to the running actors; the
+    clock stops when the subscriber has received every result. ``--sustained-rounds`` backlogs
+    (5 by default), each released to the app and to the peer's loop in turn, both running
+    (the order alternates by round), so the two meet the same stretches of machine load: the
+    machine is shared, and its speed was seen to change by 2x within minutes. Each backlog is
+    published while the group's last-delivered id is held past every id
+    (:func:`bench.ingest.hold_backlog`), then one ``XGROUP SETID`` back plus one XADD wake the
+    readers. The figure is the median round of each; the ratio is of the medians.
 (b) **latency at fixed offered loads** (1k, 5k, 20k events/s by default): a paced publisher
     thread XADDs ``rate x --duration`` events (at most ``--max-events``), in small pipelines,
     each event stamped with the publish time (``ts_ns``) right before its XADD. A collector
@@ -21,9 +26,9 @@ For each consumer count, one app (batch 100, block 50 ms: latency settings) runs
     If the pipeline cannot keep up, the backlog and the latency grow for the whole run: the
     table shows the delivered rate and the p50 latency of the first and last tenth of events.
 
-(c) **the peer**: the same backlog and loads through the filter query hand-written as one
-    redis-py loop in its own process (:mod:`bench.filter_loop`), its results piped to this
-    process and collected the same way (``--no-peer`` skips it).
+(c) **the peer**: the same backlogs (interleaved, above) and loads through the filter query
+    hand-written as one redis-py loop in its own process (:mod:`bench.filter_loop`), its results
+    piped to this process and collected the same way (``--no-peer`` skips it).
 
 Between loads the app drains (every result received) and rests 1 s; before each load this
 process's heap is frozen (:func:`bench.common.freeze_heap`) so that garbage collection of what
@@ -33,6 +38,7 @@ the harness keeps alive does not pause the publisher and the subscriber.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import math
 import threading
@@ -55,7 +61,7 @@ from bench.common import (
     rate,
 )
 from bench.filter_loop import FilterLoop
-from bench.ingest import GROUP, arm_backlog, release_backlog
+from bench.ingest import GROUP, Held, create_group, hold_backlog, release_held
 from bench.pipeline import (
     CPU_HEADERS,
     CPU_NOTE,
@@ -359,6 +365,7 @@ class Options:
     peer: bool
     record: bool
     profile_dir: Path | None = None
+    sustained_rounds: int = 5
     """py-spy profiles of drasi_ray's processes during each load go in ``<dir>/<rate>/``"""
 
 
@@ -371,10 +378,32 @@ class Sustained:
     loads: tuple[float, float]
     changes_per_batch: float
     system: str = DRASI_RAY
+    round_rates: tuple[float, ...] = ()
+    """events/s of every round, in order (the row's figures are those of the median round)."""
 
     @property
     def rate(self) -> float:
         return rate(self.events, self.seconds)
+
+
+@dataclass(frozen=True)
+class Round:
+    """One backlog drained: seconds until its last result arrived, CPU meanwhile."""
+
+    events: int
+    seconds: float
+    cpu: CpuUsage
+    loads: tuple[float, float]
+
+    @property
+    def rate(self) -> float:
+        return rate(self.events, self.seconds)
+
+
+def median_round(rounds: Sequence[Round]) -> Round:
+    """The round of the median rate (the lower middle one of an even count)."""
+    ordered = sorted(rounds, key=lambda r: r.rate)
+    return ordered[(len(ordered) - 1) // 2]
 
 
 def settle(app: DrasiRay, collector: Collector, expected: int, timeout_s: float) -> bool:
@@ -396,26 +425,28 @@ def settle(app: DrasiRay, collector: Collector, expected: int, timeout_s: float)
     return True
 
 
-def run_sustained(
+def drain_app(
     app: DrasiRay,
     collector: Collector,
     url: str,
     stream: str,
-    wake: bytes,
-    events: int,
+    payloads: Sequence[bytes],
     meter: CpuMeter,
-) -> tuple[float, CpuUsage]:
-    """Release the armed backlog of ``events``; seconds until the subscriber has every result
-    (or, if some never come, until the last one that came)."""
+) -> Round:
+    """Hold ``payloads`` as a backlog, release it; the round ends when the subscriber has every
+    result (or, if some never come, at the last one that came)."""
     with redis.Redis.from_url(url) as client:
+        held = hold_backlog(client, url, stream, payloads)
+        expected = collector.count + len(payloads)
         mark = collector.mark()
+        load_before = load_average()
         meter.start()
         started = time.time_ns()
-        release_backlog(client, stream, wake)
-        settle(app, collector, events, DRAIN_TIMEOUT_S)
+        release_held(client, stream, held)
+        settle(app, collector, expected, DRAIN_TIMEOUT_S)
         cpu = meter.stop()
     last = max((batch.at_ns for batch in collector.batches[mark:]), default=time.time_ns())
-    return (last - started) / 1e9, cpu
+    return Round(len(payloads), (last - started) / 1e9, cpu, (load_before, load_average()))
 
 
 def load_events(
@@ -502,11 +533,11 @@ def changes_per_batch(before: tuple[int, int], after: tuple[int, int]) -> float:
 
 def run_app(
     url: str, redis_pid: int | None, consumers: int, options: Options
-) -> tuple[Sustained, list[LoadResult]]:
-    """One app with ``consumers`` consumers: the sustained backlog, then every offered load."""
+) -> tuple[list[Sustained], list[LoadResult]]:
+    """One app with ``consumers`` consumers: the sustained rounds (interleaved with the peer's,
+    unless ``--no-peer``), then every offered load. Its sustained row, and the peer's."""
     stream = fresh_stream(f"latency{consumers}")
-    backlog = hot_payloads(0, options.backlog_events, options.sensors, live=False)
-    wake = arm_backlog(url, stream, backlog)
+    create_group(url, stream)
     app = hot_app(
         url, stream, consumers, options.batch_size, options.block_ms, "latency", options.durable
     )
@@ -515,15 +546,16 @@ def run_app(
     collector = Collector(subscription_poll(subscription)).start()
     try:
         meter = CpuMeter.for_app(app, redis_pid)
-        load_before = load_average()
         counters = coordinator_counters(app)
-        seconds, cpu = run_sustained(app, collector, url, stream, wake, len(backlog), meter)
+
+        def drain(payloads: Sequence[bytes]) -> Round:
+            return drain_app(app, collector, url, stream, payloads, meter)
+
+        sustained = sustained_rounds(url, redis_pid, consumers, options, drain)
         per_batch = changes_per_batch(counters, coordinator_counters(app))
-        loads_1m = (load_before, load_average())
-        sustained = Sustained(consumers, len(backlog), seconds, cpu, loads_1m, per_batch)
-        print(f"  {consumers} consumer(s): sustained {sustained.rate:,.0f} events/s", flush=True)
+        sustained[0].changes_per_batch = per_batch
         loads = []
-        first_seq = len(backlog)
+        first_seq = options.backlog_events * options.sustained_rounds
         for per_second in options.rates:
             time.sleep(1.0)
             result = run_load(app, collector, url, stream, meter, first_seq, per_second, options)
@@ -544,16 +576,62 @@ def run_app(
     return sustained, loads
 
 
-class PeerBacklog:
-    """The hand-written loop (:mod:`bench.filter_loop`) reading a fresh stream with an armed
-    backlog, its results collected as a subscription's; stopped and the stream dropped on
-    exit."""
+def sustained_rounds(
+    url: str,
+    redis_pid: int | None,
+    consumers: int,
+    options: Options,
+    drain: Callable[[Sequence[bytes]], Round],
+) -> list[Sustained]:
+    """``options.sustained_rounds`` backlogs through the app (``drain``) and, unless
+    ``--no-peer``, through a peer loop running beside it, in turn (app first in even rounds,
+    the peer first in odd ones). The app's row, then the peer's, each of its median round."""
+    events = options.backlog_events
+    ours: list[Round] = []
+    theirs: list[Round] = []
+    with contextlib.ExitStack() as stack:
+        peer = None
+        if options.peer:
+            peer = stack.enter_context(PeerBacklog(url, options.batch_size, options.block_ms))
+            peer_meter = peer.meter(redis_pid)
+        for number in range(options.sustained_rounds):
+            payloads = hot_payloads(number * events, events, options.sensors, live=False)
+            if peer is not None and number % 2 == 1:
+                theirs.append(peer.drain(payloads, peer_meter))
+            ours.append(drain(payloads))
+            if peer is not None and number % 2 == 0:
+                theirs.append(peer.drain(payloads, peer_meter))
+            mine = ours[-1].rate
+            versus = (
+                f", peer {theirs[-1].rate:,.0f} ({mine / theirs[-1].rate:.2f}x)" if theirs else ""
+            )
+            print(
+                f"  {consumers} consumer(s), round {number + 1}: {mine:,.0f} events/s{versus}",
+                flush=True,
+            )
+    rows = [_sustained(consumers, ours, DRASI_RAY)]
+    if theirs:
+        rows.append(_sustained(consumers, theirs, PEER))
+    return rows
 
-    def __init__(self, url: str, payloads: Sequence[bytes], batch_size: int, block_ms: int):
+
+def _sustained(consumers: int, rounds: Sequence[Round], system: str) -> Sustained:
+    """The row of ``rounds``: the median round's figures, every round's rate."""
+    middle = median_round(rounds)
+    return Sustained(
+        consumers, middle.events, middle.seconds, middle.cpu, middle.loads, float("nan"),
+        system=system, round_rates=tuple(r.rate for r in rounds),
+    )  # fmt: skip
+
+
+class PeerBacklog:
+    """The hand-written loop (:mod:`bench.filter_loop`) reading a fresh stream, its results
+    collected as a subscription's; stopped and the stream dropped on exit."""
+
+    def __init__(self, url: str, batch_size: int, block_ms: int):
         self.url = url
         self.stream = fresh_stream("peer")
-        self.events = len(payloads)
-        self._wake = arm_backlog(url, self.stream, payloads)
+        create_group(url, self.stream)
         self.loop = FilterLoop(url, self.stream, GROUP, batch_size, block_ms).start()
         self.collector = Collector(self.loop.poll).start()
 
@@ -561,19 +639,23 @@ class PeerBacklog:
         """CPU of the loop's process (as ``consumers``), Redis and the rest."""
         return CpuMeter.for_roles({"consumers": [self.loop.pid]}, redis_pid)
 
-    def drain(self, meter: CpuMeter, timeout_s: float) -> tuple[float, CpuUsage]:
-        """Release the backlog; seconds until the last of its results arrived, and the CPU
-        meanwhile. Raises RuntimeError if they do not all arrive within ``timeout_s``."""
-        mark = self.collector.mark()
+    def drain(self, payloads: Sequence[bytes], meter: CpuMeter) -> Round:
+        """Hold ``payloads`` as a backlog, release it; the round ends when the last of its
+        results arrived. Raises RuntimeError if they do not all arrive within
+        :data:`DRAIN_TIMEOUT_S`."""
         with redis.Redis.from_url(self.url) as client:
+            held: Held = hold_backlog(client, self.url, self.stream, payloads)
+            expected = self.collector.count + len(payloads)
+            mark = self.collector.mark()
+            load_before = load_average()
             meter.start()
             started = time.time_ns()
-            release_backlog(client, self.stream, self._wake)
-            if not self.collector.wait_for(self.events, timeout_s):
-                raise RuntimeError(f"the peer delivered {self.collector.count} of {self.events}")
+            release_held(client, self.stream, held)
+            if not self.collector.wait_for(expected, DRAIN_TIMEOUT_S):
+                raise RuntimeError(f"the peer delivered {self.collector.count} of {expected}")
             cpu = meter.stop()
         last = max(batch.at_ns for batch in self.collector.batches[mark:])
-        return (last - started) / 1e9, cpu
+        return Round(len(payloads), (last - started) / 1e9, cpu, (load_before, load_average()))
 
     def __enter__(self) -> PeerBacklog:
         return self
@@ -585,22 +667,12 @@ class PeerBacklog:
             client.delete(self.stream)
 
 
-def run_peer(
-    url: str, redis_pid: int | None, options: Options
-) -> tuple[Sustained, list[LoadResult]]:
-    """The hand-written loop through the same backlog and loads, measured the same way."""
-    backlog = hot_payloads(0, options.backlog_events, options.sensors, live=False)
-    with PeerBacklog(url, backlog, options.batch_size, options.block_ms) as peer:
+def run_peer(url: str, redis_pid: int | None, options: Options) -> list[LoadResult]:
+    """The hand-written loop through the same loads, measured the same way."""
+    with PeerBacklog(url, options.batch_size, options.block_ms) as peer:
         meter = peer.meter(redis_pid)
-        load_before = load_average()
-        seconds, cpu = peer.drain(meter, DRAIN_TIMEOUT_S)
-        sustained = Sustained(
-            1, len(backlog), seconds, cpu, (load_before, load_average()), float("nan"),
-            system=PEER,
-        )  # fmt: skip
-        print(f"  peer: sustained {sustained.rate:,.0f} events/s", flush=True)
         loads = []
-        first_seq = len(backlog)
+        first_seq = options.backlog_events * options.sustained_rounds
         for per_second in options.rates:
             time.sleep(1.0)
             templates, keys = load_events(first_seq, per_second, options)
@@ -618,7 +690,7 @@ def run_peer(
                 f"p50 {result.p(0.5):.1f} p95 {result.p(0.95):.1f} p99 {result.p(0.99):.1f} ms",
                 flush=True,
             )
-    return sustained, loads
+    return loads
 
 
 # --------------------------------------------------------------------------------------------
@@ -631,14 +703,17 @@ def _per_batch(value: float, digits: int) -> str:
 
 
 def sustained_table(rows: Sequence[Sustained]) -> list[str]:
+    """One row per system and consumer count: its median round (the peer's row is the loop run
+    beside the app of that consumer count), and every round's events/s."""
     headers = (
-        "system", "consumers", "events", "seconds", "events/s", "changes/batch", *CPU_HEADERS,
-        "load 1m",
+        "system", "consumers", "events", "seconds", "events/s", "rounds events/s",
+        "changes/batch", *CPU_HEADERS, "load 1m",
     )  # fmt: skip
     return format_table(
         headers,
         [
             (s.system, s.consumers, s.events, f"{s.seconds:.2f}", s.rate,
+             " ".join(f"{r / 1000:.1f}k" for r in s.round_rates),
              _per_batch(s.changes_per_batch, 0), *cpu_cells(s.cpu),
              f"{s.loads[0]:.1f}->{s.loads[1]:.1f}")
             for s in rows
@@ -711,15 +786,21 @@ def verdict(rows: Sequence[LoadResult]) -> list[str]:
 
 def versus_peer(sustained: Sequence[Sustained], loads: Sequence[LoadResult]) -> list[str]:
     """drasi_ray's figures against the hand-written loop's of the same run."""
-    peer = next((s for s in sustained if s.system == PEER), None)
-    if peer is None:
-        return []
-    lines = [
-        f"Sustained, {s.consumers} consumer(s): {s.rate:,.0f} events/s, "
-        f"{s.rate / peer.rate:.2f}x the hand-written loop's {peer.rate:,.0f}."
-        for s in sustained
-        if s.system == DRASI_RAY
-    ]
+    peers = {s.consumers: s for s in sustained if s.system == PEER}
+    lines = []
+    for s in sustained:
+        peer = peers.get(s.consumers)
+        if s.system != DRASI_RAY or peer is None:
+            continue
+        pairs = ", ".join(
+            f"{mine / theirs:.2f}x"
+            for mine, theirs in zip(s.round_rates, peer.round_rates, strict=True)
+        )
+        lines.append(
+            f"Sustained, {s.consumers} consumer(s): {s.rate:,.0f} events/s (median of "
+            f"{len(s.round_rates)} rounds), {s.rate / peer.rate:.2f}x the hand-written loop's "
+            f"{peer.rate:,.0f} (median of its rounds, run in turn); round by round {pairs}."
+        )
     peer_loads = {r.offered: r for r in loads if r.system == PEER}
     for r in loads:
         other = peer_loads.get(r.offered)
@@ -740,17 +821,20 @@ def record_figures(
 ) -> None:
     """Sustained events/s per consumer count, and p50 and p99 per offered load, each against
     the hand-written loop's figure of the same run."""
-    peer = next((s for s in sustained if s.system == PEER), None)
+    peers = {s.consumers: s for s in sustained if s.system == PEER}
     for s in sustained:
         if s.system != DRASI_RAY:
             continue
+        peer = peers.get(s.consumers)
+        rounds = len(s.round_rates)
         recorder.add(
             f"sustained, backlog to the subscriber, {s.consumers} consumer(s)",
             s.rate,
             "events/s",
-            peer=PEER_LABEL if peer else None,
+            peer=f"{PEER_LABEL}, its rounds in turn with these" if peer else None,
             peer_value=peer.rate if peer else None,
-            detail=f"{s.events:,} events",
+            detail=f"median of {rounds} rounds of {s.events:,} events; rounds "
+            + " ".join(f"{r / 1000:.1f}k" for r in s.round_rates),
         )
     peer_loads = {r.offered: r for r in loads if r.system == PEER}
     for r in loads:
@@ -782,8 +866,10 @@ def notes(options: Options) -> list[str]:
             if options.durable
             else "in memory only (--memory-state: StateConfig(durable=False))."
         ),
-        f"(a) sustained: a backlog of {options.backlog_events:,} events released to the running "
-        "app, clock stops when the subscriber has received every result.",
+        f"(a) sustained: {options.sustained_rounds} backlogs of {options.backlog_events:,} events, "
+        "each released to the running app and to the peer's running loop in turn (the order "
+        "alternating by round); a round's clock stops when the subscriber has received every "
+        "result. Each row is its median round; `rounds events/s` lists every round in order.",
         "(b) latency: paced publisher thread (pipelined XADDs of the events due, ts_ns = publish "
         f"time), {options.duration_s:g} s per load or at most {options.max_events:,} events; "
         "latency = time.time_ns() when Subscription.next() returns the result - the event's XADD "
@@ -821,6 +907,9 @@ def parse_args(argv: Sequence[str] | None) -> Options:
     parser.add_argument("--duration", type=float, default=10.0, help="seconds per load")
     parser.add_argument("--max-events", type=int, default=60_000, help="cap per load")
     parser.add_argument("--backlog-events", type=int, default=30_000, help="events for (a)")
+    parser.add_argument(
+        "--sustained-rounds", type=int, default=5, help="backlogs for (a), each system in turn"
+    )
     parser.add_argument("--batch-size", type=int, default=100)
     parser.add_argument("--block-ms", type=int, default=50)
     parser.add_argument("--sensors", type=int, default=1000)
@@ -850,6 +939,7 @@ def parse_args(argv: Sequence[str] | None) -> Options:
         not args.no_peer,
         not args.no_record,
         args.profile_dir,
+        args.sustained_rounds,
     )
 
 
@@ -862,14 +952,12 @@ def main(argv: list[str] | None = None) -> int:
     with bench_env() as server:
         for consumers in options.consumers:
             print(f"{consumers} consumer(s) ...", flush=True)
-            one, rows = run_app(server.url, server.pid, consumers, options)
-            sustained.append(one)
-            loads += rows
+            rows, loaded = run_app(server.url, server.pid, consumers, options)
+            sustained += rows
+            loads += loaded
         if options.peer:
             print("peer: the hand-written loop ...", flush=True)
-            one, rows = run_peer(server.url, server.pid, options)
-            sustained.append(one)
-            loads += rows
+            loads += run_peer(server.url, server.pid, options)
     lines = [
         *notes(options),
         "",

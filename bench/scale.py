@@ -189,9 +189,9 @@ def run_peer(
 ) -> PeerRun:
     """The hand-written loop (:mod:`bench.filter_loop`, one process) through the same backlog:
     seconds from the release until every result reached this process."""
-    with PeerBacklog(url, payloads, options.batch_size, options.block_ms) as peer:
-        seconds, cpu = peer.drain(peer.meter(redis_pid), TIMEOUT_S)
-    return PeerRun(len(payloads), seconds, cpu)
+    with PeerBacklog(url, options.batch_size, options.block_ms) as peer:
+        drained = peer.drain(payloads, peer.meter(redis_pid))
+    return PeerRun(len(payloads), drained.seconds, drained.cpu)
 
 
 def run_profiled(
