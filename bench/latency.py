@@ -26,9 +26,10 @@ For each consumer count, one app (batch 100, block 50 ms: latency settings) runs
     If the pipeline cannot keep up, the backlog and the latency grow for the whole run: the
     table shows the delivered rate and the p50 latency of the first and last tenth of events.
 
-(c) **the peer**: the same backlogs (interleaved, above) and loads through the filter query
-    hand-written as one redis-py loop in its own process (:mod:`bench.filter_loop`), its results
-    piped to this process and collected the same way (``--no-peer`` skips it).
+(c) **the peer**: the same backlogs and loads through the filter query hand-written as one
+    redis-py loop in its own process (:mod:`bench.filter_loop`), its results piped to this
+    process and collected the same way (``--no-peer`` skips it). It runs beside each app, and
+    each backlog and each load goes through the app and the loop in turn, the order alternating.
 
 Between loads the app drains (every result received) and rests 1 s; before each load this
 process's heap is frozen (:func:`bench.common.freeze_heap`) so that garbage collection of what
@@ -534,8 +535,9 @@ def changes_per_batch(before: tuple[int, int], after: tuple[int, int]) -> float:
 def run_app(
     url: str, redis_pid: int | None, consumers: int, options: Options
 ) -> tuple[list[Sustained], list[LoadResult]]:
-    """One app with ``consumers`` consumers: the sustained rounds (interleaved with the peer's,
-    unless ``--no-peer``), then every offered load. Its sustained row, and the peer's."""
+    """One app with ``consumers`` consumers and, unless ``--no-peer``, the peer's loop beside
+    it: the sustained rounds, then every offered load, each through both in turn (the order
+    alternating). The sustained rows and the loads of both."""
     stream = fresh_stream(f"latency{consumers}")
     create_group(url, stream)
     app = hot_app(
@@ -545,74 +547,76 @@ def run_app(
     subscription = app.subscribe(QUERY_ID, capacity=100_000)
     collector = Collector(subscription_poll(subscription)).start()
     try:
-        meter = CpuMeter.for_app(app, redis_pid)
-        counters = coordinator_counters(app)
-
-        def drain(payloads: Sequence[bytes]) -> Round:
-            return drain_app(app, collector, url, stream, payloads, meter)
-
-        sustained = sustained_rounds(url, redis_pid, consumers, options, drain)
-        per_batch = changes_per_batch(counters, coordinator_counters(app))
-        sustained[0].changes_per_batch = per_batch
-        loads = []
-        first_seq = options.backlog_events * options.sustained_rounds
-        for per_second in options.rates:
-            time.sleep(1.0)
-            result = run_load(app, collector, url, stream, meter, first_seq, per_second, options)
-            first_seq += result.events
-            loads.append(result)
-            print(
-                f"  {consumers} consumer(s), {per_second:,}/s offered: published "
-                f"{result.published_rate:,.0f}/s, delivered {result.delivered_rate:,.0f}/s, "
-                f"p50 {result.p(0.5):.1f} p95 {result.p(0.95):.1f} p99 {result.p(0.99):.1f} ms",
-                flush=True,
-            )
+        with contextlib.ExitStack() as stack:
+            peer = None
+            if options.peer:
+                peer = stack.enter_context(PeerBacklog(url, options.batch_size, options.block_ms))
+            return _through_both(app, collector, url, stream, peer, redis_pid, consumers, options)
     finally:
         collector.stop()
         subscription.close()
         app.stop()
         with redis.Redis.from_url(url) as client:
             client.delete(stream)
-    return sustained, loads
 
 
-def sustained_rounds(
+def _through_both(
+    app: DrasiRay,
+    collector: Collector,
     url: str,
+    stream: str,
+    peer: PeerBacklog | None,
     redis_pid: int | None,
     consumers: int,
     options: Options,
-    drain: Callable[[Sequence[bytes]], Round],
-) -> list[Sustained]:
-    """``options.sustained_rounds`` backlogs through the app (``drain``) and, unless
-    ``--no-peer``, through a peer loop running beside it, in turn (app first in even rounds,
-    the peer first in odd ones). The app's row, then the peer's, each of its median round."""
-    events = options.backlog_events
+) -> tuple[list[Sustained], list[LoadResult]]:
+    meter = CpuMeter.for_app(app, redis_pid)
+    peer_meter = peer.meter(redis_pid) if peer is not None else None
+    counters = coordinator_counters(app)
     ours: list[Round] = []
     theirs: list[Round] = []
-    with contextlib.ExitStack() as stack:
-        peer = None
-        if options.peer:
-            peer = stack.enter_context(PeerBacklog(url, options.batch_size, options.block_ms))
-            peer_meter = peer.meter(redis_pid)
-        for number in range(options.sustained_rounds):
-            payloads = hot_payloads(number * events, events, options.sensors, live=False)
-            if peer is not None and number % 2 == 1:
-                theirs.append(peer.drain(payloads, peer_meter))
-            ours.append(drain(payloads))
-            if peer is not None and number % 2 == 0:
-                theirs.append(peer.drain(payloads, peer_meter))
-            mine = ours[-1].rate
-            versus = (
-                f", peer {theirs[-1].rate:,.0f} ({mine / theirs[-1].rate:.2f}x)" if theirs else ""
-            )
-            print(
-                f"  {consumers} consumer(s), round {number + 1}: {mine:,.0f} events/s{versus}",
-                flush=True,
-            )
-    rows = [_sustained(consumers, ours, DRASI_RAY)]
+    events = options.backlog_events
+    for number in range(options.sustained_rounds):
+        payloads = hot_payloads(number * events, events, options.sensors, live=False)
+        steps = [_into(ours, drain_app, app, collector, url, stream, payloads, meter)]
+        if peer is not None and peer_meter is not None:
+            steps.append(_into(theirs, peer.drain, payloads, peer_meter))
+        _in_turn(number, steps)
+        mine = ours[-1].rate
+        versus = f", peer {theirs[-1].rate:,.0f} ({mine / theirs[-1].rate:.2f}x)" if theirs else ""
+        print(f"  {consumers} consumer(s), round {number + 1}: {mine:,.0f} events/s{versus}")
+    sustained = [_sustained(consumers, ours, DRASI_RAY)]
+    sustained[0].changes_per_batch = changes_per_batch(counters, coordinator_counters(app))
     if theirs:
-        rows.append(_sustained(consumers, theirs, PEER))
-    return rows
+        sustained.append(_sustained(consumers, theirs, PEER))
+    loads: list[LoadResult] = []
+    first_seq = events * options.sustained_rounds
+    for number, per_second in enumerate(options.rates):
+        steps = [
+            _into(loads, run_load, app, collector, url, stream, meter, first_seq, per_second,
+                  options)
+        ]  # fmt: skip
+        if peer is not None and peer_meter is not None:
+            steps.append(
+                _into(loads, peer_load, url, peer, peer_meter, consumers, first_seq, per_second,
+                      options)
+            )  # fmt: skip
+        _in_turn(number, steps)
+        first_seq += loads[-1].events
+    return sustained, loads
+
+
+def _into(out: list[Any], function: Callable[..., Any], *args: Any) -> Callable[[], None]:
+    """A step that appends ``function(*args)`` to ``out``."""
+    return lambda: out.append(function(*args))
+
+
+def _in_turn(number: int, steps: list[Callable[[], None]]) -> None:
+    """Run ``steps`` (drasi_ray's, then the peer's) in order in even rounds, reversed in odd
+    ones, resting 1 s before each: the two meet the same stretches of machine load."""
+    for step in steps if number % 2 == 0 else reversed(steps):
+        time.sleep(1.0)
+        step()
 
 
 def _sustained(consumers: int, rounds: Sequence[Round], system: str) -> Sustained:
@@ -667,30 +671,32 @@ class PeerBacklog:
             client.delete(self.stream)
 
 
-def run_peer(url: str, redis_pid: int | None, options: Options) -> list[LoadResult]:
-    """The hand-written loop through the same loads, measured the same way."""
-    with PeerBacklog(url, options.batch_size, options.block_ms) as peer:
-        meter = peer.meter(redis_pid)
-        loads = []
-        first_seq = options.backlog_events * options.sustained_rounds
-        for per_second in options.rates:
-            time.sleep(1.0)
-            templates, keys = load_events(first_seq, per_second, options)
-            first_seq += len(templates)
-            timeout_s = DRAIN_TIMEOUT_S + len(templates) / 1000
-            published, batches, cpu, loads_1m = timed_load(
-                url, peer.stream, peer.collector, meter, templates, per_second,
-                functools.partial(peer.collector.wait_for, timeout_s=timeout_s),
-            )  # fmt: skip
-            result = load_figures(1, published, keys, batches, cpu, loads_1m, system=PEER)
-            result.changes_per_batch = float("nan")  # the loop keeps no such counter
-            loads.append(result)
-            print(
-                f"  peer, {per_second:,}/s offered: delivered {result.delivered_rate:,.0f}/s, "
-                f"p50 {result.p(0.5):.1f} p95 {result.p(0.95):.1f} p99 {result.p(0.99):.1f} ms",
-                flush=True,
-            )
-    return loads
+def peer_load(
+    url: str,
+    peer: PeerBacklog,
+    meter: CpuMeter,
+    consumers: int,
+    first_seq: int,
+    per_second: int,
+    options: Options,
+) -> LoadResult:
+    """One offered load through the hand-written loop, measured as :func:`run_load` measures
+    the app's (its row's ``consumers``: the app's it ran beside)."""
+    templates, keys = load_events(first_seq, per_second, options)
+    timeout_s = DRAIN_TIMEOUT_S + len(templates) / 1000
+    published, batches, cpu, loads_1m = timed_load(
+        url, peer.stream, peer.collector, meter, templates, per_second,
+        functools.partial(peer.collector.wait_for, timeout_s=timeout_s),
+    )  # fmt: skip
+    result = load_figures(consumers, published, keys, batches, cpu, loads_1m, system=PEER)
+    result.changes_per_batch = float("nan")  # the loop keeps no such counter
+    print(
+        f"  peer beside {consumers} consumer(s), {per_second:,}/s offered: delivered "
+        f"{result.delivered_rate:,.0f}/s, p50 {result.p(0.5):.1f} p95 {result.p(0.95):.1f} "
+        f"p99 {result.p(0.99):.1f} ms",
+        flush=True,
+    )
+    return result
 
 
 # --------------------------------------------------------------------------------------------
@@ -801,9 +807,9 @@ def versus_peer(sustained: Sequence[Sustained], loads: Sequence[LoadResult]) -> 
             f"{len(s.round_rates)} rounds), {s.rate / peer.rate:.2f}x the hand-written loop's "
             f"{peer.rate:,.0f} (median of its rounds, run in turn); round by round {pairs}."
         )
-    peer_loads = {r.offered: r for r in loads if r.system == PEER}
+    peer_loads = {(r.consumers, r.offered): r for r in loads if r.system == PEER}
     for r in loads:
-        other = peer_loads.get(r.offered)
+        other = peer_loads.get((r.consumers, r.offered))
         if r.system != DRASI_RAY or other is None:
             continue
         lines.append(
@@ -836,11 +842,11 @@ def record_figures(
             detail=f"median of {rounds} rounds of {s.events:,} events; rounds "
             + " ".join(f"{r / 1000:.1f}k" for r in s.round_rates),
         )
-    peer_loads = {r.offered: r for r in loads if r.system == PEER}
+    peer_loads = {(r.consumers, r.offered): r for r in loads if r.system == PEER}
     for r in loads:
         if r.system != DRASI_RAY:
             continue
-        other = peer_loads.get(r.offered)
+        other = peer_loads.get((r.consumers, r.offered))
         kept = "kept up" if r.steady else f"did NOT keep up: delivered {r.delivered_rate:,.0f}/s"
         for name, q in (("p50", 0.5), ("p99", 0.99)):
             recorder.add(
@@ -886,9 +892,10 @@ def notes(options: Options) -> list[str]:
         "Peer (`system` peer, --no-peer to skip): the same query hand-written as one redis-py "
         "loop in its own process (bench/filter_loop.py: XREADGROUP with the same batch size and "
         "block time, orjson, the rows in a dict, one XACK per batch, results to this process "
-        "through a pipe), through the same backlog and loads, measured the same way; no durable "
-        "state, no versioning, no dead letters, no scaling out. Its process is counted under "
-        "`consumers %`.",
+        "through a pipe), running beside each app (its rows carry that app's consumer count) "
+        "through the same backlogs and loads, each in turn with the app's (the order alternating), "
+        "measured the same way; no durable state, no versioning, no dead letters, no scaling out. "
+        "Its process is counted under `consumers %`.",
         "`changes/batch`: changes per batch the coordinator received (its counters before and "
         "after), i.e. how many entries one consumer read + Ray call carried.",
         CPU_NOTE,
@@ -955,9 +962,7 @@ def main(argv: list[str] | None = None) -> int:
             rows, loaded = run_app(server.url, server.pid, consumers, options)
             sustained += rows
             loads += loaded
-        if options.peer:
-            print("peer: the hand-written loop ...", flush=True)
-            loads += run_peer(server.url, server.pid, options)
+
     lines = [
         *notes(options),
         "",

@@ -11,6 +11,13 @@
 4. collects the last part's diffs as Drasi does at the end of a change
    (:class:`~drasi_ray.query.contexts.Collector`) and returns them in docs/semantics.md §4 form.
 
+The *row lane* takes the commonest change of the commonest query, a properties-only update of
+the one node of ``MATCH (s:Sensor) WHERE .. RETURN ..`` (no pattern predicate, one part that
+projects without aggregates, stateful functions or the clock): the element's one row changes in
+place, and :meth:`~drasi_ray.query.parts.ProjectingPart.update_row` settles it by the same
+rules as steps 3 and 4 without their contexts (tests/query/test_engine_fast_paths.py holds the
+two to the same diffs and result order).
+
 Cost per change is proportional to the rows the change touches, plus O(log n) per touched
 aggregate value; no work depends on the size of the graph or of the result.
 
