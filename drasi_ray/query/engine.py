@@ -215,8 +215,7 @@ class ContinuousQuery:
         of an element updates the element's one row in place and the part settles it alone
         (:meth:`ProjectingPart.update_row`): ``MATCH (s:Sensor) WHERE .. RETURN ..``, Drasi's
         most common query, without stateful functions, clock reads or anonymous variables.
-        :meth:`apply` then skips the contexts and the collector (same diffs, a third of the
-        time)."""
+        :meth:`apply` then skips the contexts and the collector (the same diffs)."""
         variable = self._solutions.lone_variable
         part = self._parts[0]
         if (
