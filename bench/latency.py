@@ -370,23 +370,6 @@ class Options:
     """py-spy profiles of drasi_ray's processes during each load go in ``<dir>/<rate>/``"""
 
 
-@dataclass
-class Sustained:
-    consumers: int
-    events: int
-    seconds: float
-    cpu: CpuUsage
-    loads: tuple[float, float]
-    changes_per_batch: float
-    system: str = DRASI_RAY
-    round_rates: tuple[float, ...] = ()
-    """events/s of every round, in order (the row's figures are those of the median round)."""
-
-    @property
-    def rate(self) -> float:
-        return rate(self.events, self.seconds)
-
-
 @dataclass(frozen=True)
 class Round:
     """One backlog drained: seconds until its last result arrived, CPU meanwhile."""
@@ -401,10 +384,31 @@ class Round:
         return rate(self.events, self.seconds)
 
 
-def median_round(rounds: Sequence[Round]) -> Round:
-    """The round of the median rate (the lower middle one of an even count)."""
-    ordered = sorted(rounds, key=lambda r: r.rate)
-    return ordered[(len(ordered) - 1) // 2]
+@dataclass(frozen=True)
+class Sustained:
+    """One system's sustained rounds, in order; its figures are those of its median round."""
+
+    consumers: int
+    rounds: tuple[Round, ...]
+    system: str = DRASI_RAY
+    changes_per_batch: float = float("nan")
+
+    @property
+    def median(self) -> Round:
+        """The round of the median rate (the lower middle one of an even count)."""
+        ordered = sorted(self.rounds, key=lambda r: r.rate)
+        return ordered[(len(ordered) - 1) // 2]
+
+    @property
+    def rate(self) -> float:
+        return self.median.rate
+
+    @property
+    def round_rates(self) -> tuple[float, ...]:
+        return tuple(r.rate for r in self.rounds)
+
+    def rounds_text(self) -> str:
+        return " ".join(f"{r / 1000:.1f}k" for r in self.round_rates)
 
 
 def settle(app: DrasiRay, collector: Collector, expected: int, timeout_s: float) -> bool:
@@ -585,10 +589,10 @@ def _through_both(
         mine = ours[-1].rate
         versus = f", peer {theirs[-1].rate:,.0f} ({mine / theirs[-1].rate:.2f}x)" if theirs else ""
         print(f"  {consumers} consumer(s), round {number + 1}: {mine:,.0f} events/s{versus}")
-    sustained = [_sustained(consumers, ours, DRASI_RAY)]
-    sustained[0].changes_per_batch = changes_per_batch(counters, coordinator_counters(app))
+    per_batch = changes_per_batch(counters, coordinator_counters(app))
+    sustained = [Sustained(consumers, tuple(ours), DRASI_RAY, per_batch)]
     if theirs:
-        sustained.append(_sustained(consumers, theirs, PEER))
+        sustained.append(Sustained(consumers, tuple(theirs), PEER))
     loads: list[LoadResult] = []
     first_seq = events * options.sustained_rounds
     for number, per_second in enumerate(options.rates):
@@ -617,15 +621,6 @@ def _in_turn(number: int, steps: list[Callable[[], None]]) -> None:
     for step in steps if number % 2 == 0 else reversed(steps):
         time.sleep(1.0)
         step()
-
-
-def _sustained(consumers: int, rounds: Sequence[Round], system: str) -> Sustained:
-    """The row of ``rounds``: the median round's figures, every round's rate."""
-    middle = median_round(rounds)
-    return Sustained(
-        consumers, middle.events, middle.seconds, middle.cpu, middle.loads, float("nan"),
-        system=system, round_rates=tuple(r.rate for r in rounds),
-    )  # fmt: skip
 
 
 class PeerBacklog:
@@ -718,11 +713,11 @@ def sustained_table(rows: Sequence[Sustained]) -> list[str]:
     return format_table(
         headers,
         [
-            (s.system, s.consumers, s.events, f"{s.seconds:.2f}", s.rate,
-             " ".join(f"{r / 1000:.1f}k" for r in s.round_rates),
-             _per_batch(s.changes_per_batch, 0), *cpu_cells(s.cpu),
-             f"{s.loads[0]:.1f}->{s.loads[1]:.1f}")
+            (s.system, s.consumers, m.events, f"{m.seconds:.2f}", m.rate, s.rounds_text(),
+             _per_batch(s.changes_per_batch, 0), *cpu_cells(m.cpu),
+             f"{m.loads[0]:.1f}->{m.loads[1]:.1f}")
             for s in rows
+            for m in (s.median,)
         ],
     )  # fmt: skip
 
@@ -839,8 +834,8 @@ def record_figures(
             "events/s",
             peer=f"{PEER_LABEL}, its rounds in turn with these" if peer else None,
             peer_value=peer.rate if peer else None,
-            detail=f"median of {rounds} rounds of {s.events:,} events; rounds "
-            + " ".join(f"{r / 1000:.1f}k" for r in s.round_rates),
+            detail=f"median of {rounds} rounds of {s.median.events:,} events; rounds "
+            + s.rounds_text(),
         )
     peer_loads = {(r.consumers, r.offered): r for r in loads if r.system == PEER}
     for r in loads:
