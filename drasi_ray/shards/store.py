@@ -40,10 +40,9 @@ would let an older change that arrives late resurrect a deleted element.
 
 **Persisted record format** (:meth:`ElementStore.snapshot_element`, orjson with sorted keys,
 never pickle; the same set of applied changes gives the same bytes, whatever their order). A
-JSON array, positional because a shard writes one per changed element per batch (about
-half the cost of the keyed format 1, which still loads)::
+JSON array, positional because a shard writes one per changed element per batch::
 
-    [2,
+    [3,
      reset,          # [ms, seq, index] of the latest insert/delete; null: none yet
      head,           # [ms, seq, index] of the newest insert/update (labels, kind, endpoints, time)
      alive,          # true | false (false: a tombstone, head fields then empty)
@@ -52,10 +51,12 @@ half the cost of the keyed format 1, which still loads)::
      startId, endId, # str | null
      effectiveFrom,  # ms, of the change at ``head``
      values,         # {"key": value, ...}
-     versions]       # {"key": [ms, seq, index], ...}: the version that set each value
+     versions]       # {"key": [ms, seq, index], ...}: the version that set each value;
+                     # null when every value was set by ``head`` (the usual record: an
+                     # element whose latest change carried all of its properties)
 
-Format 1 (a JSON object with the same fields and ``"properties": {"key": [value, version]}``)
-is still read.
+Format 2 (the same, ``versions`` always a map) and format 1 (a JSON object with the same
+fields and ``"properties": {"key": [value, version]}``) are still read.
 
 Values are stored as JSON: a tuple nested in a property comes back as a list.
 """
@@ -63,6 +64,7 @@ Values are stored as JSON: a tuple nested in a property comes back as a list.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from operator import countOf
 from typing import Any, Final
 
 import orjson
@@ -83,7 +85,7 @@ __all__ = ["ElementStore"]
 _NEVER: Final[Version] = (-1, -1, -1)
 """Older than every real version: the reset/head of a record nothing has set yet."""
 
-RECORD_FORMAT: Final = 2
+RECORD_FORMAT: Final = 3
 
 _INSERT: Final = Op.INSERT
 _UPDATE: Final = Op.UPDATE
@@ -435,11 +437,13 @@ def same_value(a: Any, b: Any) -> bool:
 
 
 def _dump_record(record: _Record) -> bytes:
+    head, versions = record.head, record.versions
+    written = None if countOf(versions.values(), head) == len(versions) else versions
     return orjson.dumps(
         (
             RECORD_FORMAT,
             None if record.reset == _NEVER else record.reset,
-            None if record.head == _NEVER else record.head,
+            None if head == _NEVER else head,
             record.alive,
             record.kind,  # an enum of str: orjson writes its value
             record.labels,
@@ -447,7 +451,7 @@ def _dump_record(record: _Record) -> bytes:
             record.end_id,
             record.effective_from,
             record.values,
-            record.versions,
+            written,  # None when every value was set by head
         ),
         option=orjson.OPT_SORT_KEYS,
     )
@@ -460,14 +464,17 @@ class _RecordError(DrasiRayError):
 def _load_record(element_id: str, data: bytes) -> _Record:
     try:
         doc = orjson.loads(data)
-        if type(doc) is list and len(doc) == 11 and doc[0] == RECORD_FORMAT:
+        if type(doc) is list and len(doc) == 11 and doc[0] in _POSITIONAL_FORMATS:
             record = _record_of(*doc[1:9])
-            _load_properties(record, _values_and_versions(doc[9], doc[10]))
+            versions = doc[10]
+            if versions is None and doc[0] == RECORD_FORMAT:  # every value set by head
+                versions = dict.fromkeys(_typed(doc[9], "values", dict), doc[2])
+            _load_properties(record, _values_and_versions(doc[9], versions))
         elif type(doc) is dict and doc.get("format") == 1:
             record = _record_of(*(doc.get(name) for name in _FORMAT_1_FIELDS))
             _load_properties(record, _field(doc, "properties", dict))
         else:
-            raise _RecordError(f"not an element record of format 1 or {RECORD_FORMAT}")
+            raise _RecordError(f"not an element record of format 1, 2 or {RECORD_FORMAT}")
     except (orjson.JSONDecodeError, ValueError, _RecordError) as exc:
         raise DrasiRayError(f"invalid element record for {element_id!r}: {exc}") from exc
     if record.alive and record.kind is None:
@@ -476,6 +483,7 @@ def _load_record(element_id: str, data: bytes) -> _Record:
     return record
 
 
+_POSITIONAL_FORMATS: Final = (2, RECORD_FORMAT)
 _FORMAT_1_FIELDS: Final = (
     "reset", "head", "alive", "kind", "labels", "startId", "endId", "effectiveFrom"
 )  # fmt: skip
@@ -505,7 +513,7 @@ def _record_of(
 
 
 def _values_and_versions(values: Any, versions: Any) -> dict[str, Any]:
-    """Format 2's two maps as format 1's ``{key: [value, version]}``."""
+    """The two maps of formats 2 and 3 as format 1's ``{key: [value, version]}``."""
     if type(values) is not dict or type(versions) is not dict or values.keys() != versions.keys():
         raise _RecordError("'values' and 'versions' must be maps with the same keys")
     return {key: [value, versions[key]] for key, value in values.items()}

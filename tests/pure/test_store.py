@@ -293,10 +293,38 @@ def test_snapshot_format() -> None:
     store.apply(change("u", room({"b": 2, "a": 1}, 3), (4, 1, 2)))
     record = orjson.loads(store.snapshot_element("r1"))
     assert record == [
-        2, None, [4, 1, 2], True, "node", ["Room"], None, None, 3,
-        {"a": 1, "b": 2}, {"a": [4, 1, 2], "b": [4, 1, 2]},
-    ]  # fmt: skip
+        3,
+        None,
+        [4, 1, 2],
+        True,
+        "node",
+        ["Room"],
+        None,
+        None,
+        3,
+        {"a": 1, "b": 2},
+        None,
+    ]  # every value set by head: no versions written
     assert store.snapshot_element("r1").index(b'"a"') < store.snapshot_element("r1").index(b'"b"')
+    store.apply(change("u", room({"a": 5}, 4), (5, 0, 0)))
+    assert orjson.loads(store.snapshot_element("r1"))[9:] == [
+        {"a": 5, "b": 2},
+        {"a": [5, 0, 0], "b": [4, 1, 2]},
+    ]
+
+
+def test_format_2_records_still_load() -> None:
+    store = ElementStore()
+    store.load_element(
+        "r1",
+        b'[2, null, [4, 1, 2], true, "node", ["Room"], null, null, 3,'
+        b' {"a": 1, "b": 2}, {"a": [4, 1, 2], "b": [4, 1, 2]}]',
+    )
+    fresh = ElementStore()
+    fresh.apply(change("u", room({"a": 1, "b": 2}, 3), (4, 1, 2)))
+    assert store.snapshot_element("r1") == fresh.snapshot_element("r1")
+    assert store.get("r1") == fresh.get("r1")
+    assert store.apply(change("u", room({"a": 0}, 3), (4, 1, 1))) is None  # older than head
 
 
 def test_format_1_records_still_load() -> None:
@@ -336,7 +364,10 @@ def test_snapshot_of_unknown_element() -> None:
         b"[]",
         b'{"format": 2}',
         b'[2, null, null, false, null, [], null, null, 0, {"a": 1}, {}]',
-        b"[3, null, null, false, null, [], null, null, 0, {}, {}]",
+        b"[4, null, null, false, null, [], null, null, 0, {}, {}]",
+        b'[2, null, [1, 0, 0], true, "node", [], null, null, 0, {"a": 1}, null]',
+        b'[3, null, null, false, null, [], null, null, 0, {"a": 1}, null]',
+        b'[3, null, [1, 0, 0], true, "node", [], null, null, 0, [], null]',
         b'{"format": 1, "reset": [1, 2], "head": null, "alive": false, "kind": null,'
         b' "labels": [], "startId": null, "endId": null, "effectiveFrom": 0, "properties": {}}',
         b'{"format": 1, "reset": null, "head": null, "alive": true, "kind": null,'
