@@ -76,8 +76,10 @@ def _renice(niceness: int) -> None:
             continue
 
 
-GC_YOUNG_THRESHOLD = 10_000
+GC_YOUNG_THRESHOLD = 50_000
 """Container allocations between two young-generation collections (CPython's default: 700)."""
+GC_MIDDLE_THRESHOLD = 2
+"""Young collections between two middle-generation ones (CPython's default: 10)."""
 
 
 def tune_gc() -> None:
@@ -89,15 +91,19 @@ def tune_gc() -> None:
       full collection walks all of them, stalling the actor for tens of milliseconds.
       :func:`gc.freeze` moves what exists now to the permanent generation, which no collection
       visits again; the query and coordinator actors freeze once more after loading their graph.
-    - Decoding or applying a batch allocates ~15 containers per event, which live until the
-      batch is handed on. With the default threshold of 700 a young collection runs every
-      ~50 events; the batch's objects survive it and are walked again by the older
-      generations' collections. At 10,000 there are 15x fewer collections, and more of a
-      batch's objects are freed (by reference counting) before any collection sees them; one
-      consumer actor ingests measurably more with it (``bench.ingest`` section (c)).
+    - A batch's changes, deltas and results hold several tracked containers per event
+      (version tuples, property maps, diffs) until the batch is handed on, and a backlog
+      keeps up to ``max_in_flight`` entries in flight. CPython counts allocations less
+      deallocations since the last collection, so a young threshold above what the batches
+      in flight hold is never reached while a backlog is drained: their objects are freed by
+      reference counting and no collection walks them (at the former 10,000, a young
+      collection ran every few thousand events and walked the batches in flight each time).
+      The middle generation is collected every 2 young collections, so it holds as many
+      objects as it did at 10,000 x 10; a young collection where the graph grows walks up
+      to 50,000 objects, a longer pause than at 10,000 (docs/performance.md has both).
 
     Cyclic garbage is still collected, only in fewer passes.
     """
     gc.freeze()
-    _, older, oldest = gc.get_threshold()
-    gc.set_threshold(GC_YOUNG_THRESHOLD, older, oldest)
+    oldest = gc.get_threshold()[2]
+    gc.set_threshold(GC_YOUNG_THRESHOLD, GC_MIDDLE_THRESHOLD, oldest)

@@ -19,7 +19,7 @@ import redis
 from drasi_ray import DrasiRay, PlatformSource, Query
 from drasi_ray.actors import names
 from drasi_ray.actors.names import COORDINATOR
-from drasi_ray.actors.runtime import GC_YOUNG_THRESHOLD
+from drasi_ray.actors.runtime import GC_MIDDLE_THRESHOLD, GC_YOUNG_THRESHOLD
 from drasi_ray.model import keys
 from drasi_ray.model.changes import Op, node
 from drasi_ray.model.config import RayConfig, ScalingConfig, StateConfig
@@ -160,10 +160,10 @@ def test_seed_batch_payload_applies_every_event(
     assert sorted(row["temperature"] for row in app.results("hot")) == [72.0, 75.5]
 
 
-def _gc_settings(actor: Any) -> tuple[int, int]:
-    """The actor process's young-generation threshold and frozen object count."""
-    settings: tuple[int, int] = ray.get(
-        actor.__ray_call__.remote(lambda _self: (gc.get_threshold()[0], gc.get_freeze_count()))
+def _gc_settings(actor: Any) -> tuple[tuple[int, int], int]:
+    """The actor process's young and middle thresholds and its frozen object count."""
+    settings: tuple[tuple[int, int], int] = ray.get(
+        actor.__ray_call__.remote(lambda _self: (gc.get_threshold()[:2], gc.get_freeze_count()))
     )
     return settings
 
@@ -171,7 +171,7 @@ def _gc_settings(actor: Any) -> tuple[int, int]:
 def test_pipeline_actors_keep_the_garbage_collector_off_the_batch_path(
     ray_session: None, redis_url: str
 ) -> None:
-    """tune_gc in every pipeline actor: the start-up heap frozen, young threshold 10,000."""
+    """tune_gc in every pipeline actor: the start-up heap frozen, the young threshold raised."""
     app = _app(redis_url, "sensor-gc", scaling_config=ScalingConfig(shards=2, query_hosts=1))
     app.start()
     try:
@@ -183,7 +183,7 @@ def test_pipeline_actors_keep_the_garbage_collector_off_the_batch_path(
         )
         for name in actors:
             threshold, frozen = _gc_settings(ray.get_actor(name, namespace=app.namespace))
-            assert threshold == GC_YOUNG_THRESHOLD, name
+            assert threshold == (GC_YOUNG_THRESHOLD, GC_MIDDLE_THRESHOLD), name
             assert frozen > 10_000, name  # Ray's and drasi_ray's modules, at least
     finally:
         app.stop()
