@@ -659,7 +659,7 @@ class DrasiRay:
         """What the fused actor runs besides shard 0: the shared host, and consumer 0 of each
         source the app starts with (sources added later get consumer actors of their own)."""
         specs = tuple(
-            FusedConsumerSpec(source.id, source.config, source.consumer_names[0])
+            FusedConsumerSpec(source.id, source.config.in_fused_actor(), source.consumer_names[0])
             for source in self._sources.values()
             if source.auto_start
         )

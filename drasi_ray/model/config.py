@@ -128,6 +128,17 @@ class CdcConfig(_Model):
         return value
 
 
+FUSED_READ_LIMIT = 256
+"""The largest read of the consumer in the fused actor unless ``max_batch_size`` says otherwise.
+
+There one process decodes, stores and queries a batch and replies with its results, so it is
+bound by memory, not by calls between actors: a batch this size and the objects made from it
+stay in a core's own cache from one stage to the next, where one of thousands is fetched again
+from the shared cache or memory at every stage (docs/performance.md has the measurements).
+Actors in separate processes keep the larger reads: there each batch is a call between them.
+"""
+
+
 class PlatformSourceConfig(_Model):
     """Settings of a platform source: Redis streams read by a consumer group.
 
@@ -222,7 +233,8 @@ class PlatformSourceConfig(_Model):
         le=100_000,
         description="reads grow from batch_size while the stream has a backlog (doubling after "
         "every full read, back to batch_size after a partial one) up to this; default "
-        "max_in_flight // 2, so the next read fits beside the batch in hand",
+        "max_in_flight // 2, so the next read fits beside the batch in hand, and at most "
+        f"{FUSED_READ_LIMIT} for the consumer in the fused actor",
     )
     format: SourceFormat = Field(
         SourceFormat.PLATFORM,
@@ -234,6 +246,15 @@ class PlatformSourceConfig(_Model):
         description="labels, key columns and ordering of a debezium or deltaforge source "
         "(default: every default of CdcConfig)",
     )
+
+    def in_fused_actor(self) -> PlatformSourceConfig:
+        """This config for the consumer that runs in the fused actor: an unset
+        ``max_batch_size`` becomes at most :data:`FUSED_READ_LIMIT`."""
+        if self.max_batch_size is not None:
+            return self
+        return self.model_copy(
+            update={"max_batch_size": min(FUSED_READ_LIMIT, self.read_size_limit)}
+        )
 
     @property
     def read_size_limit(self) -> int:

@@ -22,7 +22,7 @@ from drasi_ray import (
 )
 from drasi_ray.coordinator.registry import Registry
 from drasi_ray.model import keys
-from drasi_ray.model.config import expand_secrets
+from drasi_ray.model.config import FUSED_READ_LIMIT, expand_secrets
 from drasi_ray.model.registrations import QueryRegistration, SubscriberSpec
 
 YAML = """
@@ -302,3 +302,16 @@ def test_the_fused_layout_needs_durable_state_and_auto_picks_it_only_then() -> N
     assert not ScalingConfig().fused(durable=False)
     assert not ScalingConfig(shards=2).fused(durable=True)
     assert not ScalingConfig(layout=Layout.ACTORS).fused(durable=True)
+
+
+def test_the_consumer_in_the_fused_actor_reads_at_most_fused_read_limit_unless_told() -> None:
+    """Its batches stay small enough to stay in a core's cache (docs/performance.md)."""
+    default = PlatformSourceConfig(redis_url="redis://h:1", stream_key="k")
+    assert default.read_size_limit == default.max_in_flight // 2  # the actors layout's reads
+    assert default.in_fused_actor().read_size_limit == FUSED_READ_LIMIT
+    small = default.model_copy(update={"max_in_flight": 300})
+    assert small.in_fused_actor().read_size_limit == 150
+    told = default.model_copy(update={"max_batch_size": 1000})
+    assert told.in_fused_actor().read_size_limit == 1000
+    large_reads = default.model_copy(update={"batch_size": 500})
+    assert large_reads.in_fused_actor().read_size_limit == 500  # never below batch_size
