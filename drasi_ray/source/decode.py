@@ -254,7 +254,10 @@ def _typed_changes(  # noqa: C901  (the per-entry fast path, inline on purpose)
     ``_decode_change`` as types (the op as the tag choosing which element is read and whether
     it needs ``properties``, non-empty ``id`` and ``labels``, the table names, the ``ts_ns``
     lower bound) and the rest is repeated here; a payload that is not valid UTF-8 (which msgspec
-    does not check in fields it skips) is left to the checked path.
+    does not check in fields it skips) is left to the checked path. So is a number written
+    ``-0`` in a field that is read: msgspec gives the integer 0 where the checked path gives
+    -0.0, so the text is searched for one (:data:`_MINUS_ZERO`) only when a field that is read
+    holds an integer 0 or a nested value (any other field of the text is skipped or a string).
     """
     raw = fields.get(b"data")  # the usual field: spares the search of _payload_field
     if raw is None:
@@ -263,8 +266,6 @@ def _typed_changes(  # noqa: C901  (the per-entry fast path, inline on purpose)
             return None
         raw = found[1]
     if type(raw) is not bytes or (not raw.isascii() and not _is_utf8(raw)):
-        return None
-    if _MINUS_ZERO.search(raw):  # msgspec reads it as 0: see _loads
         return None
     try:
         events = _TYPED.decode(raw).data
@@ -277,6 +278,7 @@ def _typed_changes(  # noqa: C901  (the per-entry fast path, inline on purpose)
     ms, seq = _entry_position(entry_id)
     changes: list[ElementChange] = []
     append = changes.append
+    zero = False  # an integer 0 was read where the text may say -0 (msgspec reads it as 0)
     for index, event in enumerate(events):
         source = event.payload.source
         data = event.payload.element
@@ -291,14 +293,21 @@ def _typed_changes(  # noqa: C901  (the per-entry fast path, inline on purpose)
         start_ns, end_ns = event.reactivatorStart_ns, event.reactivatorEnd_ns
         if start_ns is not None or end_ns is not None:
             start_ns, end_ns = _optional_ns(start_ns), _optional_ns(end_ns)
+            zero = zero or start_ns == 0 or end_ns == 0
         ts_ns = source.ts_ns
         if ts_ns > _U64_MAX:
             return None
-        values = (
-            FrozenMap() if properties is None else FrozenMap(element_properties(properties, False))
-        )
+        if properties is None:
+            values = FrozenMap()
+        else:
+            read = element_properties(properties, False)  # a new map: nested values, or big ints
+            zero = zero or read is not properties or 0 in properties.values()
+            values = FrozenMap(read)
+        zero = zero or ts_ns == 0
         element = Element(kind, data.id, data.labels, values, start_id, end_id, ts_ns // _NS_PER_MS)
         append(ElementChange(event.OP, element, (ms, seq, index), Timing(ts_ns, start_ns, end_ns)))
+    if zero and _MINUS_ZERO.search(raw):  # a -0: the float -0.0 (see _loads)
+        return None
     return tuple(changes)
 
 

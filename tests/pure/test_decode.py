@@ -693,7 +693,10 @@ def mutated_entries(draw: st.DrawFn) -> bytes:
     document: Any = {"id": "x", "data": events}
     if draw(st.integers(0, 9)) == 0:
         document = draw(st.sampled_from([[], {"data": {}}, {"data": None}, "x"]))
-    return json.dumps(document).encode()
+    text = json.dumps(document).encode()
+    if draw(st.booleans()):  # numbers written -0 (and -0.5, ...) wherever a 0 starts one
+        text = text.replace(b": 0", b": -0").replace(b"[0", b"[-0").replace(b", 0", b", -0")
+    return text
 
 
 def _mutate(value: Any, draw: st.DrawFn) -> None:
@@ -734,6 +737,32 @@ def test_typed_path_leaves_invalid_utf8_to_the_checked_path() -> None:
     assert decode._typed_changes("1-0", {b"data": raw}) is None
     with pytest.raises(DecodeError, match="invalid JSON"):
         decode_entry("1-0", {b"data": raw})
+
+
+@pytest.mark.parametrize(
+    "where",
+    ["property", "in a list", "in a map", "ts_ns", "reactivatorStart_ns", "reactivatorEnd_ns"],
+)
+def test_a_minus_zero_in_any_field_that_is_read_decodes_as_on_the_checked_path(where: str) -> None:
+    """The typed path searches the text for ``-0`` only when it read an integer 0 or a nested
+    value: each such field alone, written ``-0``, gives what the checked path gives."""
+    nested = {"l": [1]} if where == "in a list" else {"m": {"k": 1}} if where == "in a map" else {}
+    event = node_event(properties={"p": 1, "s": "x", **nested})  # nothing else to search for
+    event["reactivatorStart_ns"] = 5
+    event["reactivatorEnd_ns"] = 6
+    raw = orjson.dumps({"data": [event]})
+    written = {
+        "property": (b'"p":1', b'"p":-0'),
+        "in a list": (b'"l":[1]', b'"l":[-0]'),
+        "in a map": (b'"k":1', b'"k":-0'),
+        "ts_ns": (str(TS).encode(), b"-0"),
+        "reactivatorStart_ns": (b'"reactivatorStart_ns":5', b'"reactivatorStart_ns":-0'),
+        "reactivatorEnd_ns": (b'"reactivatorEnd_ns":6', b'"reactivatorEnd_ns":-0'),
+    }[where]
+    raw = raw.replace(*written)
+    assert written[1] in raw
+    assert _outcome(decode.decode_entry, raw) == _outcome(decode._checked_entry, raw)
+    assert decode._typed_changes("7-3", {b"data": raw}) is None
 
 
 def test_a_number_written_minus_zero_is_the_float_minus_zero_as_drasi_reads_it() -> None:
