@@ -131,11 +131,12 @@ class CdcConfig(_Model):
 FUSED_READ_LIMIT = 256
 """The largest read of the consumer in the fused actor unless ``max_batch_size`` says otherwise.
 
-There one process decodes, stores and queries a batch and replies with its results, so it is
-bound by memory, not by calls between actors: a batch this size and the objects made from it
-stay in a core's own cache from one stage to the next, where one of thousands is fetched again
-from the shared cache or memory at every stage (docs/performance.md has the measurements).
-Actors in separate processes keep the larger reads: there each batch is a call between them.
+There one process decodes, stores and queries every batch and replies with its results: it
+is bound by its own CPU and memory, not by calls between actors, and it drains a backlog
+fastest with reads of a few hundred entries (docs/performance.md has the sweep). Two batches
+of this size and what is made of them fit in a core's own cache, where batches of thousands
+do not. Actors in separate processes keep the larger reads: there each batch is a call
+between them.
 """
 
 
