@@ -306,7 +306,7 @@ def test_the_fused_layout_needs_durable_state_and_auto_picks_it_only_then() -> N
 
 def test_the_consumer_in_the_fused_actor_reads_at_most_fused_read_limit_unless_told() -> None:
     """Its batches stay small enough to stay in a core's cache (docs/performance.md)."""
-    default = PlatformSourceConfig(redis_url="redis://h:1", stream_key="k")
+    default = PlatformSourceConfig(redis_url="redis://h:1", stream_keys=("k",))
     assert default.read_size_limit == default.max_in_flight // 2  # the actors layout's reads
     assert default.in_fused_actor().read_size_limit == FUSED_READ_LIMIT
     small = default.model_copy(update={"max_in_flight": 300})
