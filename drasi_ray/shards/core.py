@@ -186,29 +186,28 @@ class ShardCore:
         """
         store = self.store(source_id)
         routed: dict[str, list[Routed]] = defaultdict(list)
-        report = BatchReport()
         self.json_values = self.json_values and json_values
         piped = self.piped.get(source_id, _NOBODY)
         several = self.table.several_sources
+        # Per change: names bound once, counts kept in locals (the report is made at the end).
+        apply, route, probe, log = store.apply, self.table.route, self._probe, self.applied
+        changes = applied = routes = controls = 0
         for entry in entries:
             for control in entry.controls:
-                report.controls += 1
+                controls += 1
                 self._apply_control(source_id, control)
             for change in entry.changes:
-                report.changes += 1
-                if self._probe is not None:
-                    self._probe.check_element(change.element.id)
-                delta = store.apply(change)
+                changes += 1
+                if probe is not None:
+                    probe.check_element(change.element.id)
+                delta = apply(change)
+                if log is not None:  # overtaken changes (delta None) are history too
+                    log.append((entry.entry_id, change, delta))
                 if delta is None:
-                    report.duplicates += 1
-                    if self.applied is not None:  # overtaken changes are history too
-                        self.applied.append((entry.entry_id, change, None))
                     continue
-                report.applied += 1
-                if self.applied is not None:
-                    self.applied.append((entry.entry_id, change, delta))
+                applied += 1
                 in_graph: ElementDelta | None = None  # under its graph id, made once
-                for query_id in self.table.route(source_id, delta):
+                for query_id in route(source_id, delta):
                     if query_id in piped:
                         continue
                     if query_id in several:
@@ -216,12 +215,19 @@ class ShardCore:
                         routed[query_id].append(in_graph)
                     else:
                         routed[query_id].append(delta)
-                    report.routed += 1
+                    routes += 1
                 if piped:
                     raw = PipedChange(source_id, entry.entry_id, change)
                     for query_id in piped:
                         routed[query_id].append(raw)
-                        report.routed += 1
+                        routes += 1
+        report = BatchReport(
+            changes=changes,
+            applied=applied,
+            duplicates=changes - applied,
+            controls=controls,
+            routed=routes,
+        )
         if self.histories:
             self._record_histories(source_id, routed)
         self._count(source_id, report)
