@@ -119,8 +119,10 @@ class _Record:
         self.start_id: str | None = None
         self.end_id: str | None = None
         self.effective_from = 0
+        # ``versions`` is None while every value was set by ``head`` (the usual record, an
+        # element whose latest change carried all of its properties): no map per change.
         self.values: dict[str, Any] = {}
-        self.versions: dict[str, Version] = {}
+        self.versions: dict[str, Version] | None = None
         self.element: Element | None = None  # the current visible element, built once per change
 
     def clear(self) -> None:
@@ -134,7 +136,7 @@ class _Record:
         self.end_id = None
         self.effective_from = 0
         self.values = {}
-        self.versions = {}
+        self.versions = None
 
     def set_head(self, element: Element, version: Version) -> None:
         """Take what the newest insert/update sets: kind, labels, endpoints and time."""
@@ -146,40 +148,55 @@ class _Record:
         self.end_id = element.end_id
         self.effective_from = element.effective_from
 
+    def version_map(self) -> dict[str, Version]:
+        """The version that set each value, kept from now on (``versions`` None: each value was
+        set by ``head``)."""
+        versions = self.versions
+        if versions is None:
+            versions = self.versions = dict.fromkeys(self.values, self.head)
+        return versions
+
     def insert(self, element: Element, version: Version) -> None:
         """Replace: only the insert's properties and those set by newer versions remain."""
         self.reset = version
+        if version > self.head:  # newer than every value: the insert's properties alone
+            self.values = dict(element.properties)
+            self.versions = None
+            self.set_head(element, version)
+            return
+        kept_values, kept_versions = self.values, self.version_map()
         values: dict[str, Any] = dict(element.properties)
         versions = dict.fromkeys(values, version)
-        for key, set_by in self.versions.items():
+        for key, set_by in kept_versions.items():
             if set_by > version:  # an update newer than this insert, applied before it arrived
-                values[key] = self.values[key]
+                values[key] = kept_values[key]
                 versions[key] = set_by
         self.values = values
         self.versions = versions
-        if version > self.head:
-            self.set_head(element, version)
 
     def update(self, element: Element, version: Version) -> bool:
         """Merge; returns whether anything was written (False: every part was set by newer)."""
+        properties = element.properties
+        values = self.values
         if version > self.head:  # newer than every part (none was set after head): all written
-            properties = element.properties
-            self.values.update(properties)
-            self.versions.update(dict.fromkeys(properties, version))
+            values.update(properties)
+            if len(values) == len(properties):  # it carried every key: each now set by it
+                self.versions = None
+            else:
+                versions = self.versions
+                if versions is None:  # every other value was set by the old head
+                    versions = self.versions = dict.fromkeys(values, self.head)
+                versions.update(dict.fromkeys(properties, version))
             self.set_head(element, version)
             return True
         wrote = False
-        values = self.values
-        versions = self.versions
-        for key, value in element.properties.items():
+        versions = self.version_map()
+        for key, value in properties.items():
             set_by = versions.get(key)
             if set_by is None or set_by < version:
                 values[key] = value
                 versions[key] = version
                 wrote = True
-        if version > self.head:
-            self.set_head(element, version)
-            wrote = True
         return wrote
 
     def delete(self, version: Version) -> None:
@@ -188,10 +205,11 @@ class _Record:
         if self.head < version:  # every part was set at or before head: all of it goes
             self.clear()
             return
-        older = [key for key, set_by in self.versions.items() if set_by < version]
+        values, versions = self.values, self.version_map()
+        older = [key for key, set_by in versions.items() if set_by < version]
         for key in older:
-            del self.values[key]
-            del self.versions[key]
+            del values[key]
+            del versions[key]
 
     def build(self, element_id: str) -> Element | None:
         if not self.alive or self.kind is None:
@@ -438,7 +456,8 @@ def same_value(a: Any, b: Any) -> bool:
 
 def _dump_record(record: _Record) -> bytes:
     head, versions = record.head, record.versions
-    written = None if countOf(versions.values(), head) == len(versions) else versions
+    if versions is not None and countOf(versions.values(), head) == len(versions):
+        versions = None  # every value set by head after all
     return orjson.dumps(
         (
             RECORD_FORMAT,
@@ -451,7 +470,7 @@ def _dump_record(record: _Record) -> bytes:
             record.end_id,
             record.effective_from,
             record.values,
-            written,  # None when every value was set by head
+            versions,  # None when every value was set by head
         ),
         option=orjson.OPT_SORT_KEYS,
     )
@@ -520,11 +539,15 @@ def _values_and_versions(values: Any, versions: Any) -> dict[str, Any]:
 
 
 def _load_properties(record: _Record, properties: dict[str, Any]) -> None:
+    values: dict[str, Any] = {}
+    versions: dict[str, Version] = {}
     for key, pair in properties.items():
         if type(pair) is not list or len(pair) != 2:
             raise _RecordError(f"property {key!r} is not a [value, version] pair")
-        record.values[key] = pair[0]
-        record.versions[key] = _load_version(pair[1], f"properties.{key}", allow_null=False)
+        values[key] = pair[0]
+        versions[key] = _load_version(pair[1], f"properties.{key}", allow_null=False)
+    record.values = values
+    record.versions = versions
 
 
 def _load_version(value: Any, name: str, *, allow_null: bool) -> Version:

@@ -98,6 +98,42 @@ def test_update_of_unknown_inserts() -> None:
     assert len(store) == 1
 
 
+def visible(store: ElementStore) -> Element:
+    element = store.get("r1")
+    assert element is not None
+    return element
+
+
+def test_an_update_keeps_the_stored_order_of_the_keys() -> None:
+    """An update carrying every key, in another order, merges into the stored order."""
+    store = ElementStore()
+    store.apply(change("i", room({"temp": 20, "name": "a"}, 1), 1))
+    store.apply(change("u", room({"name": "b", "temp": 21}, 2), 2))
+    assert list(visible(store).properties.items()) == [("temp", 21), ("name", "b")]
+    store.apply(change("u", room({"temp": 22, "name": "c"}, 3), 3))
+    assert list(visible(store).properties.items()) == [("temp", 22), ("name", "c")]
+
+
+def test_versions_after_a_change_that_carried_every_key() -> None:
+    """A record keeps no versions while each value was set by its head (an update carrying
+    every key): a later partial update, an older change filling in and a late delete then
+    see the version of each value, and elements handed out before do not change."""
+    store = ElementStore()
+    store.apply(change("u", room({"temp": 20, "name": "a"}, 1), 5))
+    first = visible(store)
+    store.apply(change("u", room({"temp": 21}, 2), 6))  # a part of the keys: merged
+    second = visible(store)
+    store.apply(change("u", room({"open": True}, 0), 4))  # older: fills in a new key only
+    third = visible(store)
+    store.apply(change("d", room({}, 0), (5, 0, 1)))  # removes what (5, 0, 0) set
+    assert first.properties == {"temp": 20, "name": "a"}
+    assert second.properties == {"temp": 21, "name": "a"}
+    assert third.properties == {"temp": 21, "name": "a", "open": True}
+    assert visible(store).properties == {"temp": 21}
+    record = orjson.loads(store.snapshot_element("r1"))
+    assert record[9:] == [{"temp": 21}, None]
+
+
 def test_delete() -> None:
     store = ElementStore()
     store.apply(change("i", room({"temp": 20}, 1), 1))
