@@ -26,7 +26,7 @@ import logging
 import os
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, overload
 
@@ -209,7 +209,7 @@ class DrasiRay:
         self._engines[query.id] = engine
         if self.running and query.auto_start:
             self._check_sources(query)
-            self._start_query(query)
+            self._start_queries([query])
             self._reactions.refresh()
         return self
 
@@ -575,9 +575,7 @@ class DrasiRay:
         if isinstance(self._clock, ManualClock):
             self._clock_moved(self._clock.now_ms())
             self._stop_listening = self._clock.listen(self._clock_moved)
-        for query in self._queries.values():
-            if query.auto_start:
-                self._start_query(query)
+        self._start_queries([query for query in self._queries.values() if query.auto_start])
         self._reactions.refresh()
         if sources:
             self.start_sources()
@@ -815,25 +813,37 @@ class DrasiRay:
         self._owns_ray = self._ray_connection.owned
         logger.info("app %s runs on %s", self.app_id, self._ray_connection.describe())
 
-    def _start_query(self, query: QueryConfig) -> None:
-        """Host the query, then register it: it returns bootstrapped from every shard."""
+    def _start_queries(self, queries: Sequence[QueryConfig]) -> None:
+        """Host the queries, then register them: this returns once each is bootstrapped from
+        every shard. All are hosted together, then registered together (one call: the
+        control plane bootstraps them concurrently), so a start's cost grows little with the
+        number of queries."""
+        if not queries:
+            return
+        registrations: list[QueryRegistration] = []
+        for query in queries:
+            registrations.append(registration := self._registration(query))
+            self._host_of[query.id] = registration.host  # the next one's host counts it
+        try:
+            ray.get([self._host(r.host).add_query.remote(r) for r in registrations])
+        except BaseException:
+            for registration in registrations:
+                del self._host_of[registration.query_id]
+            raise
+        ray.get(self._coordinator.register_queries.remote(registrations))
+
+    def _registration(self, query: QueryConfig) -> QueryRegistration:
         engine = self._engines[query.id]
-        host_name = self._host_name_for(query)
-        host = self._host(host_name)
-        configured = self._with_reaction_defaults(query)
         if self._with_result_stream(query) is not query:
             self._given_stream.add(query.id)
-        registration = QueryRegistration(
-            configured,
-            host_name,
+        return QueryRegistration(
+            self._with_reaction_defaults(query),
+            self._host_name_for(query),
             _label_tuple(engine.node_labels),
             _label_tuple(engine.relation_labels),
             engine.history_limits,
             self._chain_url() if query.id in self._chain_sources else None,
         )
-        ray.get(host.add_query.remote(registration))
-        self._host_of[query.id] = host_name
-        ray.get(self._coordinator.register_query.remote(registration))
 
     def _start_source(self, source: PlatformSource) -> None:
         config = source.config

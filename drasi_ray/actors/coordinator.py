@@ -94,6 +94,9 @@ class CoordinatorShell:
     async def register_query(self, registration: QueryRegistration) -> int:
         return await self._control.register_query(registration)
 
+    async def register_queries(self, registrations: Sequence[QueryRegistration]) -> list[int]:
+        return await self._control.register_queries(registrations)
+
     async def unregister_query(self, query_id: str) -> None:
         await self._control.unregister_query(query_id)
 

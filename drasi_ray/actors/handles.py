@@ -191,18 +191,51 @@ class CoordinatorHandle:
         await answering(self._handle())
 
 
+class _Named:
+    """An actor found by its name: looked up once, and again when a call finds the actor gone
+    (another may run by that name now: a host stopped and started again, a shard after a
+    rescale), the call then made once more on the one found. A lookup is a round trip to
+    Ray's control store that blocks the event loop, so it is not made per call."""
+
+    def __init__(self, name: str, namespace: str, where: str) -> None:
+        self.name = name
+        self._namespace = namespace
+        self._where = where
+        self._handle: Any = None
+
+    def handle(self) -> Any:
+        """The actor's handle (UnknownComponentError if none runs by that name)."""
+        if self._handle is None:
+            self._handle = actor(self.name, self._namespace)
+        return self._handle
+
+    async def call(self, call: Callable[[Any], Any], *, outlast: bool = True) -> Any:
+        """``call(handle)``; with ``outlast``, waiting out a restart of the actor."""
+        handle = self.handle()
+        try:
+            return await self._run(call, handle, outlast)
+        except GONE:
+            self._handle = None
+            if self.handle() == handle:  # the same actor, gone for good
+                raise
+            return await self._run(call, self._handle, outlast)
+
+    async def _run(self, call: Callable[[Any], Any], handle: Any, outlast: bool) -> Any:
+        if not outlast:
+            return await call(handle)
+        return await outlasting(lambda: call(handle), UNAVAILABLE, self._where, logger)
+
+
 class ShardHandle:
     """Store shard ``index`` (>= 1) as the control plane calls it
     (:class:`~drasi_ray.coordinator.control.ShardControl`), each call waiting out a restart."""
 
     def __init__(self, namespace: str, index: int) -> None:
-        self._namespace = namespace
         self.index = index
+        self._named = _Named(names.shard_actor(index), namespace, f"coordinator: shard {index}")
 
     async def _call(self, call: Any) -> Any:
-        handle = actor(names.shard_actor(self.index), self._namespace)
-        where = f"coordinator: shard {self.index}"
-        return await outlasting(lambda: call(handle), UNAVAILABLE, where, logger)
+        return await self._named.call(call)
 
     async def attach(
         self, registration: QueryRegistration, round_: int, incarnation: str, table: TableCopy
@@ -262,13 +295,11 @@ class HostHandle:
     HostControl`), each call waiting out a restart of the host."""
 
     def __init__(self, namespace: str, name: str) -> None:
-        self._namespace = namespace
         self.name = name
+        self._named = _Named(name, namespace, f"coordinator: host {name}")
 
     async def _call(self, call: Any) -> Any:
-        handle = actor(self.name, self._namespace)
-        where = f"coordinator: host {self.name}"
-        return await outlasting(lambda: call(handle), UNAVAILABLE, where, logger)
+        return await self._named.call(call)
 
     async def incarnation(self) -> str:
         token: str = await self._call(lambda h: h.incarnation.remote())
@@ -278,21 +309,24 @@ class HostHandle:
         await self._call(lambda h: h.subscribe.remote(spec))
 
     async def unsubscribe(self, query_id: str, subscriber_id: str) -> None:
-        handle = actor(self.name, self._namespace)
-        await handle.unsubscribe.remote(query_id, subscriber_id)
+        await self._named.call(
+            lambda h: h.unsubscribe.remote(query_id, subscriber_id), outlast=False
+        )
 
     async def all_settled(self) -> bool:
         settled: bool = await self._call(lambda h: h.all_settled.remote())
         return settled
 
     async def registrations(self) -> list[QueryRegistration]:
-        handle = actor(self.name, self._namespace)
-        found: list[QueryRegistration] = await handle.registrations.remote()
+        found: list[QueryRegistration] = await self._named.call(
+            lambda h: h.registrations.remote(), outlast=False
+        )
         return found
 
     async def subscriber_specs(self) -> list[SubscriberSpec]:
-        handle = actor(self.name, self._namespace)
-        found: list[SubscriberSpec] = await handle.subscriber_specs.remote()
+        found: list[SubscriberSpec] = await self._named.call(
+            lambda h: h.subscriber_specs.remote(), outlast=False
+        )
         return found
 
 
@@ -302,12 +336,20 @@ class RayCluster:
 
     def __init__(self, namespace: str) -> None:
         self._namespace = namespace
+        self._shards: dict[int, ShardHandle] = {}
+        self._hosts: dict[str, HostHandle] = {}
 
     def shard(self, index: int) -> ShardHandle:
-        return ShardHandle(self._namespace, index)
+        found = self._shards.get(index)
+        if found is None:
+            found = self._shards[index] = ShardHandle(self._namespace, index)
+        return found
 
     def host(self, name: str) -> HostHandle:
-        return HostHandle(self._namespace, name)
+        found = self._hosts.get(name)
+        if found is None:
+            found = self._hosts[name] = HostHandle(self._namespace, name)
+        return found
 
     def shards_alive(self) -> int:
         shards = 1

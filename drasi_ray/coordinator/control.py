@@ -239,10 +239,28 @@ class ControlPlane:
     async def register_query(self, registration: QueryRegistration) -> int:
         """Register a query on its host and bootstrap it from every shard; returns the
         elements it was loaded with, once its host applied the bootstrap."""
+        (loaded,) = await self.register_queries([registration])
+        return loaded
+
+    async def register_queries(self, registrations: Sequence[QueryRegistration]) -> list[int]:
+        """:meth:`register_query` of several queries at once (an app starting): all are
+        registered and saved first, the table once, then bootstrapped together, each from
+        every shard. Returns the elements each was loaded with, in order; the first failure
+        of a bootstrap is raised once every bootstrap has ended."""
         await self.control_loaded
-        self.registry.register(registration)
-        await self._save_control(registration.query_id)
-        return await self._bootstrap(registration)
+        for registration in registrations:
+            self.registry.register(registration)
+        for registration in registrations:
+            await self._save_registration(registration.query_id)
+        await self._save_table()
+        loaded = await asyncio.gather(
+            *(self._bootstrap(registration) for registration in registrations),
+            return_exceptions=True,
+        )
+        for outcome in loaded:
+            if isinstance(outcome, BaseException):
+                raise outcome
+        return [count for count in loaded if isinstance(count, int)]
 
     async def set_reactions(self, query_id: str, reactions: tuple[AnyReaction, ...]) -> None:
         """Record the reactions of a running query (one added or removed while it runs), so
@@ -382,6 +400,12 @@ class ControlPlane:
         return outcomes
 
     async def _save_control(self, query_id: str) -> None:
+        await self._save_registration(query_id)
+        await self._save_table()
+
+    async def _save_registration(self, query_id: str) -> None:
+        """Keep ``query_id``'s registration and history limits in Redis (removed if it is not
+        registered)."""
         if self._state is None:
             return
         registration = self.registry.registrations.get(query_id)
@@ -389,7 +413,6 @@ class ControlPlane:
         await self._state.save_registration(query_id, record)
         history = None if registration is None else registration.history
         await self._state.save_history_limits(query_id, history)
-        await self._save_table()
 
     async def _save_table(self) -> None:
         if self._state is not None:

@@ -116,6 +116,33 @@ def test_a_registration_bootstraps_the_query_from_every_shard() -> None:
     asyncio.run(scenario())
 
 
+def test_queries_registered_together_are_each_bootstrapped_and_routed_to() -> None:
+    """``register_queries`` (an app starting): every query is loaded from every shard, each
+    shard routes to all of them afterwards, and each count is returned in order."""
+    hot = QueryConfig(id="hot", query="MATCH (s:Sensor) RETURN count(s) AS c", sources=("s",))
+
+    async def scenario() -> None:
+        cluster = Cluster(shards=2)
+        for shard in cluster.shards:
+            mine = [e for e in _entries(10) if shard.owns(e.changes[0].element.id)]
+            await shard.apply_batch("s", mine, None, 2)
+        control = await _registered(cluster)
+        registrations = [
+            QueryRegistration(config, "host", ("Sensor",), None) for config in (QUERY, hot)
+        ]
+        await cluster.hosts["host"].add_query(registrations[1])
+        assert await control.register_queries(registrations) == [10, 10]
+        for shard in cluster.shards:
+            later = [e for e in _entries(12)[10:] if shard.owns(e.changes[0].element.id)]
+            await shard.apply_batch("s", later, None, 2)
+        await control.flush_deliveries()
+        assert await cluster.hosts["host"].results("q") == [{"n": 12}]
+        assert await cluster.hosts["host"].results("hot") == [{"c": 12}]
+        assert sorted(control.registry.registrations) == ["hot", "q"]
+
+    asyncio.run(scenario())
+
+
 def test_a_shard_that_is_gone_is_left_out_of_a_round(caplog: pytest.LogCaptureFixture) -> None:
     async def scenario() -> None:
         cluster = Cluster(shards=2)
