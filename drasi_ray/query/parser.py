@@ -115,7 +115,7 @@ def transform(tree: Tree[Token], builder: AstBuilder) -> Any:
 @functools.lru_cache(maxsize=4)
 def lark_parser(language: str) -> Lark:
     """The LALR parser of ``grammar.lark`` followed by ``<language>.lark``, built once per
-    process on first use (building takes ~50 ms)."""
+    process on first use."""
     files = resources.files("drasi_ray.query")
     grammar = "\n".join(
         files.joinpath(name).read_text("utf-8") for name in ("grammar.lark", f"{language}.lark")
