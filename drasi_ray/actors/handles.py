@@ -138,20 +138,53 @@ class ChangeLogActor:
         return rows
 
 
+class _Named:
+    """An actor found by its name: looked up once, and again when a call finds the actor gone
+    (another may run by that name now: a host stopped and started again, a shard after a
+    rescale), the call then made once more on the one found. A lookup is a round trip to
+    Ray's control store that blocks the event loop, so it is not made per call."""
+
+    def __init__(self, name: str, namespace: str, where: str) -> None:
+        self.name = name
+        self._namespace = namespace
+        self._where = where
+        self._handle: Any = None
+
+    def handle(self) -> Any:
+        """The actor's handle (UnknownComponentError if none runs by that name)."""
+        if self._handle is None:
+            self._handle = actor(self.name, self._namespace)
+        return self._handle
+
+    async def call(self, call: Callable[[Any], Any], *, outlast: bool = True) -> Any:
+        """``call(handle)``; with ``outlast``, waiting out a restart of the actor."""
+        handle = self.handle()
+        try:
+            return await self._run(call, handle, outlast)
+        except GONE:
+            self._handle = None
+            found = self.handle()
+            if found == handle:  # the same actor, gone for good
+                raise
+            return await self._run(call, found, outlast)
+
+    async def _run(self, call: Callable[[Any], Any], handle: Any, outlast: bool) -> Any:
+        if not outlast:
+            return await call(handle)
+        return await outlasting(lambda: call(handle), UNAVAILABLE, self._where, logger)
+
+
 class CoordinatorHandle:
     """The coordinator actor, as a restarted shard or host asks it things (waiting out its
     own restart)."""
 
     def __init__(self, namespace: str, asker: str) -> None:
-        self._namespace = namespace
         self._asker = asker
-        self._found: Any = None
+        self._coordinator = _Named(names.COORDINATOR, namespace, asker)
 
     def _handle(self) -> Any:
         """The coordinator's handle, looked up once (it stays valid across its restarts)."""
-        if self._found is None:
-            self._found = actor(names.COORDINATOR, self._namespace)
-        return self._found
+        return self._coordinator.handle()
 
     async def _ask(self, what: str, call: Any) -> Any:
         handle = self._handle()
@@ -189,41 +222,6 @@ class CoordinatorHandle:
 
     async def back(self) -> None:
         await answering(self._handle())
-
-
-class _Named:
-    """An actor found by its name: looked up once, and again when a call finds the actor gone
-    (another may run by that name now: a host stopped and started again, a shard after a
-    rescale), the call then made once more on the one found. A lookup is a round trip to
-    Ray's control store that blocks the event loop, so it is not made per call."""
-
-    def __init__(self, name: str, namespace: str, where: str) -> None:
-        self.name = name
-        self._namespace = namespace
-        self._where = where
-        self._handle: Any = None
-
-    def handle(self) -> Any:
-        """The actor's handle (UnknownComponentError if none runs by that name)."""
-        if self._handle is None:
-            self._handle = actor(self.name, self._namespace)
-        return self._handle
-
-    async def call(self, call: Callable[[Any], Any], *, outlast: bool = True) -> Any:
-        """``call(handle)``; with ``outlast``, waiting out a restart of the actor."""
-        handle = self.handle()
-        try:
-            return await self._run(call, handle, outlast)
-        except GONE:
-            self._handle = None
-            if self.handle() == handle:  # the same actor, gone for good
-                raise
-            return await self._run(call, self._handle, outlast)
-
-    async def _run(self, call: Callable[[Any], Any], handle: Any, outlast: bool) -> Any:
-        if not outlast:
-            return await call(handle)
-        return await outlasting(lambda: call(handle), UNAVAILABLE, self._where, logger)
 
 
 class ShardHandle:

@@ -182,11 +182,8 @@ class _Record:
             values.update(properties)
             if len(values) == len(properties):  # it carried every key: each now set by it
                 self.versions = None
-            else:
-                versions = self.versions
-                if versions is None:  # every other value was set by the old head
-                    versions = self.versions = dict.fromkeys(values, self.head)
-                versions.update(dict.fromkeys(properties, version))
+            else:  # the others keep the version that set them (the old head's if none)
+                self.version_map().update(dict.fromkeys(properties, version))
             self.set_head(element, version)
             return True
         wrote = False
