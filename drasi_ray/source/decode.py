@@ -33,8 +33,9 @@ Contract of :func:`decode_entry`:
   future type is never dead-lettered for its unknown fields); the caller logs them at info.
 
 Speed: decoding is the per-event hot path. A well-formed change entry takes the typed path:
-msgspec parses it straight into typed structs in C, and the few checks the types cannot express
-are repeated in Python. Every other entry (control events, anything malformed or unusual) takes
+msgspec parses it straight into typed structs in C (a row of scalars, the usual row, is
+checked there too: nothing is left to convert in Python), and the few checks the types cannot
+express are repeated in Python. Every other entry (control events, anything malformed or unusual) takes
 the checked path: ``orjson`` plus plain ``type(x) is T`` checks, which also produce the exact
 reasons. A differential property test (tests/pure/test_decode.py) holds the two paths to the same
 result on every input. Both build the change model's structs directly (no intermediate form).
@@ -53,7 +54,7 @@ import re
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timezone
-from typing import Annotated, Any, ClassVar, Final, Literal
+from typing import Annotated, Any, ClassVar, Final, Generic, Literal, TypeVar
 
 import msgspec
 import orjson
@@ -176,6 +177,13 @@ def _checked_entry(entry_id: str, fields: Mapping[bytes, bytes]) -> DecodedEntry
 _Id = Annotated[str, msgspec.Meta(min_length=1)]
 _Labels = Annotated[tuple[str, ...], msgspec.Meta(min_length=1)]  # a row's labels: a tuple
 _TimestampNs = Annotated[int, msgspec.Meta(ge=0)]  # (msgspec bounds must fit in i64)
+_I64 = Annotated[int, msgspec.Meta(ge=I64_MIN, le=I64_MAX)]
+_FlatProperties = dict[str, str | float | _I64 | bool | None]
+"""A row of scalars, every integer within i64: values as Drasi holds them, checked in C (the
+usual row; :func:`element_properties` has nothing to convert in it)."""
+_AnyProperties = dict[str, Any]
+"""Any other row (nested lists and maps, integers beyond i64): converted in Python."""
+P = TypeVar("P")
 
 
 class _TypedSource(msgspec.Struct, gc=False):
@@ -184,62 +192,63 @@ class _TypedSource(msgspec.Struct, gc=False):
     db: Any = None
 
 
-class _TypedElement(msgspec.Struct, gc=False):
+class _TypedElement(msgspec.Struct, Generic[P], gc=False):
     """``after`` of an insert or update: ``properties`` required."""
 
     id: _Id
     labels: _Labels
-    properties: dict[str, Any]
+    properties: P
     startId: str | None = None
     endId: str | None = None
 
 
-class _TypedDeleted(msgspec.Struct, gc=False):
+class _TypedDeleted(msgspec.Struct, Generic[P], gc=False):
     """``before`` of a delete: ``properties`` may be omitted (then empty)."""
 
     id: _Id
     labels: _Labels
-    properties: dict[str, Any] | None = None
+    properties: P | None = None
     startId: str | None = None
     endId: str | None = None
 
 
-class _AfterPayload(msgspec.Struct, gc=False):
+class _AfterPayload(msgspec.Struct, Generic[P], gc=False):
     source: _TypedSource
-    element: _TypedElement = msgspec.field(name="after")
+    element: _TypedElement[P] = msgspec.field(name="after")
 
 
-class _BeforePayload(msgspec.Struct, gc=False):
+class _BeforePayload(msgspec.Struct, Generic[P], gc=False):
     source: _TypedSource
-    element: _TypedDeleted = msgspec.field(name="before")
+    element: _TypedDeleted[P] = msgspec.field(name="before")
 
 
-class _Insert(msgspec.Struct, tag="i", tag_field="op", gc=False):
+class _Insert(msgspec.Struct, Generic[P], tag="i", tag_field="op", gc=False):
     OP: ClassVar[Op] = Op.INSERT
-    payload: _AfterPayload
+    payload: _AfterPayload[P]
     reactivatorStart_ns: Any = None
     reactivatorEnd_ns: Any = None
 
 
-class _Update(msgspec.Struct, tag="u", tag_field="op", gc=False):
+class _Update(msgspec.Struct, Generic[P], tag="u", tag_field="op", gc=False):
     OP: ClassVar[Op] = Op.UPDATE
-    payload: _AfterPayload
+    payload: _AfterPayload[P]
     reactivatorStart_ns: Any = None
     reactivatorEnd_ns: Any = None
 
 
-class _Delete(msgspec.Struct, tag="d", tag_field="op", gc=False):
+class _Delete(msgspec.Struct, Generic[P], tag="d", tag_field="op", gc=False):
     OP: ClassVar[Op] = Op.DELETE
-    payload: _BeforePayload
+    payload: _BeforePayload[P]
     reactivatorStart_ns: Any = None
     reactivatorEnd_ns: Any = None
 
 
-class _TypedEnvelope(msgspec.Struct, gc=False):
-    data: list[_Insert | _Update | _Delete]
+class _TypedEnvelope(msgspec.Struct, Generic[P], gc=False):
+    data: list[_Insert[P] | _Update[P] | _Delete[P]]
 
 
-_TYPED = msgspec.json.Decoder(_TypedEnvelope)
+_FLAT = msgspec.json.Decoder(_TypedEnvelope[_FlatProperties])
+_TYPED = msgspec.json.Decoder(_TypedEnvelope[_AnyProperties])
 _RELATION: Final = ElementKind.RELATION
 
 
@@ -247,6 +256,11 @@ def _typed_changes(  # noqa: C901  (the per-entry fast path, inline on purpose)
     entry_id: str, fields: Mapping[bytes, bytes]
 ) -> tuple[ElementChange, ...] | None:
     """The changes of a well-formed change entry, parsed and type-checked by msgspec in C.
+
+    An entry whose rows are all rows of scalars (:data:`_FlatProperties`, the usual entry) is
+    done in one parse; any other (a nested value, an integer beyond i64) fails that parse and
+    is parsed again with any values (:data:`_AnyProperties`), converted by
+    :func:`element_properties`.
 
     ``None`` whenever the entry is anything else (a control entry, a malformed one, a shape
     the typed decoder does not take): the checked path then decides, with its exact reasons.
@@ -267,10 +281,11 @@ def _typed_changes(  # noqa: C901  (the per-entry fast path, inline on purpose)
         raw = found[1]
     if type(raw) is not bytes or (not raw.isascii() and not _is_utf8(raw)):
         return None
-    try:
-        events = _TYPED.decode(raw).data
-    except msgspec.DecodeError:  # includes ValidationError
+    parsed = _parse(raw)
+    if parsed is None:
         return None
+    events, flat = parsed
+    nested = False  # a row element_properties converted (when not flat)
     if events:
         db = events[0].payload.source.db
         if type(db) is str and len(db) == 5 and db.lower() == "drasi":  # a control entry
@@ -299,16 +314,53 @@ def _typed_changes(  # noqa: C901  (the per-entry fast path, inline on purpose)
             return None
         if properties is None:
             values = FrozenMap()
+        elif flat:  # as Drasi holds them already
+            zero = zero or 0 in properties.values()
+            values = FrozenMap(properties)
         else:
             read = element_properties(properties, False)  # a new map: nested values, or big ints
-            zero = zero or read is not properties or 0 in properties.values()
+            nested = nested or read is not properties
+            zero = zero or nested or 0 in properties.values()
             values = FrozenMap(read)
         zero = zero or ts_ns == 0
         element = Element(kind, data.id, data.labels, values, start_id, end_id, ts_ns // _NS_PER_MS)
         append(ElementChange(event.OP, element, (ms, seq, index), Timing(ts_ns, start_ns, end_ns)))
+    if not flat:
+        _SHAPE.nested = nested
     if zero and _MINUS_ZERO.search(raw):  # a -0: the float -0.0 (see _loads)
         return None
     return tuple(changes)
+
+
+class _Shape:
+    """Which typed parse :func:`_parse` tries first: rows of any values when the last entry
+    parsed that way had a row that needed converting, else rows of scalars. A hint, never part
+    of a result (both parses give the same changes): a source that sends nested rows does not
+    pay a failed parse per entry, one that sends flat rows none at all."""
+
+    __slots__ = ("nested",)
+
+    def __init__(self) -> None:
+        self.nested = False
+
+
+_SHAPE: Final = _Shape()
+
+
+def _parse(raw: bytes) -> tuple[list[Any], bool] | None:
+    """The events of an entry by a typed parse, and whether its rows were read as rows of
+    scalars (:data:`_FlatProperties`: nothing to convert); None when neither parse takes it."""
+    if not _SHAPE.nested:
+        try:
+            return _FLAT.decode(raw).data, True
+        except msgspec.ValidationError:  # a nested value or a big integer, or malformed
+            pass
+        except msgspec.DecodeError:  # not JSON: the other parse would say the same
+            return None
+    try:
+        return _TYPED.decode(raw).data, False
+    except msgspec.DecodeError:  # includes ValidationError
+        return None
 
 
 def _payload_field(fields: Mapping[bytes, bytes]) -> tuple[bytes, bytes] | None:

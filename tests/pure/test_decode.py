@@ -732,6 +732,28 @@ def test_typed_path_agrees_with_the_checked_path(raw: bytes) -> None:
     assert _outcome(decode.decode_entry, raw) == checked
 
 
+@pytest.mark.parametrize("first", ["flat", "nested", "big"])
+def test_rows_of_scalars_and_rows_to_convert_take_the_typed_path_in_any_order(first: str) -> None:
+    """A row of scalars is read in one parse, a nested row or an integer beyond i64 in the
+    parse of any values; whichever shape came before (the parse tried first follows the last
+    entry), every entry gives the checked path's changes."""
+    rows = {
+        "flat": {"id": "s", "t": 70.5, "n": 3, "ok": True, "none": None},
+        "nested": {"id": "s", "tags": ["a", {"k": 1}], "m": {"x": [1.5]}},
+        "big": {"id": "s", "n": 2**63},
+    }
+    order = [first, *(shape for shape in rows if shape != first)] * 2
+    for shape in order:
+        raw = orjson.dumps({"data": [node_event(properties=rows[shape])]})
+        typed = decode._typed_changes("7-3", {b"data": raw})
+        assert typed is not None, shape
+        assert DecodedEntry("7-3", typed) == decode._checked_entry("7-3", {b"data": raw})
+        assert decode._SHAPE.nested is (shape != "flat")
+    big = orjson.dumps({"data": [node_event(properties=rows["big"])]})
+    value = only_change(decode_entry("1-0", {b"data": big})).element.properties["n"]
+    assert type(value) is float and value == 2.0**63  # as Drasi holds it
+
+
 def test_typed_path_leaves_invalid_utf8_to_the_checked_path() -> None:
     raw = b'{"time": "\xff", "data": []}'  # msgspec skips "time" without checking it
     assert decode._typed_changes("1-0", {b"data": raw}) is None
