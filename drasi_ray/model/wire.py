@@ -207,11 +207,17 @@ def _unpack(kind: str, blob: bytes, compressed: bool) -> _Packet[Any]:
 
 class ResultBatch(Sequence[Delivered]):
     """An immutable sequence of query results and control signals, as a subscriber's poll
-    returns them, pickled as five flat columns.
+    returns them, pickled as five flat columns in one MessagePack blob.
 
     Ray serializes a returned list with MessagePack and hands each object MessagePack cannot
     carry to a cloudpickle pickler *of its own*, several times the cost of the columns of one
     batch, and the query actor would pay it for every result it hands to every subscriber.
+    Result rows hold JSON values (:func:`~drasi_ray.query.values.to_output`), which MessagePack
+    carries as they are, in C, at a third of pickle's cost; a batch with a value it cannot
+    carry (an integer beyond 64 bits, a lone surrogate, an object it has no encoding for)
+    pickles its columns instead. Rows must hold JSON values only, as ``to_output`` makes
+    them: a tuple would arrive as a list, and a value MessagePack writes as text (a Decimal, a
+    datetime) as that text.
     """
 
     __slots__ = ("_items",)
@@ -247,7 +253,20 @@ class ResultBatch(Sequence[Delivered]):
             else:
                 source_times_or_signals.append(item.signal.value)
                 diffs.append(None)
+        packed = _packed(columns)
+        if packed is not None:
+            return (_unpack_results, packed)
         return (_rebuild_results, columns)
+
+
+_RESULT_COLUMNS = msgspec.msgpack.Decoder(
+    tuple[list[str], list[int], list[int], list[Any], list[tuple[dict[str, Any], ...] | None]]
+)
+
+
+def _unpack_results(blob: bytes, compressed: bool) -> ResultBatch:
+    columns = _RESULT_COLUMNS.decode(lz4.block.decompress(blob) if compressed else blob)
+    return _rebuild_results(*columns)
 
 
 def _rebuild_results(

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pickle
 from typing import Any
 
+import pytest
 import ray.cloudpickle
 
 from drasi_ray.model.changes import (
@@ -197,8 +198,48 @@ def test_result_batches_round_trip_results_and_control_signals_in_order() -> Non
         assert pickle.loads(dumps(ResultBatch(()))) == ResultBatch(())
 
 
-def test_a_result_batch_pickles_as_columns_not_result_by_result() -> None:
+def test_a_result_batch_pickles_as_one_blob_not_result_by_result() -> None:
     items = [QueryResult("q", n, 100, 99, ({"type": "ADD", "data": {"n": n}},)) for n in range(50)]
     pickled = _cloudpickled(ResultBatch(items))
     assert pickled.count(b"QueryResult") == 0
-    assert pickled.count(b"_rebuild_results") == 1
+    assert pickled.count(b"_unpack_results") == 1
+
+
+class _Opaque:
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Opaque)
+
+    __hash__ = object.__hash__
+
+
+@pytest.mark.parametrize(
+    "value",
+    [2**64, "\ud800", _Opaque()],
+    ids=["beyond 64 bits", "lone surrogate", "unknown type"],
+)
+def test_a_result_batch_messagepack_cannot_carry_pickles_its_columns(value: Any) -> None:
+    diffs = ({"type": "ADD", "data": {"v": value, "l": [1, -0.0, {"m": None}]}},)
+    items: list[Delivered] = [
+        QueryResult("q", 1, 100, 99, diffs),
+        ControlResult("q", 2, 101, ControlSignal.RUNNING),
+    ]
+    for dumps in DUMPS:
+        wire = dumps(ResultBatch(items))
+        assert wire.count(b"_rebuild_results") == 1
+        assert list(pickle.loads(wire)) == items
+
+
+def test_a_result_batch_keeps_every_json_value_as_it_was() -> None:
+    row = {
+        "i": -(2**63),
+        "u": 2**64 - 1,
+        "f": -0.0,
+        "t": True,
+        "n": None,
+        "s": "é",
+        "l": [1, [2.5]],
+    }
+    diffs = ({"type": "ADD", "data": row}, {"type": "DELETE", "data": {"m": {"k": [True]}}})
+    back = pickle.loads(pickle.dumps(ResultBatch([QueryResult("q", 1, 100, 99, diffs)])))
+    assert repr(back[0].results) == repr(diffs)
+    assert type(back[0].results) is tuple
