@@ -23,7 +23,7 @@ from __future__ import annotations
 import functools
 import operator
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any, TypeAlias
+from typing import Any, Final, TypeAlias
 
 from drasi_ray.model.changes import Element
 from drasi_ray.model.errors import QueryError, QueryEvaluationError
@@ -78,6 +78,38 @@ def compile_predicate(
         return all(evaluate(row) is True for evaluate in conjuncts)
 
     return all_true
+
+
+_FAILING: Final = (RowDropped, *values.EVALUATION_FAILURES)
+
+
+def compile_filter(
+    expr: ast.Expr, parameters: Mapping[str, Any], context: EvaluationContext | None = None
+) -> Predicate:
+    """Compile a WHERE as a row filter: :func:`compile_predicate`, and a row whose
+    evaluation is dropped (division by zero) or fails (a type error) does not pass either.
+
+    A lone condition that calls no stateful function (``WHERE s.temperature > 70``, the usual
+    filter) is one closure: a filter runs for every change a query sees."""
+    if contains_stateful(expr) or len(_conjuncts(expr)) > 1:
+        predicate = compile_predicate(expr, parameters, context)
+
+        def safe(row: Row) -> bool:
+            try:
+                return predicate(row)
+            except _FAILING:
+                return False
+
+        return safe
+    evaluate = compile_expression(expr, parameters, context)
+
+    def passes(row: Row) -> bool:
+        try:
+            return evaluate(row) is True
+        except _FAILING:
+            return False
+
+    return passes
 
 
 def _conjuncts(expr: ast.Expr) -> list[ast.Expr]:

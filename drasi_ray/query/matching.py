@@ -26,10 +26,8 @@ from typing import Any, TypeAlias
 from drasi_ray.model.changes import Element, ElementKind
 from drasi_ray.model.errors import UnsupportedQueryError
 from drasi_ray.query import ast
-from drasi_ray.query.expressions import compile_predicate, contains_stateful, referenced_variables
-from drasi_ray.query.failures import RowDropped
+from drasi_ray.query.expressions import compile_filter, contains_stateful, referenced_variables
 from drasi_ray.query.indexes import GraphIndex
-from drasi_ray.query.values import EVALUATION_FAILURES
 
 Key: TypeAlias = tuple[Any, ...]
 """Identity of a row: for MATCH solutions, the element id bound to each variable (None = an
@@ -44,19 +42,6 @@ _NODE = ElementKind.NODE
 
 ANONYMOUS_PREFIX = " anon"
 """Prefix of the private names of anonymous pattern variables (not valid Cypher names)."""
-
-
-def safe_predicate(predicate: Predicate) -> Predicate:
-    """Wrap ``predicate`` so that a row whose evaluation is dropped (division by zero) or
-    fails with a type error does not pass."""
-
-    def check(row: Row) -> bool:
-        try:
-            return predicate(row) is True
-        except (RowDropped, *EVALUATION_FAILURES):
-            return False
-
-    return check
 
 
 # --------------------------------------------------------------------------- compiled pattern
@@ -167,7 +152,7 @@ class PatternBuilder:
         guarded: list[GuardedPredicate] = []
         late: list[Predicate] = []
         for expr, _owner in self._inline:
-            check = safe_predicate(compile_predicate(expr, self._parameters))
+            check = compile_filter(expr, self._parameters)
             read = frozenset(referenced_variables(expr))
             if read <= names:
                 guarded.append(GuardedPredicate(check, frozenset(self._index[n] for n in read)))

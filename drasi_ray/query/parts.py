@@ -75,10 +75,10 @@ from drasi_ray.query.contexts import (
     updating,
 )
 from drasi_ray.query.evaluation import EvaluationContext, EvaluationMode, QueryClock
-from drasi_ray.query.expressions import compile_expression, compile_predicate, contains_aggregate
+from drasi_ray.query.expressions import compile_expression, compile_filter, contains_aggregate
 from drasi_ray.query.failures import RowDropped
 from drasi_ray.query.future_functions import SLIDING_WINDOW, StatefulCall, WindowedArgument
-from drasi_ray.query.matching import Predicate, Row, safe_predicate
+from drasi_ray.query.matching import Predicate, Row
 from drasi_ray.query.stateful import digest
 from drasi_ray.query.values import (
     EVALUATION_FAILURES,
@@ -150,7 +150,7 @@ def _compile_filter(
 ) -> Predicate | None:
     if where is None:
         return None
-    return safe_predicate(compile_predicate(where, parameters, context))
+    return compile_filter(where, parameters, context)
 
 
 class _StatefulCalls:
