@@ -42,7 +42,7 @@ would let an older change that arrives late resurrect a deleted element.
 never pickle; the same set of applied changes gives the same bytes, whatever their order). A
 JSON array, positional because a shard writes one per changed element per batch::
 
-    [3,
+    [4,
      reset,          # [ms, seq, index] of the latest insert/delete; null: none yet
      head,           # [ms, seq, index] of the newest insert/update (labels, kind, endpoints, time)
      alive,          # true | false (false: a tombstone, head fields then empty)
@@ -51,12 +51,14 @@ JSON array, positional because a shard writes one per changed element per batch:
      startId, endId, # str | null
      effectiveFrom,  # ms, of the change at ``head``
      values,         # {"key": value, ...}
-     versions]       # {"key": [ms, seq, index], ...}: the version that set each value;
-                     # null when every value was set by ``head`` (the usual record: an
-                     # element whose latest change carried all of its properties)
+     older]          # {"key": [ms, seq, index], ...}: the version that set each value set
+                     # by a change older than ``head``; every other value was set by
+                     # ``head``. null when every value was (the usual record: an element
+                     # whose latest change carried all of its properties)
 
-Format 2 (the same, ``versions`` always a map) and format 1 (a JSON object with the same
-fields and ``"properties": {"key": [value, version]}``) are still read.
+Format 3 (the same, but the last field the version of every value, or null when every value
+was set by ``head``), format 2 (that map always written) and format 1 (a JSON object with the
+same fields and ``"properties": {"key": [value, version]}``) are still read.
 
 Values are stored as JSON: a tuple nested in a property comes back as a list.
 """
@@ -64,7 +66,6 @@ Values are stored as JSON: a tuple nested in a property comes back as a list.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from operator import countOf
 from typing import Any, Final
 
 import orjson
@@ -85,7 +86,7 @@ __all__ = ["ElementStore"]
 _NEVER: Final[Version] = (-1, -1, -1)
 """Older than every real version: the reset/head of a record nothing has set yet."""
 
-RECORD_FORMAT: Final = 3
+RECORD_FORMAT: Final = 4
 
 _INSERT: Final = Op.INSERT
 _UPDATE: Final = Op.UPDATE
@@ -104,10 +105,10 @@ class _Record:
         "head",
         "kind",
         "labels",
+        "older",
         "reset",
         "start_id",
         "values",
-        "versions",
     )
 
     def __init__(self) -> None:
@@ -119,10 +120,11 @@ class _Record:
         self.start_id: str | None = None
         self.end_id: str | None = None
         self.effective_from = 0
-        # ``versions`` is None while every value was set by ``head`` (the usual record, an
-        # element whose latest change carried all of its properties): no map per change.
+        # ``older``: the version of each value set by a change older than ``head`` (every other
+        # value was set by ``head``); None when every value was (the usual record, an element
+        # whose latest change carried all of its properties): then no map at all.
         self.values: dict[str, Any] = {}
-        self.versions: dict[str, Version] | None = None
+        self.older: dict[str, Version] | None = None
         self.element: Element | None = None  # the current visible element, built once per change
 
     def clear(self) -> None:
@@ -136,7 +138,7 @@ class _Record:
         self.end_id = None
         self.effective_from = 0
         self.values = {}
-        self.versions = None
+        self.older = None
 
     def set_head(self, element: Element, version: Version) -> None:
         """Take what the newest insert/update sets: kind, labels, endpoints and time."""
@@ -149,19 +151,23 @@ class _Record:
         self.effective_from = element.effective_from
 
     def version_map(self) -> dict[str, Version]:
-        """The version that set each value, kept from now on (``versions`` None: each value was
-        set by ``head``)."""
-        versions = self.versions
-        if versions is None:
-            versions = self.versions = dict.fromkeys(self.values, self.head)
+        """The version that set each value (a new map: :meth:`keep_versions` takes it back)."""
+        versions = dict.fromkeys(self.values, self.head)
+        if self.older:
+            versions.update(self.older)
         return versions
+
+    def keep_versions(self, versions: dict[str, Version]) -> None:
+        """Keep the version that set each value (of :meth:`version_map`'s keys) as ``older``."""
+        head = self.head
+        self.older = {key: set_by for key, set_by in versions.items() if set_by != head} or None
 
     def insert(self, element: Element, version: Version) -> None:
         """Replace: only the insert's properties and those set by newer versions remain."""
         self.reset = version
         if version > self.head:  # newer than every value: the insert's properties alone
             self.values = dict(element.properties)
-            self.versions = None
+            self.older = None
             self.set_head(element, version)
             return
         kept_values, kept_versions = self.values, self.version_map()
@@ -172,7 +178,7 @@ class _Record:
                 values[key] = kept_values[key]
                 versions[key] = set_by
         self.values = values
-        self.versions = versions
+        self.keep_versions(versions)
 
     def update(self, element: Element, version: Version) -> bool:
         """Merge; returns whether anything was written (False: every part was set by newer)."""
@@ -181,9 +187,15 @@ class _Record:
         if version > self.head:  # newer than every part (none was set after head): all written
             values.update(properties)
             if len(values) == len(properties):  # it carried every key: each now set by it
-                self.versions = None
-            else:  # the others keep the version that set them (the old head's if none)
-                self.version_map().update(dict.fromkeys(properties, version))
+                self.older = None
+            else:  # the others keep the version that set them: the old head's if not older
+                head, previous = self.head, self.older
+                if previous:
+                    self.older = {
+                        key: previous.get(key, head) for key in values if key not in properties
+                    }
+                else:
+                    self.older = {key: head for key in values if key not in properties}
             self.set_head(element, version)
             return True
         wrote = False
@@ -194,6 +206,8 @@ class _Record:
                 values[key] = value
                 versions[key] = version
                 wrote = True
+        if wrote:
+            self.keep_versions(versions)
         return wrote
 
     def delete(self, version: Version) -> None:
@@ -203,10 +217,11 @@ class _Record:
             self.clear()
             return
         values, versions = self.values, self.version_map()
-        older = [key for key, set_by in versions.items() if set_by < version]
-        for key in older:
+        removed = [key for key, set_by in versions.items() if set_by < version]
+        for key in removed:
             del values[key]
             del versions[key]
+        self.keep_versions(versions)
 
     def build(self, element_id: str) -> Element | None:
         if not self.alive or self.kind is None:
@@ -452,9 +467,7 @@ def same_value(a: Any, b: Any) -> bool:
 
 
 def _dump_record(record: _Record) -> bytes:
-    head, versions = record.head, record.versions
-    if versions is not None and countOf(versions.values(), head) == len(versions):
-        versions = None  # every value set by head after all
+    head = record.head
     return orjson.dumps(
         (
             RECORD_FORMAT,
@@ -467,7 +480,7 @@ def _dump_record(record: _Record) -> bytes:
             record.end_id,
             record.effective_from,
             record.values,
-            versions,  # None when every value was set by head
+            record.older,  # None when every value was set by head
         ),
         option=orjson.OPT_SORT_KEYS,
     )
@@ -482,10 +495,7 @@ def _load_record(element_id: str, data: bytes) -> _Record:
         doc = orjson.loads(data)
         if type(doc) is list and len(doc) == 11 and doc[0] in _POSITIONAL_FORMATS:
             record = _record_of(*doc[1:9])
-            versions = doc[10]
-            if versions is None and doc[0] == RECORD_FORMAT:  # every value set by head
-                versions = dict.fromkeys(_typed(doc[9], "values", dict), doc[2])
-            _load_properties(record, _values_and_versions(doc[9], versions))
+            _load_properties(record, _values_and_versions(doc[0], doc[2], doc[9], doc[10]))
         elif type(doc) is dict and doc.get("format") == 1:
             record = _record_of(*(doc.get(name) for name in _FORMAT_1_FIELDS))
             _load_properties(record, _field(doc, "properties", dict))
@@ -499,7 +509,7 @@ def _load_record(element_id: str, data: bytes) -> _Record:
     return record
 
 
-_POSITIONAL_FORMATS: Final = (2, RECORD_FORMAT)
+_POSITIONAL_FORMATS: Final = (2, 3, RECORD_FORMAT)
 _FORMAT_1_FIELDS: Final = (
     "reset", "head", "alive", "kind", "labels", "startId", "endId", "effectiveFrom"
 )  # fmt: skip
@@ -528,9 +538,17 @@ def _record_of(
     return record
 
 
-def _values_and_versions(values: Any, versions: Any) -> dict[str, Any]:
-    """The two maps of formats 2 and 3 as format 1's ``{key: [value, version]}``."""
-    if type(values) is not dict or type(versions) is not dict or values.keys() != versions.keys():
+def _values_and_versions(form: int, head: Any, values: Any, versions: Any) -> dict[str, Any]:
+    """The two maps of formats 2 to 4 as format 1's ``{key: [value, version]}``."""
+    values = _typed(values, "values", dict)
+    if form == RECORD_FORMAT:  # the versions of the values set before head
+        older = {} if versions is None else _typed(versions, "older", dict)
+        if not older.keys() <= values.keys():
+            raise _RecordError("'older' names a key that has no value")
+        versions = {key: older.get(key, head) for key in values}
+    elif versions is None and form == 3:  # every value set by head
+        versions = dict.fromkeys(values, head)
+    if type(versions) is not dict or values.keys() != versions.keys():
         raise _RecordError("'values' and 'versions' must be maps with the same keys")
     return {key: [value, versions[key]] for key, value in values.items()}
 
@@ -544,7 +562,7 @@ def _load_properties(record: _Record, properties: dict[str, Any]) -> None:
         values[key] = pair[0]
         versions[key] = _load_version(pair[1], f"properties.{key}", allow_null=False)
     record.values = values
-    record.versions = versions
+    record.keep_versions(versions)
 
 
 def _load_version(value: Any, name: str, *, allow_null: bool) -> Version:

@@ -329,7 +329,7 @@ def test_snapshot_format() -> None:
     store.apply(change("u", room({"b": 2, "a": 1}, 3), (4, 1, 2)))
     record = orjson.loads(store.snapshot_element("r1"))
     assert record == [
-        3,
+        4,
         None,
         [4, 1, 2],
         True,
@@ -345,8 +345,36 @@ def test_snapshot_format() -> None:
     store.apply(change("u", room({"a": 5}, 4), (5, 0, 0)))
     assert orjson.loads(store.snapshot_element("r1"))[9:] == [
         {"a": 5, "b": 2},
-        {"a": [5, 0, 0], "b": [4, 1, 2]},
+        {"b": [4, 1, 2]},  # set before the head (5, 0, 0), which set "a"
     ]
+    store.apply(change("u", room({"c": 7}, 4), (4, 1, 1)))  # older: fills in "c" only
+    assert orjson.loads(store.snapshot_element("r1"))[9:] == [
+        {"a": 5, "b": 2, "c": 7},
+        {"b": [4, 1, 2], "c": [4, 1, 1]},
+    ]
+    store.apply(change("u", room({"a": 6, "b": 3, "c": 8}, 4), (6, 0, 0)))
+    assert orjson.loads(store.snapshot_element("r1"))[9:] == [{"a": 6, "b": 3, "c": 8}, None]
+
+
+def test_format_3_records_still_load() -> None:
+    """Format 3 wrote the version of every value (null when each was set by head)."""
+    fresh = ElementStore()
+    fresh.apply(change("u", room({"a": 1, "b": 2}, 3), (4, 1, 2)))
+    fresh.apply(change("u", room({"a": 5}, 3), (5, 0, 0)))
+    every = ElementStore()
+    every.load_element(
+        "r1",
+        b'[3, null, [5, 0, 0], true, "node", ["Room"], null, null, 3,'
+        b' {"a": 5, "b": 2}, {"a": [5, 0, 0], "b": [4, 1, 2]}]',
+    )
+    assert every.snapshot_element("r1") == fresh.snapshot_element("r1")
+    assert every.get("r1") == fresh.get("r1")
+    assert every.apply(change("u", room({"b": 0}, 3), (4, 1, 1))) is None  # older than "b"
+    by_head = ElementStore()
+    by_head.load_element(
+        "r1", b'[3, null, [4, 1, 2], true, "node", ["Room"], null, null, 3, {"a": 1}, null]'
+    )
+    assert orjson.loads(by_head.snapshot_element("r1"))[9:] == [{"a": 1}, None]
 
 
 def test_format_2_records_still_load() -> None:
@@ -400,7 +428,10 @@ def test_snapshot_of_unknown_element() -> None:
         b"[]",
         b'{"format": 2}',
         b'[2, null, null, false, null, [], null, null, 0, {"a": 1}, {}]',
-        b"[4, null, null, false, null, [], null, null, 0, {}, {}]",
+        b"[5, null, null, false, null, [], null, null, 0, {}, {}]",
+        b'[4, null, [1, 0, 0], true, "node", [], null, null, 0, {"a": 1}, {"b": [1, 0, 0]}]',
+        b'[4, null, [1, 0, 0], true, "node", [], null, null, 0, {"a": 1}, {"a": [1, 0]}]',
+        b'[4, null, null, false, null, [], null, null, 0, {"a": 1}, null]',
         b'[2, null, [1, 0, 0], true, "node", [], null, null, 0, {"a": 1}, null]',
         b'[3, null, null, false, null, [], null, null, 0, {"a": 1}, null]',
         b'[3, null, [1, 0, 0], true, "node", [], null, null, 0, [], null]',
