@@ -35,10 +35,11 @@ Contract of :func:`decode_entry`:
 Speed: decoding is the per-event hot path. A well-formed change entry takes the typed path:
 msgspec parses it straight into typed structs in C (a row of scalars, the usual row, is
 checked there too: nothing is left to convert in Python), and the few checks the types cannot
-express are repeated in Python. Every other entry (control events, anything malformed or unusual) takes
-the checked path: ``orjson`` plus plain ``type(x) is T`` checks, which also produce the exact
-reasons. A differential property test (tests/pure/test_decode.py) holds the two paths to the same
-result on every input. Both build the change model's structs directly (no intermediate form).
+express are repeated in Python. Every other entry (control events, anything malformed or
+unusual) takes the checked path: ``orjson`` plus plain ``type(x) is T`` checks, which also
+produce the exact reasons. A differential property test (tests/pure/test_decode.py) holds the
+two paths to the same result on every input. Both build the change model's structs directly
+(no intermediate form).
 ``bench.ingest`` section (m) measures the decoding against ``orjson.loads`` alone.
 
 The encoders at the end (:func:`encode_cloud_event`, :func:`change_event`,
