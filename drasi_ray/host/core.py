@@ -206,24 +206,38 @@ class QueryHost:
         """One delivery of a shard's link; returns once every query concerned applied its
         share, with the entries whose changes a query's pipeline failed on. A delivery of a
         link that was replaced raises StaleDeliveryError."""
-        key = (shard, epoch, number)
-        pending = self._waiting.get(key)
+        pending = self._waiting.get((shard, epoch, number))
         if pending is not None:  # made again (its line broke): wait for the first
             return await asyncio.shield(pending)
+        return await self.offer(shard, epoch, number, payload)
+
+    def offer(
+        self, shard: int, epoch: int, number: int, payload: HostPacket | BootstrapPart
+    ) -> asyncio.Future[list[Rejection]]:
+        """:meth:`deliver` for a shard of this process: the delivery is taken now (its work
+        queued for its queries in this event-loop step, no task), and its outcome is the
+        future returned (the first's, for a delivery made again)."""
+        key = (shard, epoch, number)
+        pending = self._waiting.get(key)
+        if pending is not None:
+            return pending
         done: asyncio.Future[list[Rejection]] = asyncio.get_running_loop().create_future()
-        self._waiting[key] = done
         tag = payload.tag if isinstance(payload, HostPacket) else None
         status, units = self._merger.offer(Arrival(shard, epoch, number, tag, payload))
         if status is not Offered.ACCEPTED:
-            self._waiting.pop(key, None)
             if status is Offered.STALE:
-                raise StaleDeliveryError(f"delivery {number} of shard {shard}'s replaced link")
-            return []
+                done.set_exception(
+                    StaleDeliveryError(f"delivery {number} of shard {shard}'s replaced link")
+                )
+            else:
+                done.set_result([])
+            return done
+        self._waiting[key] = done
         self._refuse_replaced(shard)
         self._dispatch(units)
         if self._merger.next_deadline() is not None:
             self._expiring.set()
-        return await done
+        return done
 
     def _refuse_replaced(self, shard: int) -> None:
         """Fail whoever waits on a delivery of a link epoch the shard has left."""
@@ -248,9 +262,11 @@ class QueryHost:
             keys = [(part.link, part.epoch, part.number) for part in unit.parts]
             if not futures:
                 self._complete(keys)
-                continue
-            gathered = asyncio.gather(*futures, return_exceptions=True)
-            gathered.add_done_callback(functools.partial(self._completed, keys))
+            elif len(futures) == 1:  # the usual unit: one query (no gather, one step less)
+                futures[0].add_done_callback(functools.partial(self._completed_one, keys))
+            else:
+                gathered = asyncio.gather(*futures, return_exceptions=True)
+                gathered.add_done_callback(functools.partial(self._completed, keys))
 
     def _submit(self, query_id: str, work: Work) -> asyncio.Future[list[Rejection]] | None:
         hosted = self.queries.get(query_id)
@@ -271,6 +287,12 @@ class QueryHost:
             for rejection in outcome
         ]
         self._complete(keys, rejected)
+
+    def _completed_one(
+        self, keys: Sequence[DeliveryKey], done: asyncio.Future[list[Rejection]]
+    ) -> None:
+        failed = done.cancelled() or done.exception() is not None  # as gather would keep it
+        self._complete(keys, None if failed else done.result())
 
     def _complete(
         self, keys: Sequence[DeliveryKey], rejected: list[Rejection] | None = None

@@ -10,28 +10,30 @@ to every payload and result batch on the way, to make them cross as a line would
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from typing import Any
 
+from drasi_ray.host.core import QueryHost
 from drasi_ray.model.shards import BootstrapPart
 from drasi_ray.model.wire import HostPacket, ResultBatch
-from drasi_ray.shards.calls import HostCalls
 from drasi_ray.streams.records import Rejection
 
 
 class LocalHost:
     """A :class:`~drasi_ray.shards.service.HostConnection` to a host of this process."""
 
-    def __init__(self, host: HostCalls, carry: Callable[[Any], Any] | None = None) -> None:
+    def __init__(self, host: QueryHost, carry: Callable[[Any], Any] | None = None) -> None:
         self._host = host
         self._carry = carry
 
-    async def deliver(
+    def deliver(
         self, shard: int, epoch: int, number: int, payload: HostPacket | BootstrapPart
-    ) -> list[Rejection]:
+    ) -> asyncio.Future[list[Rejection]]:
+        """The delivery taken by the host now (:meth:`QueryHost.offer`); its outcome."""
         if self._carry is not None:
             payload = self._carry(payload)
-        return await self._host.deliver(shard, epoch, number, payload)
+        return self._host.offer(shard, epoch, number, payload)
 
     async def take(
         self, query_id: str, subscriber_id: str, max_items: int | None, timeout_s: float

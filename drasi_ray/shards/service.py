@@ -39,7 +39,7 @@ import contextlib
 import gc
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -50,7 +50,6 @@ from drasi_ray.model.history import ElementHistory
 from drasi_ray.model.registrations import QueryRegistration, TableCopy
 from drasi_ray.model.shards import BatchTag, BootstrapPart, shard_of
 from drasi_ray.model.wire import DeltaPacket, EntryPacket, HostPacket, PipedPacket
-from drasi_ray.shards.calls import HostCalls
 from drasi_ray.shards.core import ApplyProbe, BatchReport, Routed, ShardCore, ShardReport
 from drasi_ray.shards.records import ChangeRecord, change_record
 from drasi_ray.shards.routing import SubscriptionTable
@@ -68,8 +67,15 @@ MovedRecords = list[tuple[str, str, bytes, bool]]
 record changed since it was last written to Redis: the new owner writes it then)."""
 
 
-class HostConnection(HostCalls, Protocol):
+class HostConnection(Protocol):
     """A shard's way to one query host (a direct line in the app, the host's core in process)."""
+
+    def deliver(
+        self, shard: int, epoch: int, number: int, payload: HostPacket | BootstrapPart
+    ) -> Awaitable[list[Rejection]]:
+        """:meth:`HostCalls.deliver <drasi_ray.shards.calls.HostCalls.deliver>`: a call on a
+        line, or for a host of this process the delivery taken at once and its outcome."""
+        ...
 
     def close(self) -> None:
         """Stop using it (the host restarted: a new connection replaces it)."""
