@@ -190,12 +190,18 @@ def _reply_error(message: str) -> rexc.RedisError:
 
 
 class _ReplyProtocol(asyncio.Protocol):
-    """Replies matched to their commands in order; error replies are values, not raised."""
+    """Replies matched to their commands in order; error replies are values, not raised.
+
+    A call's timeout is kept by one watchdog timer of the connection, armed for the oldest
+    waiting call's deadline (not a timer per call): when it fires with that call's replies not
+    all in, the call fails with redis-py's ``TimeoutError`` (its caller then closes the
+    connection, failing the calls behind it)."""
 
     def __init__(self) -> None:
         self._reader = hiredis.Reader(replyError=_reply_error)
         self._waiting: collections.deque[_Call] = collections.deque()
         self._transport: asyncio.Transport | None = None
+        self._watchdog: asyncio.TimerHandle | None = None
         self.closed = False
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -216,16 +222,28 @@ class _ReplyProtocol(asyncio.Protocol):
     ) -> list[Any]:
         if self.closed or self._transport is None:
             raise rexc.ConnectionError("Connection closed by server.")
-        call = _Call(asyncio.get_running_loop().create_future(), count, on_reply)
+        loop = asyncio.get_running_loop()
+        deadline = None if timeout_s is None else loop.time() + timeout_s
+        call = _Call(loop.create_future(), count, on_reply, deadline)
         self._waiting.append(call)
         self._transport.write(packed)
-        if timeout_s is None:
-            return await call.done
-        try:
-            async with asyncio.timeout(timeout_s):
-                return await call.done
-        except TimeoutError as exc:
-            raise rexc.TimeoutError("Timeout reading from socket") from exc
+        if deadline is not None and self._watchdog is None:
+            self._watchdog = loop.call_at(deadline, self._watch)
+        return await call.done
+
+    def _watch(self) -> None:
+        """Fail the oldest waiting call if its deadline passed; else wait for the next one."""
+        self._watchdog = None
+        loop = asyncio.get_running_loop()
+        for call in self._waiting:
+            if call.deadline is None:
+                continue
+            if call.deadline <= loop.time():
+                if not call.done.done():
+                    call.done.set_exception(rexc.TimeoutError("Timeout reading from socket"))
+                return
+            self._watchdog = loop.call_at(call.deadline, self._watch)
+            return
 
     def data_received(self, data: bytes) -> None:
         reader = self._reader
@@ -254,6 +272,9 @@ class _ReplyProtocol(asyncio.Protocol):
 
     def close(self) -> None:
         self.closed = True
+        if self._watchdog is not None:
+            self._watchdog.cancel()
+            self._watchdog = None
         if self._transport is not None:
             self._transport.close()
 
@@ -261,17 +282,21 @@ class _ReplyProtocol(asyncio.Protocol):
 class _Call:
     """One :meth:`_ReplyProtocol.execute`: its future, and the replies it waits for."""
 
-    __slots__ = ("count", "done", "on_reply", "replies")
+    __slots__ = ("count", "deadline", "done", "on_reply", "replies")
 
     def __init__(
         self,
         done: asyncio.Future[list[Any]],
         count: int,
         on_reply: Callable[[int, Any], None] | None,
+        deadline: float | None = None,
     ) -> None:
         self.done = done
         self.count = count
         self.on_reply = on_reply
+        self.deadline = deadline
+        """When the call fails with ``TimeoutError`` if its replies are not all in (the
+        loop's clock; None: never)."""
         self.replies: list[Any] = []
 
     def take(self, reply: Any) -> bool:

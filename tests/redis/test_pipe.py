@@ -4,6 +4,7 @@ against a real Redis."""
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -86,6 +87,23 @@ def test_replies_later_than_the_socket_timeout_fail_with_a_timeout(redis_url: st
     async def body(pipe: resp.Pipe) -> list[Any]:
         with pytest.raises(rexc.TimeoutError):
             await pipe.execute([resp.pack(("BLPOP", "nothing", "2"))])
+        return await pipe.execute([resp.pack(("PING",))])
+
+    assert with_pipe(redis_url, body, socket_timeout=0.3) == [b"PONG"]
+
+
+def test_each_call_gets_the_whole_socket_timeout_whatever_came_before(redis_url: str) -> None:
+    """One watchdog timer per connection: armed for a fast call's deadline, it finds the
+    later call still within its own and waits for that one, which then times out."""
+
+    async def body(pipe: resp.Pipe) -> list[Any]:
+        await pipe.execute([resp.pack(("PING",))])  # arms the watchdog for its deadline
+        await asyncio.sleep(0.2)
+        started = time.monotonic()
+        with pytest.raises(rexc.TimeoutError):
+            await pipe.execute([resp.pack(("BLPOP", "nothing", "2"))])
+        waited = time.monotonic() - started
+        assert 0.28 <= waited < 1.5, waited
         return await pipe.execute([resp.pack(("PING",))])
 
     assert with_pipe(redis_url, body, socket_timeout=0.3) == [b"PONG"]
