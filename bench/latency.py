@@ -823,8 +823,9 @@ PEER_LABEL = "the query hand-written as one redis-py loop, same run"
 def record_figures(
     recorder: Recorder, sustained: Sequence[Sustained], loads: Sequence[LoadResult]
 ) -> None:
-    """Sustained events/s per consumer count, and p50 and p99 per offered load, each against
-    the hand-written loop's figure of the same run."""
+    """Sustained events/s per consumer count, and p50, p99 and the machine's busy cores per
+    offered load (with each process's share), each against the hand-written loop's figure of
+    the same run."""
     peers = {s.consumers: s for s in sustained if s.system == PEER}
     for s in sustained:
         if s.system != DRASI_RAY:
@@ -855,6 +856,26 @@ def record_figures(
                 peer_value=other.p(q) if other else None,
                 detail=f"{r.events:,} events, {kept}",
             )
+        recorder.add(
+            f"cores busy at {r.offered:,} events/s, {r.consumers} consumer(s)",
+            r.cpu.machine_cores,
+            "cores",
+            peer=PEER_LABEL if other else None,
+            peer_value=other.cpu.machine_cores if other else None,
+            detail=_cpu_split(r.cpu, "% of a core: ")
+            + (_cpu_split(other.cpu, "; the loop's run: ", {"consumers": "loop"}) if other else ""),
+        )
+
+
+def _cpu_split(usage: CpuUsage, prefix: str, names: dict[str, str] | None = None) -> str:
+    """The busy processes' shares of one core over a load, for a figure's detail."""
+    names = names or {}
+    shares = [
+        f"{names.get(role, role)} {share:.0f}"
+        for role, share in usage.per_role.items()
+        if share >= 0.5
+    ]
+    return prefix + ", ".join(shares) + f" (elsewhere {usage.elsewhere_cores:.2f} cores)"
 
 
 def notes(options: Options) -> list[str]:
