@@ -87,25 +87,12 @@ def compile_filter(
     expr: ast.Expr, parameters: Mapping[str, Any], context: EvaluationContext | None = None
 ) -> Predicate:
     """Compile a WHERE as a row filter: :func:`compile_predicate`, and a row whose
-    evaluation is dropped (division by zero) or fails (a type error) does not pass either.
-
-    A lone condition that calls no stateful function (``WHERE s.temperature > 70``, the usual
-    filter) is one closure: a filter runs for every change a query sees."""
-    if contains_stateful(expr) or len(_conjuncts(expr)) > 1:
-        predicate = compile_predicate(expr, parameters, context)
-
-        def safe(row: Row) -> bool:
-            try:
-                return predicate(row)
-            except _FAILING:
-                return False
-
-        return safe
-    evaluate = compile_expression(expr, parameters, context)
+    evaluation is dropped (division by zero) or fails (a type error) does not pass either."""
+    predicate = compile_predicate(expr, parameters, context)
 
     def passes(row: Row) -> bool:
         try:
-            return evaluate(row) is True
+            return predicate(row)
         except _FAILING:
             return False
 

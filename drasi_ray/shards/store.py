@@ -88,6 +88,9 @@ _NEVER: Final[Version] = (-1, -1, -1)
 
 RECORD_FORMAT: Final = 4
 
+_NONE_OLDER: Final[dict[str, Version]] = {}
+"""The ``older`` of a record whose every value was set by its head (read, never written)."""
+
 _INSERT: Final = Op.INSERT
 _UPDATE: Final = Op.UPDATE
 """As module globals for :meth:`ElementStore.apply`: reading a member off its enum class costs
@@ -189,13 +192,10 @@ class _Record:
             if len(values) == len(properties):  # it carried every key: each now set by it
                 self.older = None
             else:  # the others keep the version that set them: the old head's if not older
-                head, previous = self.head, self.older
-                if previous:
-                    self.older = {
-                        key: previous.get(key, head) for key in values if key not in properties
-                    }
-                else:
-                    self.older = {key: head for key in values if key not in properties}
+                head, previous = self.head, self.older or _NONE_OLDER
+                self.older = {
+                    key: previous.get(key, head) for key in values if key not in properties
+                }
             self.set_head(element, version)
             return True
         wrote = False
