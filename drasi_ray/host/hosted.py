@@ -48,6 +48,7 @@ from drasi_ray.model.backoff import Backoff, outlasting
 from drasi_ray.model.changes import ElementDelta, PipedChange
 from drasi_ray.model.clock import ActorClock, ClockSetting
 from drasi_ray.model.config import DispatchMode, QueryConfig
+from drasi_ray.model.eager import start_eagerly
 from drasi_ray.model.errors import SubscriptionLostError
 from drasi_ray.model.identity import reads_several
 from drasi_ray.model.query_specs import QueryLanguage
@@ -130,6 +131,7 @@ class HostedQuery:
         self._pipes = SourcePipelines()  # the sources it sees through pipelines
         self._queue: asyncio.Queue[tuple[Work, asyncio.Future[list[Rejection]]]] = asyncio.Queue()
         self._busy = False
+        self._running: asyncio.Future[list[Rejection]] | None = None  # see submit
         loop = asyncio.get_event_loop()
         self.loaded = loop.create_task(self._load())
         self._worker = loop.create_task(self._work())
@@ -189,8 +191,19 @@ class HostedQuery:
     # -- work, in order -----------------------------------------------------------------
 
     def submit(self, work: Work) -> asyncio.Future[list[Rejection]]:
-        """Queue ``work``; the future is done once it is applied (or failed, recorded), with
-        the entries whose changes the query's pipelines failed on."""
+        """Apply ``work`` after what came before; the future is done once it is applied (or
+        failed, recorded), with the entries whose changes the query's pipelines failed on.
+
+        A query with nothing queued or being applied applies it at once, in the caller's
+        event-loop step (:func:`~drasi_ray.model.eager.start_eagerly`: the usual delivery
+        needs no task and no step of its own); if that has to wait (a full subscriber buffer,
+        a Redis write), it goes on in a task, and what is submitted meanwhile waits behind it.
+        """
+        if self.loaded.done() and not self._busy and self._queue.empty():
+            running = start_eagerly(self._apply_one(work))
+            if not running.done():
+                self._running = running
+            return running
         done: asyncio.Future[list[Rejection]] = asyncio.get_running_loop().create_future()
         self._queue.put_nowait((work, done))
         return done
@@ -205,19 +218,30 @@ class HostedQuery:
         await self.loaded
         while True:
             work, done = await self._queue.get()
-            self._busy = True
+            running, self._running = self._running, None
+            if running is not None:  # a submit applied at once that had to wait: it is first
+                await asyncio.wait((running,))
             rejected: list[Rejection] = []
             try:
-                rejected = await self._apply(work)
-            except Exception as exc:  # this query's failure; the host and its peers go on
-                self.errors += 1
-                self.last_error = f"{type(exc).__name__}: {exc}"
-                logger.exception("query %s: a delivery failed", self.config.id)
-                self.failure = exc.with_traceback(None)  # logged; its frames need not live on
+                rejected = await self._apply_one(work)
             finally:
-                self._busy = False
                 if not done.done():
                     done.set_result(rejected)
+
+    async def _apply_one(self, work: Work) -> list[Rejection]:
+        """Apply one submitted work; a failure is the query's (recorded and logged), not its
+        host's, and rejects nothing."""
+        self._busy = True
+        try:
+            return await self._apply(work)
+        except Exception as exc:  # this query's failure; the host and its peers go on
+            self.errors += 1
+            self.last_error = f"{type(exc).__name__}: {exc}"
+            logger.exception("query %s: a delivery failed", self.config.id)
+            self.failure = exc.with_traceback(None)  # logged; its frames need not live on
+            return []
+        finally:
+            self._busy = False
 
     async def _apply(self, work: Work) -> list[Rejection]:
         if isinstance(work, BootstrapPart):
@@ -394,7 +418,7 @@ class HostedQuery:
         if self._chain is not None:
             flushed = await self._chain.flush(timeout_s) and flushed
             await self._chain.close()
-        for task in (self._worker, self._timer):
+        for task in (self._worker, self._timer, self._running):
             if task is not None:
                 task.cancel()
         while not self._queue.empty():

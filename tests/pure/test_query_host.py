@@ -130,3 +130,36 @@ def test_unknown_queries_and_subscribers() -> None:
         assert host.host_info().queries == ["q"]
 
     asyncio.run(scenario())
+
+
+def test_an_idle_query_applies_an_offered_delivery_in_the_offer_s_step() -> None:
+    async def scenario() -> None:
+        host = await _host_with_query()
+        host.offer(0, 10, 1, _packet(_insert("a", 1)))  # no await: nothing else runs
+        assert host.queries["q"].runner.engine.results() == [{"name": "a"}]
+        assert await _names(host) == ["a"]
+
+    asyncio.run(scenario())
+
+
+def test_a_delivery_waiting_on_a_full_buffer_keeps_the_later_ones_behind_it() -> None:
+    async def scenario() -> None:
+        host = QueryHost("host", "app")
+        await host.add_query(REGISTRATION)
+        await host.subscribe(SubscriberSpec("q", "sub", 1, DispatchMode.CHANNEL))
+        bootstrap = asyncio.ensure_future(host.deliver(0, 10, 0, _part()))
+        while not bootstrap.done():  # its signals, one at a time
+            await host.take("q", "sub", None, 0.01)
+        first = host.offer(0, 10, 1, _packet(_insert("a", 1), _insert("b", 2)))
+        second = host.offer(0, 10, 2, _packet(_insert("c", 3)))
+        await asyncio.sleep(0.01)
+        assert not first.done() and not second.done()  # "b" waits for room, "c" behind it
+        names: list[str] = []
+        while len(names) < 3:
+            await asyncio.sleep(0.001)  # the waiting delivery goes on
+            names += await _names(host)
+        await asyncio.gather(first, second)
+        assert names == ["a", "b", "c"]
+        assert await host.all_settled()
+
+    asyncio.run(scenario())
