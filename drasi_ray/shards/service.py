@@ -337,6 +337,8 @@ class ShardService:
         self._quiet.clear()
         try:
             links, piping, report = self._apply(source_id, entries, tag)
+            if links:  # one step first: the replies the deliveries woke go out before the write
+                await asyncio.sleep(0)
             persisted = await self._try_persist(source_id, report)
             for link in links:
                 await link.room(DELIVERIES_IN_FLIGHT)
