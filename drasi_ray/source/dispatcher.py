@@ -5,7 +5,8 @@
 batch at a time whether it came from the read loop or the reclaim timer, renews this consumer's
 claim on the batch's entries while the call runs, dead-letters the entries the dispatch
 reported as rejected (a query's pipeline failed on them), and then marks the batch applied: it
-may be acked.
+may be acked, and only its ids are kept for that (:meth:`~drasi_ray.source.reader.Screened.
+release`).
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ class Dispatcher:
                 report = await self._dispatch_renewing(screened.ids, screened.batch)
             self._lane.stats.dispatched += len(screened.batch)
             await self._dead_letter_rejected(screened, report)
+        screened.release()
         screened.applied.set()
 
     async def _dead_letter_rejected(self, screened: Screened, report: object) -> None:

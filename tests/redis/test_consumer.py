@@ -17,10 +17,14 @@ import redis
 from drasi_ray.model.changes import DecodedEntry, Op, node
 from drasi_ray.model.config import PlatformSourceConfig
 from drasi_ray.model.errors import RedisUnavailableError, StreamError
+from drasi_ray.shards.core import BatchReport
 from drasi_ray.source.consumer import StreamConsumer, backend_for
 from drasi_ray.source.decode import change_event, encode_cloud_event
+from drasi_ray.source.dispatcher import Dispatcher
+from drasi_ray.source.lane import LaneState
+from drasi_ray.source.reader import Reader
 from drasi_ray.streams.backend import RedisStreamBackend
-from drasi_ray.streams.records import DeadLetter, StreamEntry
+from drasi_ray.streams.records import DeadLetter, Rejection, StreamEntry
 from drasi_ray.testing.waiting import wait_until_async
 
 STREAM = "changes"
@@ -517,3 +521,42 @@ def test_a_drained_streams_ack_rides_on_the_next_read_and_its_failure_redelivers
     assert applied.count("first") == 2  # read again from own pending after the failed XACK
     assert consumer.stats.errors == 1
     assert "riding XACK" in str(consumer.stats.last_error)
+
+
+def test_an_applied_batch_keeps_only_its_ids_and_dead_letters_rejections_first(
+    redis_url: str,
+) -> None:
+    """A batch in hand until its ack holds no payloads once applied; the entries the dispatch
+    rejected were dead-lettered from them before."""
+    client = _publish(redis_url, 3)
+    settings = _settings(redis_url)
+
+    async def main() -> None:
+        backend = RedisStreamBackend.from_url(redis_url)
+        lane = LaneState("src", settings, "src-0", STREAM, backend)
+        reader = Reader(lane)
+        try:
+            await reader.ensure_group(recreating=False)
+            entries, _full = await reader.read_new()
+            screened = await reader.screen(entries, first_delivery=True)
+            seen: list[Sequence[DecodedEntry]] = []
+
+            async def dispatch(batch: Sequence[DecodedEntry]) -> object:
+                seen.append(batch)
+                return BatchReport(rejected=[Rejection(entries[1].id, "the pipeline failed")])
+
+            await Dispatcher(lane, dispatch).dispatch(screened)
+            assert _ids(seen[0]) == ["e0", "e1", "e2"]
+            assert screened.applied.is_set()
+            assert screened.ids == [entry.id for entry in entries]
+            assert screened.batch is None and screened.entries == ()
+            dead: Any = client.xrange(settings.dead_letter_key)
+            ((_, fields),) = dead
+            assert fields[b"entry_id"].decode() == entries[1].id
+            assert fields[b"reason"] == b"the pipeline failed"
+            published: Any = client.xrange(STREAM)
+            assert fields[b"orig:data"] == published[1][1][b"data"]
+        finally:
+            await backend.close()
+
+    asyncio.run(main())
