@@ -38,9 +38,8 @@ class Screened:
     def release(self) -> None:
         """Let go of the entries and their decoded changes: the batch is applied (and what
         was rejected dead-lettered), and its ack needs only the ids. A backlog keeps a read
-        or two more in hand until their acks; without their payloads those hold a few
-        kilobytes, and each batch is freed while it is still in the CPU's cache
-        (docs/performance.md)."""
+        or two more in hand until their acks: they then hold only their ids, and each
+        batch's objects are freed while still in the CPU's cache (docs/performance.md)."""
         self.batch = None
         self.entries = ()
 
