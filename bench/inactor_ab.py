@@ -32,7 +32,14 @@ import ray
 import ray.cloudpickle
 import redis
 
-from bench.common import bench_env, command_line, format_table, load_average, print_lines
+from bench.common import (
+    bench_env,
+    command_line,
+    format_table,
+    load_average,
+    print_lines,
+    rate,
+)
 from bench.ingest import create_group, hold_backlog, release_held
 from bench.pipeline import QUERY_ID, actors_by_kind, fresh_stream, hot_app, hot_payloads
 from bench.results import Recorder
@@ -110,6 +117,8 @@ def _end(shell: Any) -> tuple[list[float], list[int]]:
 
 @dataclass(frozen=True)
 class Run:
+    """One drain: its wall time, and each variant's loop-thread CPU and events (A, B)."""
+
     variant: str
     events: int
     seconds: float
@@ -118,6 +127,10 @@ class Run:
 
     def per_event_us(self, b: bool) -> float:
         return self.cpu_s[b] / max(self.counted[b], 1) * 1e6
+
+    @property
+    def rate(self) -> float:
+        return rate(self.events, self.seconds)
 
     @property
     def ratio(self) -> float:
@@ -152,7 +165,7 @@ def drain(url: str, variant: str, events: int, window_ms: float, round_number: i
 def _row(run: Run) -> tuple[Any, ...]:
     return (
         run.variant,
-        f"{run.events / run.seconds:,.0f}",
+        f"{run.rate:,.0f}",
         f"{run.counted[0]:,}",
         f"{run.per_event_us(False):.2f}",
         f"{run.counted[1]:,}",
