@@ -34,7 +34,7 @@ import ray
 
 from bench.common import BASE_TS_NS, SENSOR_QUERY, sensor_properties
 from drasi_ray import DrasiRay
-from drasi_ray.host.runner import QueryReport
+from drasi_ray.host.reports import QueryReport
 from drasi_ray.model.changes import Op, node
 from drasi_ray.model.config import Layout, ScalingConfig, StateConfig
 from drasi_ray.source.decode import change_event, encode_cloud_event

@@ -27,7 +27,7 @@ from drasi_ray.model.config import PlatformSourceConfig
 from drasi_ray.model.shards import BatchTag
 from drasi_ray.model.wire import EntryPacket
 from drasi_ray.shards.calls import ShardCalls
-from drasi_ray.shards.core import BatchReport
+from drasi_ray.shards.reports import BatchReport
 
 SOURCE_ID = "bench"
 

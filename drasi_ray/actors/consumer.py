@@ -32,8 +32,8 @@ from drasi_ray.actors.handles import GONE, CoordinatorHandle, shard_line
 from drasi_ray.actors.metrics import ConsumerMetrics, group_gauges
 from drasi_ray.actors.runtime import PIPELINE_NICENESS, tune_for_latency, tune_gc, was_restarted
 from drasi_ray.model.config import PlatformSourceConfig
-from drasi_ray.shards.core import BatchReport
 from drasi_ray.shards.dispatch import DispatchControl, ShardConnection, ShardDispatcher
+from drasi_ray.shards.reports import BatchReport
 from drasi_ray.source.consumer import ConsumerReport
 from drasi_ray.source.dispatcher import Dispatch
 from drasi_ray.source.lanes import ConsumerLanes

@@ -27,7 +27,7 @@ from drasi_ray.model.reaction_specs import AnyReaction
 from drasi_ray.model.registrations import QueryRegistration, SubscriberSpec
 from drasi_ray.model.shards import BatchTag
 from drasi_ray.shards.calls import ShardCalls
-from drasi_ray.shards.core import BatchReport, ShardReport
+from drasi_ray.shards.reports import BatchReport, ShardReport
 from drasi_ray.shards.state import StateStore
 
 

@@ -61,9 +61,9 @@ from drasi_ray.model.errors import UnknownComponentError
 from drasi_ray.model.shards import BatchTag, BootstrapPart
 from drasi_ray.model.wire import HostPacket, ResultBatch
 from drasi_ray.shards.calls import FusedCalls
-from drasi_ray.shards.core import BatchReport
 from drasi_ray.shards.dispatch import ShardConnection
 from drasi_ray.shards.local import LocalShard
+from drasi_ray.shards.reports import BatchReport
 from drasi_ray.shards.service import HostConnection
 from drasi_ray.shards.state import StateStore
 from drasi_ray.source.consumer import ConsumerReport

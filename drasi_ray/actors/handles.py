@@ -26,8 +26,8 @@ from drasi_ray.model.registrations import QueryRegistration, SubscriberSpec, Tab
 from drasi_ray.model.shards import BatchTag, BootstrapPart
 from drasi_ray.model.wire import HostPacket, ResultBatch
 from drasi_ray.shards.calls import HostCalls, ShardCalls
-from drasi_ray.shards.core import BatchReport, ShardReport
 from drasi_ray.shards.records import ChangeRecord
+from drasi_ray.shards.reports import BatchReport, ShardReport
 from drasi_ray.shards.service import MovedRecords
 from drasi_ray.streams.records import Rejection
 

@@ -23,7 +23,7 @@ from drasi_ray.actors.metrics import QueryMetrics
 from drasi_ray.actors.runtime import PIPELINE_NICENESS, tune_for_latency, tune_gc, was_restarted
 from drasi_ray.host.core import HostReport, QueryHost
 from drasi_ray.host.hosted import BatchObserver
-from drasi_ray.host.runner import QueryReport
+from drasi_ray.host.reports import QueryReport
 from drasi_ray.model.clock import ClockSetting
 from drasi_ray.model.reaction_specs import AnyReaction
 from drasi_ray.model.registrations import QueryRegistration, SubscriberSpec

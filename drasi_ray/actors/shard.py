@@ -25,7 +25,8 @@ from drasi_ray.model.changes import DecodedEntry, Element
 from drasi_ray.model.registrations import QueryRegistration, TableCopy
 from drasi_ray.model.shards import BatchTag
 from drasi_ray.shards.calls import ShardCalls
-from drasi_ray.shards.core import ApplyProbe, BatchReport, ShardReport
+from drasi_ray.shards.core import ApplyProbe
+from drasi_ray.shards.reports import BatchReport, ShardReport
 from drasi_ray.shards.service import HostConnection, MovedRecords, ShardService
 from drasi_ray.shards.state import StateStore
 

@@ -2,9 +2,9 @@
 
 ``DrasiRay.status()`` asks every actor for its report: each consumer (its
 :class:`~drasi_ray.source.consumer.ConsumerReport`), every store shard
-(:class:`~drasi_ray.shards.core.ShardReport`, and their sum), each query host
+(:class:`~drasi_ray.shards.reports.ShardReport`, and their sum), each query host
 (:class:`~drasi_ray.host.core.HostReport`), each query
-(:class:`~drasi_ray.host.runner.QueryReport`), each PostgreSQL source's reader
+(:class:`~drasi_ray.host.reports.QueryReport`), each PostgreSQL source's reader
 (:class:`~drasi_ray.source.postgres.reader.ReaderReport`) and the app's reactions. An actor
 that does not answer (dead, restarting, or busy past the timeout) is reported
 :class:`Unavailable`, never raised. :meth:`AppStatus.as_dict` is the plain-data form
@@ -22,9 +22,9 @@ import ray
 
 from drasi_ray.actors.barriers import read_restartable
 from drasi_ray.host.core import HostReport
-from drasi_ray.host.runner import QueryReport
+from drasi_ray.host.reports import QueryReport
 from drasi_ray.model.errors import NotRunningError, UnknownComponentError
-from drasi_ray.shards.core import ShardReport
+from drasi_ray.shards.reports import ShardReport
 from drasi_ray.source.consumer import ConsumerReport
 from drasi_ray.source.postgres.reader import ReaderReport
 

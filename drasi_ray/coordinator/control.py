@@ -39,7 +39,7 @@ from drasi_ray.model.changes import ControlEvent, Element, SubscriptionControl
 from drasi_ray.model.errors import UnknownComponentError
 from drasi_ray.model.reaction_specs import AnyReaction
 from drasi_ray.model.registrations import QueryRegistration, SubscriberSpec, TableCopy
-from drasi_ray.shards.core import ShardReport, combine_reports
+from drasi_ray.shards.reports import ShardReport, combine_reports
 from drasi_ray.shards.service import MovedRecords, ShardService
 from drasi_ray.shards.state import REDIS_TRANSIENT, StateStore
 

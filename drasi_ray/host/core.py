@@ -39,7 +39,7 @@ import psutil
 from drasi_ray.host.hosted import BatchObserver, HostedQuery, QuerySetup, Work
 from drasi_ray.host.inbox import Item
 from drasi_ray.host.merge import Arrival, DeliveryMerger, Offered, Unit
-from drasi_ray.host.runner import QueryReport
+from drasi_ray.host.reports import QueryReport
 from drasi_ray.model.clock import ClockSetting
 from drasi_ray.model.errors import (
     StaleDeliveryError,

@@ -42,7 +42,8 @@ from typing import Any
 from drasi_ray.host.footprint import deep_size
 from drasi_ray.host.inbox import Item, QueryInbox, Snapshot
 from drasi_ray.host.pipelines import SourcePipelines, source_view
-from drasi_ray.host.runner import QueryReport, QueryRunner, grouping_keys
+from drasi_ray.host.reports import QueryReport
+from drasi_ray.host.runner import QueryRunner, grouping_keys
 from drasi_ray.host.subscribers import SubscriberBuffer
 from drasi_ray.model.backoff import Backoff, outlasting
 from drasi_ray.model.changes import ElementDelta, PipedChange

@@ -15,15 +15,14 @@ results are published, so what was published is always what a restart rebuilds.
 
 from __future__ import annotations
 
-import dataclasses
 import gc
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, TypeAlias
 
 import orjson
 
+from drasi_ray.host.reports import QueryReport, SubscriberReport
 from drasi_ray.host.subscribers import SubscriberBuffer
 from drasi_ray.model.changes import Element, ElementDelta
 from drasi_ray.model.config import QueryConfig
@@ -52,45 +51,6 @@ is, None for a row that is gone."""
 
 RowWatcher: TypeAlias = Callable[[RowChanges, int], None]
 """Takes the result rows one change (or due re-evaluation) changed, and that change's time."""
-
-
-@dataclass(frozen=True, slots=True)
-class SubscriberReport:
-    """One subscriber's buffer: results waiting, and (broadcast mode) results dropped."""
-
-    buffered: int
-    dropped: int
-
-
-@dataclass(frozen=True, slots=True)
-class QueryReport:
-    """A query's live status (``DrasiRay.status().queries[id]``). ``reactions`` are
-    :class:`~drasi_ray.reactions.base.ReactionReport` values in their plain-data form.
-
-    ``host``: the query host it runs in; ``line_calls``: the calls that host answered on
-    lines; ``errors`` and ``last_error``: deliveries this query failed to apply (the others
-    of its host are not affected); ``memory_bytes``: what its state holds
-    (:mod:`drasi_ray.host.footprint`); ``superseded``: deltas dropped because a bootstrap
-    part that includes them was still to come (:mod:`drasi_ray.host.inbox`).
-    """
-
-    query_id: str
-    line_calls: int
-    sequence: int
-    diffs: int
-    rows: int
-    columns: list[str]
-    reactions: list[dict[str, Any]]
-    subscribers: dict[str, SubscriberReport]
-    host: str = ""
-    errors: int = 0
-    last_error: str | None = None
-    memory_bytes: int = 0
-    superseded: int = 0
-
-    def as_dict(self) -> dict[str, Any]:
-        """The plain-data form (``status()``, JSON)."""
-        return dataclasses.asdict(self)
 
 
 def grouping_keys(query: ContinuousQuery) -> list[str]:

@@ -65,7 +65,7 @@ queries keep none.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeAlias
 
 from drasi_ray.model.changes import ZERO_VERSION, Element, ElementDelta
 from drasi_ray.model.errors import UnsupportedQueryError
@@ -87,7 +87,7 @@ from drasi_ray.query.row_ids import row_id
 from drasi_ray.query.solutions import ChangeKind, MatchSolutions, RowChange
 from drasi_ray.query.stateful import FunctionState
 
-Part = ProjectingPart | AggregatingPart
+Part: TypeAlias = ProjectingPart | AggregatingPart
 
 BOOTSTRAP_BATCH = 10_000
 """Rows handed to the query parts at a time while bootstrapping (bounds the extra memory)."""

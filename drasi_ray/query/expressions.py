@@ -80,7 +80,7 @@ def compile_predicate(
     return all_true
 
 
-_FAILING: Final = (RowDropped, *values.EVALUATION_FAILURES)
+_FAILING: Final = values.REFUSED
 
 
 def compile_filter(

@@ -135,7 +135,7 @@ class PatternBuilder:
         self._variables: list[Variable] = []
         self._index: dict[str, int] = {}
         self._edges: list[Edge] = []
-        self._inline: list[tuple[ast.Expr, str]] = []
+        self._inline_predicates: list[tuple[ast.Expr, str]] = []
         self.hoisted: list[ast.Expr] = []
 
     def add_clause(self, paths: Sequence[ast.PathPattern]) -> None:
@@ -151,7 +151,7 @@ class PatternBuilder:
         names = frozenset(self._index)
         guarded: list[GuardedPredicate] = []
         late: list[Predicate] = []
-        for expr, _owner in self._inline:
+        for expr, _owner in self._inline_predicates:
             check = compile_filter(expr, self._parameters)
             read = frozenset(referenced_variables(expr))
             if read <= names:
@@ -199,7 +199,7 @@ class PatternBuilder:
         if predicate is not None and contains_stateful(predicate):
             self.hoisted.append(predicate)
         elif predicate is not None:
-            self._inline.append((predicate, variable.name))
+            self._inline_predicates.append((predicate, variable.name))
 
     def _node(self, pattern: ast.NodePattern) -> int:
         position = self._declare(self._name(pattern.variable), True)

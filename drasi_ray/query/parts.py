@@ -82,6 +82,7 @@ from drasi_ray.query.matching import Predicate, Row
 from drasi_ray.query.stateful import digest
 from drasi_ray.query.values import (
     EVALUATION_FAILURES,
+    REFUSED,
     hashable_key,
     same_values,
     strict_key,
@@ -786,7 +787,7 @@ class AggregatingPart:
             values = tuple([evaluate(row) for evaluate in self._key_evaluators])
             group = tuple([_group_key(value) for value in values])
             arguments = calls.evaluate(row)
-        except (RowDropped, *EVALUATION_FAILURES):
+        except REFUSED:
             return
         self._prefilter_held[context.new_key] = (group, arguments)
         self._prefilter_change(group, arguments, context.new_key, 1)

@@ -36,16 +36,10 @@ from drasi_ray.query import temporal
 from drasi_ray.query.failures import RowDropped
 
 
-class _Awaiting:
-    """The type of :data:`AWAITING` (one instance, kept across pickling)."""
+class _AwaitingType:
+    """The type of :data:`AWAITING`: one instance, which unpickling gives back."""
 
     __slots__ = ()
-    _instance: _Awaiting | None = None
-
-    def __new__(cls) -> _Awaiting:
-        if cls._instance is None:
-            cls._instance = super().__new__(cls)
-        return cls._instance
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (_Awaiting, ())
@@ -54,18 +48,32 @@ class _Awaiting:
         return "AWAITING"
 
 
-AWAITING: Any = _Awaiting()
+def _Awaiting() -> Any:  # (the name that pickles of AWAITING have always called)
+    """:data:`AWAITING`: what unpickling one calls."""
+    return AWAITING
+
+
+AWAITING: Any = _AwaitingType()
 """Drasi's ``Awaiting``: the value of a future function whose answer is not due yet."""
 
 AWAITING_TEXT = "Awaiting"
 """How :data:`AWAITING` is written in a result row (as Drasi writes it)."""
 
 
-EVALUATION_FAILURES = (QueryEvaluationError, ArithmeticError, ValueError, TypeError)
+EVALUATION_FAILURES: tuple[type[Exception], ...] = (
+    QueryEvaluationError,
+    ArithmeticError,
+    ValueError,
+    TypeError,
+)
 """What evaluating a row may raise: the engine's own type errors, and Python's arithmetic, value
 and type errors from a function or operator at the edge of its range (``exp(1000)``, a date
 beyond year 9999). Either refuses the row (reported where rows are projected or grouped); it
 never escapes ``apply`` with the graph index already updated and the parts half-changed."""
+
+REFUSED: tuple[type[Exception], ...] = (RowDropped, *EVALUATION_FAILURES)
+"""What refuses a row without failing it (a dropped row) and what fails it: a WHERE or a
+grouping key that raises either does not pass the row."""
 
 
 # --------------------------------------------------------------------------- type tests

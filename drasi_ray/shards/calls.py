@@ -24,7 +24,7 @@ from typing import Protocol
 from drasi_ray.model.changes import DecodedEntry
 from drasi_ray.model.shards import BatchTag, BootstrapPart
 from drasi_ray.model.wire import HostPacket, ResultBatch
-from drasi_ray.shards.core import BatchReport
+from drasi_ray.shards.reports import BatchReport
 from drasi_ray.streams.records import Rejection
 
 

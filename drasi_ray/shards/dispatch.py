@@ -33,7 +33,7 @@ from drasi_ray.model.errors import ShardMapChangedError
 from drasi_ray.model.shards import BatchTag, split_by_shard
 from drasi_ray.model.wire import EntryPacket
 from drasi_ray.shards.calls import ShardCalls
-from drasi_ray.shards.core import BatchReport
+from drasi_ray.shards.reports import BatchReport
 
 
 class ShardConnection(ShardCalls, Protocol):

@@ -16,7 +16,7 @@ from typing import Any
 from drasi_ray.model.changes import DecodedEntry
 from drasi_ray.model.shards import BatchTag
 from drasi_ray.shards.calls import ShardCalls
-from drasi_ray.shards.core import BatchReport
+from drasi_ray.shards.reports import BatchReport
 
 
 class LocalShard:

@@ -50,8 +50,9 @@ from drasi_ray.model.history import ElementHistory
 from drasi_ray.model.registrations import QueryRegistration, TableCopy
 from drasi_ray.model.shards import BatchTag, BootstrapPart, shard_of
 from drasi_ray.model.wire import DeltaPacket, EntryPacket, HostPacket, PipedPacket
-from drasi_ray.shards.core import ApplyProbe, BatchReport, Routed, ShardCore, ShardReport
+from drasi_ray.shards.core import ApplyProbe, Routed, ShardCore
 from drasi_ray.shards.records import ChangeRecord, change_record
+from drasi_ray.shards.reports import BatchReport, ShardReport
 from drasi_ray.shards.routing import SubscriptionTable
 from drasi_ray.shards.state import REDIS_TRANSIENT, StateStore
 from drasi_ray.shards.store import ElementStore

@@ -48,9 +48,9 @@ from drasi_ray.model.registrations import QueryRegistration, SubscriberSpec
 from drasi_ray.model.results import Delivered, QueryResult
 from drasi_ray.model.wire import ResultBatch
 from drasi_ray.query.engine import ContinuousQuery
-from drasi_ray.shards.core import BatchReport
 from drasi_ray.shards.dispatch import ShardDispatcher
 from drasi_ray.shards.local import LocalShard
+from drasi_ray.shards.reports import BatchReport
 from drasi_ray.shards.service import ShardService
 from drasi_ray.source.decode import decode_entry, encode_cloud_event
 from drasi_ray.source.middleware import check_middleware

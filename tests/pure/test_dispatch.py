@@ -23,8 +23,8 @@ from drasi_ray.model.changes import (
 )
 from drasi_ray.model.errors import ShardMapChangedError
 from drasi_ray.model.shards import BatchTag, shard_of
-from drasi_ray.shards.core import BatchReport
 from drasi_ray.shards.dispatch import ShardDispatcher
+from drasi_ray.shards.reports import BatchReport
 
 
 class Gone(Exception):

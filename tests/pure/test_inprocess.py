@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from drasi_ray.host.runner import QueryRunner
 from drasi_ray.model.changes import Op, node, relation
 from drasi_ray.model.config import QueryConfig
 from drasi_ray.model.query_specs import MiddlewareSpec
@@ -140,11 +141,21 @@ def test_a_query_that_fails_to_apply_a_change_raises_in_process(
     with InProcessApp() as app:
         app.add_query(config)
         hosted = app.hosts["host-0"].hosted("q")
-        monkeypatch.setattr(hosted.runner.engine, "apply_batch", _fail)
+        # (the runner is replaced, not patched: a compiled class's methods cannot be)
+        monkeypatch.setattr(hosted, "runner", _FailingRunner(hosted.runner))
         with pytest.raises(RuntimeError, match="engine broke"):
             app.publish("s", change_event(Op.INSERT, node("s1", ["Sensor"], {"t": 1}), 1_000))
         assert hosted.errors == 1
 
 
-def _fail(*_args: object) -> list[Any]:
-    raise RuntimeError("engine broke")
+class _FailingRunner:
+    """A query's runner whose engine breaks on every change; the rest is the real runner's."""
+
+    def __init__(self, runner: QueryRunner) -> None:
+        self._runner = runner
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._runner, name)
+
+    async def apply(self, _deltas: object) -> None:
+        raise RuntimeError("engine broke")

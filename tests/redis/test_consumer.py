@@ -17,7 +17,7 @@ import redis
 from drasi_ray.model.changes import DecodedEntry, Op, node
 from drasi_ray.model.config import PlatformSourceConfig
 from drasi_ray.model.errors import RedisUnavailableError, StreamError
-from drasi_ray.shards.core import BatchReport
+from drasi_ray.shards.reports import BatchReport
 from drasi_ray.source.consumer import StreamConsumer, backend_for
 from drasi_ray.source.decode import change_event, encode_cloud_event
 from drasi_ray.source.dispatcher import Dispatcher
