@@ -31,6 +31,7 @@ from typing import Any
 import psutil
 
 from bench.common import BENCH_DIR, git_commit, load_average
+from drasi_ray import native
 from drasi_ray.testing.embedded_redis import EmbeddedRedisError, find_redis_server
 
 RESULTS_JSONL = BENCH_DIR / "results.jsonl"
@@ -107,10 +108,12 @@ def _rounded(line: dict[str, Any]) -> dict[str, Any]:
 
 
 def machine_description(load_before: float, load_after: float) -> str:
-    """Cores, CPU model, memory, OS, Python, Ray and Redis versions, and the load average."""
+    """Cores, CPU model, memory, OS, Python, Ray and Redis versions, which build of drasi_ray's
+    hot path ran (:mod:`drasi_ray.native`), and the load average."""
     memory = psutil.virtual_memory().total / 2**30
     cores = f"{os.cpu_count()} cores ({_cpu_model()})"
-    versions = f"Python {platform.python_version()}, Ray {_ray_version()}, {_redis_version()}"
+    python = f"Python {platform.python_version()} (hot path {native.BUILD})"
+    versions = f"{python}, Ray {_ray_version()}, {_redis_version()}"
     system = f"{platform.system()} {platform.machine()}"
     load = f"load 1m {load_before:.1f} before, {load_after:.1f} after"
     return f"{cores}, {memory:.1f} GiB, {system}; {versions}; {load}"

@@ -14,6 +14,10 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from drasi_ray import native
+
+native.select()  # the compiled hot path, or its source if the build is stale (native.py)
+
 if TYPE_CHECKING:
     from drasi_ray.actors.subscription import Subscription
     from drasi_ray.app import DrasiRay
