@@ -23,6 +23,7 @@ dashboard; drasi_ray actors reserve 0 CPUs by default, so any number of them fit
 
 from __future__ import annotations
 
+import signal
 from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
@@ -59,6 +60,15 @@ def tier_of(path: Path) -> str:
             f"{path}: tests live in a tier directory {sorted(TIER_OF_DIRECTORY)}"
         )
     return TIER_OF_DIRECTORY[directory]
+
+
+def pytest_configure() -> None:
+    """Let Ctrl-C reach the commands the tests start. A shell starts a background job (``pytest
+    &``) with SIGINT ignored, and a child inherits that: its Python would then install no
+    KeyboardInterrupt handler, and the tests that interrupt ``drasi-ray run`` or ``watch`` as a
+    user at a terminal would time out. Handled here, SIGINT is back to the default in children."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import functools
 import operator
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any, Final, TypeAlias
+from typing import Any, TypeAlias
 
 from drasi_ray.model.changes import Element
 from drasi_ray.model.errors import QueryError, QueryEvaluationError
@@ -80,9 +80,6 @@ def compile_predicate(
     return all_true
 
 
-_FAILING: Final = values.REFUSED
-
-
 def compile_filter(
     expr: ast.Expr, parameters: Mapping[str, Any], context: EvaluationContext | None = None
 ) -> Predicate:
@@ -93,7 +90,7 @@ def compile_filter(
     def passes(row: Row) -> bool:
         try:
             return predicate(row)
-        except _FAILING:
+        except values.REFUSED:
             return False
 
     return passes

@@ -3,6 +3,7 @@ the build runs as source, with a warning, instead of the code it was compiled fr
 
 from __future__ import annotations
 
+import importlib
 import importlib.machinery
 import json
 import os
@@ -67,7 +68,7 @@ def test_the_install_runs_every_module_of_the_hot_path_compiled() -> None:
     assert native.BUILD == "compiled"
     assert native.stale_modules() == []
     for name in native.COMPILED:
-        module = sys.modules.get(name) or __import__(name, fromlist=["_"])
+        module = importlib.import_module(name)
         assert module.__file__ is not None and module.__file__.endswith(EXTENSION), name
 
 
