@@ -293,6 +293,9 @@ class DrasiRay:
         if source_id in self._postgres:
             raise ConfigError(f"source {source_id!r} reads PostgreSQL: it cannot be removed")
         actors = self._consumers.pop(source_id, None)
+        if source_id in self._fused_sources:  # consumer 0: stopped and forgotten by the fused actor
+            ray.get(self._coordinator.remove_consumer.remote(source_id))
+            self._fused_sources.discard(source_id)
         if actors is not None:
             launch.stop_consumers(self.namespace, source_id, actors)
         if self.running:
@@ -655,12 +658,9 @@ class DrasiRay:
 
     def _fused_settings(self) -> FusedSettings:
         """What the fused actor runs besides shard 0: the shared host, and consumer 0 of each
-        source the app starts with (sources added later get consumer actors of their own)."""
-        specs = tuple(
-            FusedConsumerSpec(source.id, source.config.in_fused_actor(), source.consumer_names[0])
-            for source in self._sources.values()
-            if source.auto_start
-        )
+        source the app starts with (those of sources added later are added to it:
+        :meth:`_start_source`)."""
+        specs = tuple(_fused_spec(source) for source in self._sources.values() if source.auto_start)
         self._fused_sources = {spec.source_id for spec in specs}
         return FusedSettings(self._shard_settings(0, 1), ClockSetting.of(self._clock), specs)
 
@@ -850,6 +850,9 @@ class DrasiRay:
         # The group exists before start() returns, so nothing published after it is missed.
         admin.ensure_group(self._client(config.redis_url), config)
         first: list[Any] = []
+        if self._fused and source.id not in self._fused_sources:  # added while the app runs
+            ray.get(self._coordinator.add_consumer.remote(_fused_spec(source)))
+            self._fused_sources.add(source.id)
         if source.id in self._fused_sources:  # consumer 0 runs in the fused actor
             ray.get(self._coordinator.consumer_ready.remote(source.id))
             first = [FusedConsumer(self._coordinator, source.id)]
@@ -1125,6 +1128,11 @@ class DrasiRay:
         if not self.running:
             raise NotRunningError("the app is not running; call start()")
         return list(ray.get(self._coordinator.elements.remote(source_id)))
+
+
+def _fused_spec(source: PlatformSource) -> FusedConsumerSpec:
+    """Consumer 0 of ``source`` as the fused actor runs it."""
+    return FusedConsumerSpec(source.id, source.config.in_fused_actor(), source.consumer_names[0])
 
 
 def _label_tuple(labels: Iterable[str] | None) -> tuple[str, ...] | None:

@@ -6,28 +6,30 @@ an app with default scaling and durable state, ``fused`` asks for it), the coord
 shard 0 (:class:`~drasi_ray.coordinator.control.ControlPlane` over a
 :class:`~drasi_ray.shards.service.ShardService`), the app's shared query host (a
 :class:`~drasi_ray.host.core.QueryHost` named ``drasi/coordinator`` too) and consumer 0 of
-every source the app starts with (:class:`~drasi_ray.actors.consumer.ConsumerRole`). The
-consumer's lanes dispatch straight into the shard service and the shard delivers straight to
-the host, in the same event loop: no hop, no serialisation, no process wake-up between them
-(:mod:`drasi_ray.shards.local`, :mod:`drasi_ray.host.local`, :mod:`drasi_ray.coordinator.
-local`). The cores, their contracts and their order are the same as in separate actors; only
-the calls between them are direct.
+every source, those the app starts with and those added while it runs
+(:class:`~drasi_ray.actors.consumer.ConsumerRole`). The consumer's lanes dispatch straight
+into the shard service and the shard delivers straight to the host, in the same event loop:
+no hop, no serialisation, no process wake-up between them (:mod:`drasi_ray.shards.local`,
+:mod:`drasi_ray.host.local`, :mod:`drasi_ray.coordinator.local`). The cores, their contracts
+and their order are the same as in separate actors; only the calls between them are direct.
 
 What stays an actor of its own: consumers 1 .. of a source (``consumers`` above 1; they reach
-shard 0 on the fused actor's line), the consumers of a source added while the app runs, store
-shards 1 .. K-1 after a rescale (``drasi-ray scale --shards``: the fused actor stays shard 0
-and the shared host), the hosts of ``dedicated_host`` queries, PostgreSQL readers, the app's
-reactions and the change log. The fused actor's one line serves shard 0's calls and the
-host's (:class:`~drasi_ray.shards.calls.FusedCalls`).
+shard 0 on the fused actor's line), store shards 1 .. K-1 after a rescale (``drasi-ray scale
+--shards``: the fused actor stays shard 0 and the shared host), the hosts of ``dedicated_host``
+queries, PostgreSQL readers, the app's reactions and the change log. The fused actor's one
+line serves shard 0's calls and the host's (:class:`~drasi_ray.shards.calls.FusedCalls`).
 
 Resume contract: a SIGKILLed fused actor is restarted by Ray (``max_restarts=-1``) as all of
 its parts at once, each by its own contract: the control plane and shard 0 reload from Redis
 and start a new bootstrap round of every query; the host is a new incarnation that hosts its
 queries again (the control plane of the same process tells it which, with their
 subscriptions) and asks for rounds of its own; each consumer re-reads its own pending entries
-first (it starts reading at once after a restart, without waiting to be told). Durable state
-is required (``DrasiRay`` refuses the fused layout without it): without it a restart would
-find no registration of the queries it hosted.
+first (it starts reading at once after a restart, without waiting to be told). Which consumers
+run is kept in Redis (``keys.fused_consumers``: written when the actor starts, when a source is
+added and when one is removed), so a restart runs those of the sources added since, and not
+those of the sources removed. Durable state is required (``DrasiRay`` refuses the fused
+layout without it): without it a restart would find no registration of the queries it hosted,
+nor the consumers it ran.
 
 The driver handles the fused consumer of a source as a consumer actor through
 :class:`FusedConsumer`.
@@ -35,11 +37,14 @@ The driver handles the fused consumer of a source as a consumer actor through
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
 import ray
 
 from drasi_ray.actors import names
@@ -54,10 +59,12 @@ from drasi_ray.coordinator.control import ControlPlane, HostControl, ShardContro
 from drasi_ray.coordinator.local import LocalControl
 from drasi_ray.host.core import QueryHost
 from drasi_ray.host.local import LocalHost
+from drasi_ray.model import urls
+from drasi_ray.model.backoff import outlasting
 from drasi_ray.model.changes import DecodedEntry
 from drasi_ray.model.clock import ClockSetting
 from drasi_ray.model.config import PlatformSourceConfig
-from drasi_ray.model.errors import UnknownComponentError
+from drasi_ray.model.errors import ConfigError, UnknownComponentError
 from drasi_ray.model.shards import BatchTag, BootstrapPart
 from drasi_ray.model.wire import HostPacket, ResultBatch
 from drasi_ray.shards.calls import FusedCalls
@@ -65,9 +72,11 @@ from drasi_ray.shards.dispatch import ShardConnection
 from drasi_ray.shards.local import LocalShard
 from drasi_ray.shards.reports import BatchReport
 from drasi_ray.shards.service import HostConnection
-from drasi_ray.shards.state import StateStore
+from drasi_ray.shards.state import REDIS_TRANSIENT, StateStore
 from drasi_ray.source.consumer import ConsumerReport
 from drasi_ray.streams.records import Rejection
+
+logger = logging.getLogger("drasi_ray.fused")
 
 HOST = names.COORDINATOR
 """The name of the fused actor's query host: the actor's own (the app's hosts are found by it)."""
@@ -80,6 +89,28 @@ class FusedConsumerSpec:
     source_id: str
     settings: PlatformSourceConfig
     consumer_name: str
+
+    def to_json(self) -> bytes:
+        """The stored form: the source's Redis URL without its password (secrets are never
+        stored; :meth:`from_json` gives it back from the URLs the app was started with)."""
+        url = urls.without_password(self.settings.redis_url)
+        stored = self.settings.model_copy(update={"redis_url": url})
+        return orjson.dumps(
+            {
+                "source": self.source_id,
+                "consumer": self.consumer_name,
+                "settings": stored.model_dump(mode="json"),
+            }
+        )
+
+    @classmethod
+    def from_json(cls, data: bytes, credentials: Sequence[str] = ()) -> FusedConsumerSpec:
+        """A stored spec, its Redis URL given back its password from ``credentials`` (the
+        full URLs the app runs with)."""
+        doc = orjson.loads(data)
+        settings = PlatformSourceConfig.model_validate(doc["settings"])
+        url = urls.with_password(settings.redis_url, credentials)
+        return cls(doc["source"], settings.model_copy(update={"redis_url": url}), doc["consumer"])
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,17 +219,19 @@ class FusedShell(CoordinatorShell, QueryHostShell):
         self._service.line_calls = host.line_calls = lambda: self._line_server.served
         if restarted:
             host.rejoin(self._control)
-        connect = _shard_connect(shard.namespace, self._shard)
-        control = LocalControl(self._control)
-        self._consumers = {
-            spec.source_id: ConsumerRole(
-                spec.source_id, spec.settings, spec.consumer_name, control, connect, restarted
-            )
-            for spec in settings.consumers
-        }
-        if restarted:  # the app had started them (or was about to): read again at once
-            for role in self._consumers.values():
-                role.start()
+        self._state = state
+        self._credentials = shard.credentials
+        self._connect = _shard_connect(shard.namespace, self._shard)
+        self._local_control = LocalControl(self._control)
+        self._consumers: dict[str, ConsumerRole] = {}
+        loop = asyncio.get_event_loop()
+        if restarted:
+            self._consumers_known = loop.create_task(self._restore_consumers(settings.consumers))
+        else:
+            for spec in settings.consumers:
+                self._consumers[spec.source_id] = self._role_of(spec, restarted=False)
+            records = {spec.source_id: spec.to_json() for spec in settings.consumers}
+            self._consumers_known = loop.create_task(self._record(records, replace=True))
 
     def pid(self) -> int:
         """The process id (chaos tests SIGKILL it)."""
@@ -206,11 +239,75 @@ class FusedShell(CoordinatorShell, QueryHostShell):
 
     # -- consumer 0 of each source ------------------------------------------------------
 
-    def consumes(self) -> list[str]:
-        """The sources whose consumer 0 runs here."""
-        return list(self._consumers)
+    def _role_of(self, spec: FusedConsumerSpec, restarted: bool) -> ConsumerRole:
+        return ConsumerRole(
+            spec.source_id,
+            spec.settings,
+            spec.consumer_name,
+            self._local_control,
+            self._connect,
+            restarted,
+        )
 
-    def _role(self, source_id: str) -> ConsumerRole:
+    async def _restore_consumers(self, given: Sequence[FusedConsumerSpec]) -> None:
+        """After a restart: run the consumers recorded in Redis (those the actor was given
+        and those added since, less those removed), reading again at once (the app had
+        started them, or was about to)."""
+        if self._state is None:
+            specs = list(given)
+        else:
+            state = self._state
+            records = await outlasting(
+                state.load_fused_consumers, REDIS_TRANSIENT, f"{HOST}: its consumers", logger
+            )
+            specs = [FusedConsumerSpec.from_json(record, self._credentials) for record in records]
+        for spec in specs:
+            role = self._consumers[spec.source_id] = self._role_of(spec, restarted=True)
+            role.start()
+
+    async def _record(self, records: dict[str, bytes], replace: bool = False) -> None:
+        """Keep consumer records in Redis (``replace``: these are all), for a restart."""
+        if self._state is not None:
+            state = self._state
+            await outlasting(
+                lambda: state.save_fused_consumers(records, replace),
+                REDIS_TRANSIENT,
+                f"{HOST}: recording its consumers",
+                logger,
+            )
+
+    async def consumes(self) -> list[str]:
+        """The sources whose consumer 0 runs here, sorted."""
+        await self._consumers_known
+        return sorted(self._consumers)
+
+    async def add_consumer(self, spec: FusedConsumerSpec) -> None:
+        """Run consumer 0 of a source added while the app runs, as those the actor started
+        with (recorded first: a restart runs it too); :meth:`consumer_ready` starts it.
+        Raises ConfigError when the source has one here already."""
+        await self._consumers_known
+        if spec.source_id in self._consumers:
+            raise ConfigError(f"source {spec.source_id!r} already has a consumer in {HOST}")
+        await self._record({spec.source_id: spec.to_json()})
+        self._consumers[spec.source_id] = self._role_of(spec, restarted=False)
+
+    async def remove_consumer(self, source_id: str) -> None:
+        """Stop the consumer of a removed source (its batches in hand finish and are acked)
+        and forget it (its record first: a restart meanwhile does not run it again)."""
+        role = await self._role(source_id)
+        if self._state is not None:
+            state = self._state
+            await outlasting(
+                lambda: state.forget_fused_consumer(source_id),
+                REDIS_TRANSIENT,
+                f"{HOST}: forgetting a consumer",
+                logger,
+            )
+        await role.stop()
+        del self._consumers[source_id]
+
+    async def _role(self, source_id: str) -> ConsumerRole:
+        await self._consumers_known
         role = self._consumers.get(source_id)
         if role is None:
             raise UnknownComponentError(f"source {source_id!r} has no consumer in {HOST}")
@@ -218,21 +315,21 @@ class FusedShell(CoordinatorShell, QueryHostShell):
 
     async def consumer_ready(self, source_id: str, timeout_s: float = 60.0) -> str:
         """Start ``source_id``'s consumer (once) and return its name once it reads."""
-        role = self._role(source_id)
+        role = await self._role(source_id)
         role.start()
         return await role.ready(timeout_s)
 
     async def consumer_stop(self, source_id: str) -> None:
-        await self._role(source_id).stop()
+        await (await self._role(source_id)).stop()
 
     async def consumer_pause(self, source_id: str) -> None:
-        await self._role(source_id).pause()
+        await (await self._role(source_id)).pause()
 
     async def consumer_resume(self, source_id: str) -> None:
-        await self._role(source_id).resume()
+        await (await self._role(source_id)).resume()
 
-    def consumer_stats(self, source_id: str) -> ConsumerReport:
-        return self._role(source_id).stats()
+    async def consumer_stats(self, source_id: str) -> ConsumerReport:
+        return (await self._role(source_id)).stats()
 
 
 FusedActor = ray.remote(FusedShell)

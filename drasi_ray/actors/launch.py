@@ -217,15 +217,18 @@ def stop_actors(
 
 
 def stop_consumers(namespace: str, source_id: str, actors: Sequence[Any]) -> None:
-    """Stop one source's consumers (their batches in hand finish and are acked; also those
-    another process started), kill them, and return once their names are free (the source
-    may be added again); TimeoutError if one is still alive after :data:`STOP_TIMEOUT_S`."""
-    every = [*actors, *scaling.find_consumers(namespace, source_id, len(actors))]
+    """Stop one source's consumer actors (their batches in hand finish and are acked; also
+    those another process started), kill them, and return once their names are free (the
+    source may be added again); TimeoutError if one is still alive after
+    :data:`STOP_TIMEOUT_S`. A :class:`FusedConsumer` among ``actors`` is left alone: the fused
+    actor stops it (``remove_consumer``)."""
+    found = scaling.find_consumers(namespace, source_id, len(actors))
+    every = [actor for actor in [*actors, *found] if not isinstance(actor, FusedConsumer)]
     best_effort(lambda: ray.get([a.stop.remote() for a in every], timeout=STOP_TIMEOUT_S))
     for actor in every:
         best_effort(functools.partial(ray.kill, actor))
     deadline = time.monotonic() + STOP_TIMEOUT_S
-    for index in range(len(every)):
+    for index in range(len(actors) + len(found)):
         name = names.consumer_actor(source_id, index)
         while _alive(namespace, name):
             if time.monotonic() > deadline:

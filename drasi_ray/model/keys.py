@@ -41,6 +41,9 @@ key                               what it holds
                                   (:mod:`drasi_ray.model.history`).
 ``drasi:<app>:history-limits``    a hash: query id -> the history limits of each query that
                                   keeps a history (JSON).
+``drasi:<app>:fused-consumers``   a hash: source id -> the consumer the fused actor runs for
+                                  the source (JSON, its Redis URL without a password), so a
+                                  restarted fused actor runs the same ones.
 ``drasi:<app>:chain:<query_id>``  a stream: a query's result rows as node changes, the source
                                   of the queries that read that query (query chaining).
 ``drasi:<app>:chain:<query_id>:rows`` a hash: row id (the node's id) -> the row, as written
@@ -181,6 +184,11 @@ def element_history(app: str, query_id: str) -> str:
 def history_limits(app: str) -> str:
     """The history limits of the queries that keep one: ``drasi:<app>:history-limits``."""
     return f"{NAMESPACE}:{_require_app(app)}:history-limits"
+
+
+def fused_consumers(app: str) -> str:
+    """The consumers the fused actor runs, by source: ``drasi:<app>:fused-consumers``."""
+    return f"{NAMESPACE}:{_require_app(app)}:fused-consumers"
 
 
 DEFAULT_CONSUMER_GROUP = "drasi_ray"

@@ -215,6 +215,26 @@ class StateStore:
         fields = {"max_versions": limits.max_versions, "retention_ms": limits.retention_ms}
         await self._client.hset(keys.history_limits(self._app), query_id, orjson.dumps(fields))
 
+    # -- the fused actor's consumers -----------------------------------------------------
+
+    async def save_fused_consumers(self, records: dict[str, bytes], replace: bool = False) -> None:
+        """Write the records of the consumers the fused actor runs, by source id (``replace``:
+        these are all of them, any other record is deleted)."""
+        key = keys.fused_consumers(self._app)
+        async with self._client.pipeline(transaction=True) as pipe:
+            if replace:
+                pipe.delete(key)
+            if records:
+                pipe.hset(key, mapping=records)  # type: ignore[arg-type]
+            await pipe.execute()
+
+    async def forget_fused_consumer(self, source_id: str) -> None:
+        await self._client.hdel(keys.fused_consumers(self._app), source_id)
+
+    async def load_fused_consumers(self) -> list[bytes]:
+        raw: Any = await self._client.hgetall(keys.fused_consumers(self._app))
+        return list(raw.values())
+
     # -- subscription table -------------------------------------------------------------
 
     async def save_table(self, records: dict[str, Any]) -> None:

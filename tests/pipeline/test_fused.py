@@ -147,3 +147,56 @@ def test_the_fused_actor_sigkilled_at_any_gap_loses_nothing(
     late = [sensor for sensor in added if sensor.startswith("l")]
     assert len(late) == len(set(late)) == 60  # each result after a restart once
     assert pending == 0
+
+
+def test_a_source_added_while_running_is_read_in_the_fused_actor_and_after_its_restart(
+    ray_session: None, redis_url: str
+) -> None:
+    """Consumer 0 of a source added to the running app runs in the fused actor too (no
+    process of its own), its consumer 1 in an actor; a removed source's consumer stops there.
+    Which consumers it runs is kept in Redis: SIGKILLed, the fused actor comes back reading
+    the added source, and not the removed one."""
+    app = _app(f"fused-{uuid.uuid4().hex[:6]}", redis_url, consumers=1)
+    app.start()
+    client = redis.Redis.from_url(redis_url)
+    try:
+        (fused,) = _pids([app.coordinator_actor()])
+        for source_id, count in (("c", 2), ("d", 1)):
+            app.add_source(
+                PlatformSource.builder(source_id)
+                .with_redis_url(redis_url)
+                .with_stream_key(f"fused-{source_id}-{app.app_id}")
+                .with_consumers(count)
+                .with_block_ms(100)
+                .build()
+            )
+            query_id = f"hot-{source_id}"
+            app.add_query(Query.cypher(query_id).query(QUERY).from_source(source_id).build())
+        consumers_c = _pids(app.consumer_actors("c"))
+        assert consumers_c[0] == fused != consumers_c[1]
+        assert _pids(app.consumer_actors("d")) == [fused]
+        app.remove_query("hot-d")
+        app.remove_source("d")
+        assert ray.get(app.coordinator_actor().consumes.remote()) == ["a", "b", "c"]
+        stored = client.hkeys(keys.fused_consumers(app.app_id))
+        assert sorted(stored) == [b"a", b"b", b"c"]
+
+        stream_c = f"fused-c-{app.app_id}"
+        with Publisher.from_url(redis_url) as publisher:
+            publisher.publish(stream_c, [_event(f"c{i}", 70.0 + i) for i in range(6)])
+        app.wait_until_idle(60)
+        assert _rows(app, "hot-c") == [(f"c{i}", 70.0 + i) for i in range(1, 6)]
+
+        assert sigkill(app.coordinator_actor()) == fused
+        assert len(app.results("hot-c")) >= 0  # waits until it is bootstrapped again
+        with Publisher.from_url(redis_url) as publisher:
+            publisher.publish(stream_c, [_event(f"c{i}", 80.0 + i) for i in range(6)])
+            publisher.publish("fused-a", [_event("a0", 90.0)])
+        app.wait_until_idle(120)
+        assert _rows(app, "hot-c") == [(f"c{i}", 80.0 + i) for i in range(6)]
+        assert _rows(app, "hot-a") == [("a0", 90.0)]
+        assert ray.get(app.coordinator_actor().consumes.remote()) == ["a", "b", "c"]
+        assert [c.name for c in app.status().consumers("c")] == ["c-0", "c-1"]
+        assert int(client.xpending(stream_c, keys.consumer_group(app.app_id))["pending"]) == 0
+    finally:
+        app.stop()

@@ -20,6 +20,7 @@ from drasi_ray import (
     QuerySyntaxError,
     StateConfig,
 )
+from drasi_ray.actors.fused import FusedConsumerSpec
 from drasi_ray.coordinator.registry import Registry
 from drasi_ray.model import keys
 from drasi_ray.model.config import FUSED_READ_LIMIT, expand_secrets
@@ -243,6 +244,26 @@ def test_a_stored_registration_holds_no_password_and_gets_it_back() -> None:
     (blank,) = QueryRegistration.from_json(stored).config.reactions
     assert isinstance(blank, PlatformReaction) and blank.redis_url is not None
     assert "pa55" not in blank.redis_url
+
+
+def test_a_stored_fused_consumer_holds_no_password_and_gets_it_back() -> None:
+    """What the fused actor keeps in Redis of each consumer it runs, for its restart: the
+    settings whole, the source's Redis URL without its password (given back from the app's)."""
+    secret_url = "redis://:pa55@redis.internal:6380/2"
+    settings = (
+        PlatformSource.builder("sensors")
+        .with_redis_url(secret_url)
+        .with_stream_keys(["s-0", "s-1"])
+        .with_batch_size(7)
+        .build()
+        .config.in_app("app")
+        .in_fused_actor()
+    )
+    spec = FusedConsumerSpec("sensors", settings, "sensors-0")
+    stored = spec.to_json()
+    assert b"pa55" not in stored and b"redis.internal:6380/2" in stored
+    assert FusedConsumerSpec.from_json(stored, (secret_url,)) == spec
+    assert "pa55" not in FusedConsumerSpec.from_json(stored).settings.redis_url
 
 
 def test_values_take_secrets_from_the_environment_and_files(tmp_path: Path) -> None:
