@@ -134,6 +134,7 @@ class DrasiRay:
         self._coordinator: Any = None
         self._shards: list[Any] = []  # shard actors 1 .. K-1 (shard 0 is the coordinator)
         self._consumers: dict[str, list[Any]] = {}
+        self._created: dict[str, list[Any]] = {}  # consumer actors not told to read yet
         self._hosts: dict[str, Any] = {}  # host name -> actor
         self._host_of: dict[str, str] = {}  # query id -> host name
         # Running queries whose host writes the result stream the app's reactions read with a
@@ -292,7 +293,7 @@ class DrasiRay:
             raise ConfigError(f"source {source_id!r} is read by queries {readers}: remove them")
         if source_id in self._postgres:
             raise ConfigError(f"source {source_id!r} reads PostgreSQL: it cannot be removed")
-        actors = self._consumers.pop(source_id, None)
+        actors = self._consumers.pop(source_id, None) or self._created.pop(source_id, None)
         if source_id in self._fused_sources:  # consumer 0: stopped and forgotten by the fused actor
             ray.get(self._coordinator.remove_consumer.remote(source_id))
             self._fused_sources.discard(source_id)
@@ -572,9 +573,11 @@ class DrasiRay:
             self._placement(),
             self._fused_settings() if self._fused else None,
         )
+        self._start_hosts()  # their processes start while the store's start and load,
+        self._create_consumers()  # and the consumers' (they read once start_sources says)
+        launch.wait_loaded([self._coordinator, *self._shards])
         if self._analytics is not None:
             self._analytics.attach(self._coordinator)
-        self._start_hosts()
         if isinstance(self._clock, ManualClock):
             self._clock_moved(self._clock.now_ms())
             self._stop_listening = self._clock.listen(self._clock_moved)
@@ -583,6 +586,17 @@ class DrasiRay:
         if sources:
             self.start_sources()
         return self
+
+    def _create_consumers(self) -> None:
+        """Create the consumer actors of the sources the app starts with (not consumer 0 of
+        those the fused actor reads): their processes start now, and each reads once
+        :meth:`start_sources` tells it."""
+        for source in self._sources.values():
+            if source.auto_start:
+                first = 1 if source.id in self._fused_sources else 0
+                self._created[source.id] = launch.create_consumers(
+                    self.namespace, source, self._ray, self._placement(), first
+                )
 
     def start_sources(self) -> DrasiRay:
         """Start the consumers of every auto-start source not yet started (after
@@ -856,9 +870,12 @@ class DrasiRay:
         if source.id in self._fused_sources:  # consumer 0 runs in the fused actor
             ray.get(self._coordinator.consumer_ready.remote(source.id))
             first = [FusedConsumer(self._coordinator, source.id)]
-        actors = launch.start_consumers(
-            self.namespace, source, self._ray, self._placement(), first=len(first)
-        )
+        actors = self._created.pop(source.id, None)
+        if actors is None:
+            actors = launch.create_consumers(
+                self.namespace, source, self._ray, self._placement(), first=len(first)
+            )
+        launch.start_consumers(actors)
         self._consumers[source.id] = first + actors
         if source.id in self._postgres:
             self._start_reader(self._postgres[source.id])
@@ -893,12 +910,13 @@ class DrasiRay:
             self._coordinator,
             self._shards,
             hosts,
-            self._consumers,
+            {**self._created, **self._consumers},
             readers=list(self._readers.values()),
             after_hosts=self._after_hosts_stopped,
         )
         self._readers.clear()
         self._consumers.clear()
+        self._created.clear()
         self._hosts.clear()
         self._host_of.clear()
         self._given_stream.clear()

@@ -159,7 +159,8 @@ class ConsumerRole:
 @ray.remote
 class ConsumerActor:
     """A consumer actor: the Ray shell of one :class:`ConsumerRole`, reaching the shards over
-    direct lines and the coordinator through Ray."""
+    direct lines and the coordinator through Ray. It reads once told (:meth:`ready`), so an
+    app can start its process early; a restarted one reads again at once."""
 
     def __init__(
         self,
@@ -172,13 +173,17 @@ class ConsumerActor:
         tune_for_latency(niceness)
         tune_gc()
         control = CoordinatorHandle(namespace, f"consumer {consumer_name}")
+        restarted = was_restarted()
         self._role = ConsumerRole(
-            source_id, settings, consumer_name, control, shard_line(namespace), was_restarted()
+            source_id, settings, consumer_name, control, shard_line(namespace), restarted
         )
-        self._role.start()
+        if restarted:  # the app had told it to read (or was about to)
+            self._role.start()
 
     async def ready(self, timeout_s: float = 60.0) -> str:
-        """Return the consumer name once the group exists and own pending entries are done."""
+        """Start reading (once); return the consumer name once the group exists and own
+        pending entries are done."""
+        self._role.start()
         return await self._role.ready(timeout_s)
 
     async def stop(self) -> None:

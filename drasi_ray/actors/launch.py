@@ -48,8 +48,9 @@ def start_store(
     fused: FusedSettings | None = None,
 ) -> tuple[Any, list[Any]]:
     """Start the coordinator (store shard 0) and store shards 1 .. ``shards``-1, each with
-    ``settings(index)``; return (coordinator, other shards) once every one has loaded. With
-    ``fused``, the coordinator is the fused actor (:mod:`drasi_ray.actors.fused`)."""
+    ``settings(index)``; return (coordinator, other shards) at once, their processes starting
+    and their records loading (:func:`wait_loaded`). With ``fused``, the coordinator is the
+    fused actor (:mod:`drasi_ray.actors.fused`)."""
     options = {
         "name": names.COORDINATOR,
         "namespace": namespace,
@@ -65,8 +66,12 @@ def start_store(
     else:
         coordinator = CoordinatorActor.options(**options).remote(settings(0), niceness=niceness)
     others = [start_shard(settings(index), ray_config, placer) for index in range(1, shards)]
-    ray.get([actor.ping.remote() for actor in [coordinator, *others]])
     return coordinator, others
+
+
+def wait_loaded(actors: Sequence[Any]) -> None:
+    """Return once every one of ``actors`` (the coordinator, store shards) answers."""
+    ray.get([actor.ping.remote() for actor in actors])
 
 
 def start_shard(
@@ -119,13 +124,13 @@ def start_host(
     )
 
 
-def start_consumers(
+def create_consumers(
     namespace: str, source: PlatformSource, ray_config: RayConfig, placer: Placer, first: int = 0
 ) -> list[Any]:
-    """Start ``source``'s consumer actors from index ``first`` (consumer 0 may run in the
-    fused actor); return them once every one reads."""
+    """Create ``source``'s consumer actors from index ``first`` (consumer 0 may run in the
+    fused actor); their processes start, and each reads once told (:func:`start_consumers`)."""
     config = source.config
-    actors = [
+    return [
         ConsumerActor.options(  # type: ignore[attr-defined]
             name=names.consumer_actor(source.id, index),
             namespace=namespace,
@@ -138,8 +143,11 @@ def start_consumers(
         for index, consumer_name in enumerate(source.consumer_names)
         if index >= first
     ]
+
+
+def start_consumers(actors: Sequence[Any]) -> None:
+    """Tell consumer actors to read; return once every one reads."""
     ray.get([actor.ready.remote() for actor in actors])
-    return actors
 
 
 def start_reader(
