@@ -40,7 +40,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -267,14 +267,15 @@ class FusedShell(CoordinatorShell, QueryHostShell):
 
     async def _record(self, records: dict[str, bytes], replace: bool = False) -> None:
         """Keep consumer records in Redis (``replace``: these are all), for a restart."""
+        await self._durably(
+            "recording its consumers", lambda state: state.save_fused_consumers(records, replace)
+        )
+
+    async def _durably(self, what: str, write: Callable[[StateStore], Awaitable[None]]) -> None:
+        """Run ``write`` on the durable state (if any), waiting out an unreachable Redis."""
         if self._state is not None:
             state = self._state
-            await outlasting(
-                lambda: state.save_fused_consumers(records, replace),
-                REDIS_TRANSIENT,
-                f"{HOST}: recording its consumers",
-                logger,
-            )
+            await outlasting(lambda: write(state), REDIS_TRANSIENT, f"{HOST}: {what}", logger)
 
     async def consumes(self) -> list[str]:
         """The sources whose consumer 0 runs here, sorted."""
@@ -295,14 +296,9 @@ class FusedShell(CoordinatorShell, QueryHostShell):
         """Stop the consumer of a removed source (its batches in hand finish and are acked)
         and forget it (its record first: a restart meanwhile does not run it again)."""
         role = await self._role(source_id)
-        if self._state is not None:
-            state = self._state
-            await outlasting(
-                lambda: state.forget_fused_consumer(source_id),
-                REDIS_TRANSIENT,
-                f"{HOST}: forgetting a consumer",
-                logger,
-            )
+        await self._durably(
+            "forgetting a consumer", lambda state: state.forget_fused_consumer(source_id)
+        )
         await role.stop()
         del self._consumers[source_id]
 
