@@ -256,31 +256,20 @@ class TrueFor(MemoizedCall):
 
 
 class TrueLater(MemoizedCall):
+    """``drasi.trueLater(condition, due)``: the condition once ``due`` has passed; before
+    then awaiting, with the row re-evaluated at ``due`` (the entry overwrites an earlier one)."""
+
     name = "drasi.trueLater"
+    true_now_suffices = False
+    """Whether a condition true now is the answer at once, whatever ``due``
+    (:class:`TrueNowOrLater`)."""
 
     def apply(self, values: list[Any], row_digest: str) -> Any:
         anchor = self._context.anchor_id
         condition = condition_of(self.name, values[0])
         if anchor is None or condition is None:
             return None
-        due_ms = due_ms_of(self.name, values[1])
-        if due_ms is None:
-            return None
-        if due_ms <= self._context.clock.realtime_ms:
-            return condition
-        self._push(PushType.OVERWRITE, row_digest, anchor, due_ms)
-        return AWAITING
-
-
-class TrueNowOrLater(MemoizedCall):
-    name = "drasi.trueNowOrLater"
-
-    def apply(self, values: list[Any], row_digest: str) -> Any:
-        anchor = self._context.anchor_id
-        condition = condition_of(self.name, values[0])
-        if anchor is None or condition is None:
-            return None
-        if condition:
+        if condition and self.true_now_suffices:
             return True
         due_ms = due_ms_of(self.name, values[1])
         if due_ms is None:
@@ -289,6 +278,14 @@ class TrueNowOrLater(MemoizedCall):
             return condition
         self._push(PushType.OVERWRITE, row_digest, anchor, due_ms)
         return AWAITING
+
+
+class TrueNowOrLater(TrueLater):
+    """``drasi.trueNowOrLater(condition, due)``: true at once when the condition is, else as
+    :class:`TrueLater`."""
+
+    name = "drasi.trueNowOrLater"
+    true_now_suffices = True
 
 
 class FutureElement(MemoizedCall):

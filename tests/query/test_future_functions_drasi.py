@@ -74,6 +74,7 @@ PLANS: dict[str, dict[str, Any]] = {
         {"q": "MATCH (a:A) WHERE drasi.trueNowOrLater(a.x > 5, a.due) RETURN a.id AS id"},
         insert(0, "a1", ["A"], id="a1", x=3, due=at(1000)),
         insert(200, "a2", ["A"], id="a2", x=10, due=at(1000)),
+        wait(500),  # a2 came at 200 (true now), not at its due time: a window between them
         wait(1400),
         update(1500, "a1", ["A"], x=7),
         update(1700, "a1", ["A"], x=1),
