@@ -59,6 +59,18 @@ PLANS: dict[str, dict[str, Any]] = {
         wait(1400),
         update(1600, "i1", ["Invoice"], status="paid"),
     ),
+    "true_until_projected": plan(
+        "true_until_projected",
+        {
+            "q": "MATCH (a:Invoice) RETURN a.id AS id, "
+            "drasi.trueUntil(a.status = 'unpaid', a.due) AS open"
+        },
+        insert(0, "i1", ["Invoice"], id="i1", status="unpaid", due=at(1000)),
+        insert(100, "i2", ["Invoice"], id="i2", status="paid", due=at(1000)),  # false now
+        wait(400),
+        update(500, "i1", ["Invoice"], status="paid"),
+        wait(1400),
+    ),
     "true_later": plan(
         "true_later",
         {"q": "MATCH (a:A) WHERE drasi.trueLater(a.x > 5, a.due) RETURN a.id AS id"},
