@@ -721,9 +721,10 @@ def aggregate_value(name: str, accumulator: Accumulator, argument: Any, snapshot
     Integer for an Integer argument (the Float extreme truncated toward zero: ``2.5`` reads as
     ``2``) and a Float otherwise, while applying gives a Float; ``sum`` and ``avg`` give a
     Duration over durations (an empty group: for a duration argument) and null over numbers
-    and durations mixed, where Drasi fails. Drasi's ``min``/``max`` also give null for a null
-    argument, which hides the group's extreme: we give the extreme (docs/conformance.md).
-    Other aggregates give :meth:`Accumulator.result` whatever the row.
+    and durations mixed, where Drasi mixes their units. Drasi's ``min``/``max`` also give null
+    for a null argument, which hides the group's extreme: we give the extreme. (Both are in
+    docs/conformance.md's deviations.) Other aggregates give :meth:`Accumulator.result`
+    whatever the row.
     """
     typed = _TYPED_VALUES.get(name)
     if typed is None or isinstance(accumulator, Distinct):

@@ -343,6 +343,91 @@ KNOWN: tuple[Known, ...] = (
         ),
     ),
     Known(
+        "sum_float_drift",
+        "deviation",
+        "`sum` and `avg` keep one running float: a value too small to register beside a large "
+        "one is lost, and the loss stays. With 10^17 and 1 summed and 10^17 taken back, the "
+        "group of one row of 1 sums to 0; emptied, to -1; a row of 0.1 added then sums and "
+        "averages to -0.9",
+        "integers are totalled exactly (floats apart), and a group that empties starts again at "
+        "zero: 1, then 0, then 0.1",
+        Probe(
+            "sum_float_drift",
+            "MATCH (n:N) RETURN sum(n.x) AS s, avg(n.x) AS m",
+            changes(
+                _n(x=10**17),
+                ("insert", "n2", "N", {"x": 1}),
+                ("delete", "n1", "N", {}),
+                ("delete", "n2", "N", {}),
+                ("insert", "n3", "N", {"x": 0.1}),
+            ),
+        ),
+        Expected(
+            steps=(
+                (("aggregation", {"s": 0.0, "m": 0.0}, {"s": 1e17, "m": 1e17}),),
+                (("aggregation", {"s": 1e17, "m": 1e17}, {"s": 1e17, "m": 5e16}),),
+                (("aggregation", {"s": 1e17, "m": 5e16}, {"s": 0.0, "m": 0.0}),),
+                (("aggregation", {"s": 0.0, "m": 0.0}, {"s": -1.0, "m": 0.0}),),
+                (("aggregation", {"s": -1.0, "m": 0.0}, {"s": -0.9, "m": -0.9}),),
+            ),
+            results=({"s": -0.9, "m": -0.9},),
+        ),
+        Expected(
+            steps=(
+                (("aggregation", {"s": 0.0, "m": 0.0}, {"s": 1e17, "m": 1e17}),),
+                (("aggregation", {"s": 1e17, "m": 1e17}, {"s": 1e17, "m": 5e16}),),
+                (("aggregation", {"s": 1e17, "m": 5e16}, {"s": 1.0, "m": 1.0}),),
+                (("aggregation", {"s": 1.0, "m": 1.0}, {"s": 0.0, "m": 0.0}),),
+                (("aggregation", {"s": 0.0, "m": 0.0}, {"s": 0.1, "m": 0.1}),),
+            ),
+            results=({"s": 0.1, "m": 0.1},),
+        ),
+    ),
+    Known(
+        "sum_numbers_and_durations",
+        "deviation",
+        "a group of numbers and durations is summed as one: a number counts as that many "
+        "milliseconds (5 and 7 seconds sum to `PT7.005S`), and with the 5 taken back the one "
+        "7-second duration sums to the number 7000",
+        "a group that holds both has no sum or average (null); one kind alone sums as itself "
+        "(`PT7S`)",
+        Probe(
+            "sum_numbers_and_durations",
+            "MATCH (n:N) RETURN sum(CASE WHEN n.d THEN duration({seconds: n.x}) ELSE n.x END) "
+            "AS s, avg(CASE WHEN n.d THEN duration({seconds: n.x}) ELSE n.x END) AS m",
+            changes(
+                _n(x=5, d=False),
+                ("insert", "n2", "N", {"x": 7, "d": True}),
+                ("delete", "n1", "N", {}),
+                ("delete", "n2", "N", {}),
+            ),
+        ),
+        Expected(
+            steps=(
+                (("aggregation", {"s": 0.0, "m": 0.0}, {"s": 5.0, "m": 5.0}),),
+                (
+                    (
+                        "aggregation",
+                        {"s": "PT0.005S", "m": "PT0.005S"},
+                        {"s": "PT7.005S", "m": "PT3.502S"},
+                    ),
+                ),
+                (("aggregation", {"s": 7005.0, "m": 3502.5}, {"s": 7000.0, "m": 7000.0}),),
+                (("aggregation", {"s": "PT7S", "m": "PT7S"}, {"s": "P0D", "m": 0.0}),),
+            ),
+            results=({"s": "P0D", "m": 0.0},),
+        ),
+        Expected(
+            steps=(
+                (("aggregation", {"s": 0.0, "m": 0.0}, {"s": 5.0, "m": 5.0}),),
+                (("aggregation", {"s": 5.0, "m": 5.0}, {"s": None, "m": None}),),
+                (("aggregation", {"s": None, "m": None}, {"s": "PT7S", "m": "PT7S"}),),
+                (("aggregation", {"s": "PT7S", "m": "PT7S"}, {"s": "P0D", "m": 0.0}),),
+            ),
+            results=({"s": "P0D", "m": 0.0},),
+        ),
+    ),
+    Known(
         "whole_element",
         "deviation",
         "a returned node or relation is written as the Rust `Debug` text of the element",
