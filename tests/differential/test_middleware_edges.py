@@ -5,8 +5,9 @@ changes. These cases aim at the rules those seldom exercise: ``promote`` reading
 as it came (not what an earlier mapping promoted) and taking a null target as absent, and
 ``unwind`` with a condition (met when its path selects anything, even false), scalar items
 (children without properties), a key that is not a string (the item's position instead), and
-the children's time (the parent change's). Each runs through drasi-lib and drasi_ray; the
-diffs must agree.
+the children's time (the parent change's); ``parse_json``'s and ``decoder``'s limits (size in
+bytes, not characters; nesting depth up to the limit; C1 control characters refused). Each
+runs through drasi-lib and drasi_ray; the diffs must agree.
 """
 
 from __future__ import annotations
@@ -49,6 +50,29 @@ UNWIND = {
     },
 }
 
+PARSE_JSON = {
+    "name": "parse_json",
+    "kind": "parse_json",
+    "config": {
+        "target_property": "j",
+        "output_property": "parsed",
+        "on_error": "skip",
+        "max_json_size": 12,
+        "max_nesting_depth": 2,
+    },
+}
+DECODER = {
+    "name": "decoder",
+    "kind": "decoder",
+    "config": {
+        "encoding_type": "url",
+        "target_property": "s",
+        "output_property": "d",
+        "on_error": "skip",
+        "max_size_bytes": 4,
+    },
+}
+
 CASES: dict[str, tuple[QuerySpec, Case]] = {
     "promote": (
         _piped("promote", "MATCH (a:A) RETURN elementId(a) AS id, a.t AS t, a.u AS u", PROMOTE),
@@ -88,6 +112,31 @@ CASES: dict[str, tuple[QuerySpec, Case]] = {
                 ("insert", "a1", "A", {"tags": ["p", "q"]}),  # the condition selects nothing
                 ("insert", "a3", "A", {"tags": ["s"], "tagged": False}),  # selects false
                 ("insert", "a2", "A", {"tags": ["r"], "tagged": True}),
+            ),
+        ),
+    ),
+    "parse_json_limits": (
+        _piped(
+            "parse_json_limits", "MATCH (c:C) RETURN elementId(c) AS id, c.parsed AS p", PARSE_JSON
+        ),
+        Case(
+            "parse_json_limits",
+            changes(
+                ("insert", "c1", "C", {"j": "[1]"}),  # depth 2: the limit, parsed
+                ("insert", "c2", "C", {"j": "[[1]]"}),  # depth 3: over it
+                ("insert", "c3", "C", {"j": '"a\u0080b"'}),  # a C1 control character
+                ("insert", "c4", "C", {"j": '"\u00e9\u00e9\u00e9\u00e9"'}),  # 10 bytes
+                ("insert", "c5", "C", {"j": '"' + "\u00e9" * 6 + '"'}),  # 8 chars, 14 bytes
+            ),
+        ),
+    ),
+    "decoder_limit": (
+        _piped("decoder_limit", "MATCH (b:B) RETURN elementId(b) AS id, b.d AS d", DECODER),
+        Case(
+            "decoder_limit",
+            changes(
+                ("insert", "b1", "B", {"s": "a%20"}),  # 4 bytes: the limit
+                ("insert", "b2", "B", {"s": "\u00e9\u00e9\u00e9"}),  # 3 chars, 6 bytes
             ),
         ),
     ),
