@@ -63,9 +63,11 @@ JOIN_QUERIES: tuple[QuerySpec, ...] = (
 )
 
 
-def _piped(
+def piped(
     query_id: str, text: str, *middleware: dict[str, Any], sources: tuple[str, ...] = BOTH
 ) -> QuerySpec:
+    """A query reading ``sources``, whose changes from the cases' first source (``s``) pass
+    through ``middleware`` in order."""
     names = tuple(spec["name"] for spec in middleware)
     return QuerySpec(query_id, text, (), middleware, {SOURCE_ID: names}, sources)
 
@@ -100,12 +102,12 @@ MAP = {
         }
     },
 }
-PARSE_JSON = {
+PARSE_JSON: dict[str, Any] = {
     "name": "parse_json",
     "kind": "parse_json",
     "config": {"target_property": "j", "output_property": "parsed", "on_error": "skip"},
 }
-DECODER = {
+DECODER: dict[str, Any] = {
     "name": "decoder",
     "kind": "decoder",
     "config": {
@@ -117,17 +119,17 @@ DECODER = {
 }
 
 MIDDLEWARE_QUERIES: tuple[QuerySpec, ...] = (
-    _piped("relabel", "MATCH (z:Z) RETURN elementId(z) AS id, z.name AS name, z.x AS x", RELABEL),
-    _piped("promote", "MATCH (a:A) RETURN elementId(a) AS id, a.mk AS mk, a.x AS x", PROMOTE),
-    _piped(
+    piped("relabel", "MATCH (z:Z) RETURN elementId(z) AS id, z.name AS name, z.x AS x", RELABEL),
+    piped("promote", "MATCH (a:A) RETURN elementId(a) AS id, a.mk AS mk, a.x AS x", PROMOTE),
+    piped(
         "unwind",
         "MATCH (a:A)-[:HAS]->(t:Tag) RETURN elementId(a) AS a, count(t) AS tags",
         UNWIND,
     ),
-    _piped("map", "MATCH (n:Named) RETURN elementId(n) AS id, n.x AS x", MAP),
-    _piped("parse_json", "MATCH (c:C) RETURN elementId(c) AS id, c.parsed AS parsed", PARSE_JSON),
-    _piped("decoder", "MATCH (b:B) RETURN elementId(b) AS id, b.d AS d", DECODER),
-    _piped(
+    piped("map", "MATCH (n:Named) RETURN elementId(n) AS id, n.x AS x", MAP),
+    piped("parse_json", "MATCH (c:C) RETURN elementId(c) AS id, c.parsed AS parsed", PARSE_JSON),
+    piped("decoder", "MATCH (b:B) RETURN elementId(b) AS id, b.d AS d", DECODER),
+    piped(
         "relabel_then_promote",
         "MATCH (z:Z)-[:R]->(b:B) RETURN elementId(z) AS z, z.mk AS mk, b.name AS name",
         RELABEL,

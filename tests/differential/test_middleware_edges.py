@@ -12,20 +12,16 @@ runs through drasi-lib and drasi_ray; the diffs must agree.
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
+from tests.differential import catalogue_sources as catalogue
 from tests.differential.compare import compare_runs
 from tests.differential.probes import changes
 from tests.differential.subject import run_drasi_ray
 from tests.oracle.cases import run_oracle
 from tests.oracle.model import SOURCE_ID, Case, QuerySpec
 
-
-def _piped(query_id: str, text: str, middleware: dict[str, Any]) -> QuerySpec:
-    return QuerySpec(query_id, text, (), (middleware,), {SOURCE_ID: (middleware["name"],)})
-
+ONE = (SOURCE_ID,)
 
 PROMOTE = {
     "name": "promote",
@@ -51,31 +47,19 @@ UNWIND = {
 }
 
 PARSE_JSON = {
-    "name": "parse_json",
-    "kind": "parse_json",
-    "config": {
-        "target_property": "j",
-        "output_property": "parsed",
-        "on_error": "skip",
-        "max_json_size": 12,
-        "max_nesting_depth": 2,
-    },
+    **catalogue.PARSE_JSON,
+    "config": {**catalogue.PARSE_JSON["config"], "max_json_size": 12, "max_nesting_depth": 2},
 }
-DECODER = {
-    "name": "decoder",
-    "kind": "decoder",
-    "config": {
-        "encoding_type": "url",
-        "target_property": "s",
-        "output_property": "d",
-        "on_error": "skip",
-        "max_size_bytes": 4,
-    },
-}
+DECODER = {**catalogue.DECODER, "config": {**catalogue.DECODER["config"], "max_size_bytes": 4}}
 
 CASES: dict[str, tuple[QuerySpec, Case]] = {
     "promote": (
-        _piped("promote", "MATCH (a:A) RETURN elementId(a) AS id, a.t AS t, a.u AS u", PROMOTE),
+        catalogue.piped(
+            "promote",
+            "MATCH (a:A) RETURN elementId(a) AS id, a.t AS t, a.u AS u",
+            PROMOTE,
+            sources=ONE,
+        ),
         Case(
             "promote",
             changes(
@@ -86,11 +70,12 @@ CASES: dict[str, tuple[QuerySpec, Case]] = {
         ),
     ),
     "unwind": (
-        _piped(
+        catalogue.piped(
             "unwind",
             "MATCH (a:A)-[:HAS]->(i:Item) RETURN elementId(i) AS item, i.v AS v, "
             "drasi.changeDateTime(i) AS t",
             UNWIND,
+            sources=ONE,
         ),
         Case(
             "unwind",
@@ -101,10 +86,11 @@ CASES: dict[str, tuple[QuerySpec, Case]] = {
         ),
     ),
     "unwind_condition": (
-        _piped(
+        catalogue.piped(
             "unwind_condition",
             "MATCH (t:Tag) RETURN elementId(t) AS tag, t.value AS value",
             UNWIND,
+            sources=ONE,
         ),
         Case(
             "unwind_condition",
@@ -116,8 +102,11 @@ CASES: dict[str, tuple[QuerySpec, Case]] = {
         ),
     ),
     "parse_json_limits": (
-        _piped(
-            "parse_json_limits", "MATCH (c:C) RETURN elementId(c) AS id, c.parsed AS p", PARSE_JSON
+        catalogue.piped(
+            "parse_json_limits",
+            "MATCH (c:C) RETURN elementId(c) AS id, c.parsed AS p",
+            PARSE_JSON,
+            sources=ONE,
         ),
         Case(
             "parse_json_limits",
@@ -131,7 +120,9 @@ CASES: dict[str, tuple[QuerySpec, Case]] = {
         ),
     ),
     "decoder_limit": (
-        _piped("decoder_limit", "MATCH (b:B) RETURN elementId(b) AS id, b.d AS d", DECODER),
+        catalogue.piped(
+            "decoder_limit", "MATCH (b:B) RETURN elementId(b) AS id, b.d AS d", DECODER, sources=ONE
+        ),
         Case(
             "decoder_limit",
             changes(
