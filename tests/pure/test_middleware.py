@@ -343,6 +343,26 @@ def test_jq_skips_a_failing_program_unless_told_to_halt() -> None:
         run("jq", halting, insert(element))
 
 
+def test_jq_skips_only_the_item_whose_id_fails() -> None:
+    """Drasi reads each item's id apart: an id program that fails, or that gives other than
+    one result (jq-rs hands several back as lines, which do not parse as one JSON value, and
+    none as no text), skips that item, not the change."""
+    failing = {"Order": {"insert": [{"query": ".items", "id": ".id"}]}}
+    items = [{"id": "a"}, 5, {"id": ["x", 1]}]  # .id fails on a number
+    out = run("jq", failing, insert(node("o1", ["Order"], {"items": items})))
+    assert [c.element.id for c in out] == ["a", '["x",1]']
+    counted = {"Order": {"insert": [{"query": ".items", "id": ".id[]?"}]}}
+    items = [{"id": ["p"]}, {"id": ["q", "r"]}, {"id": []}, {"id": ["s"]}]
+    out = run("jq", counted, insert(node("o1", ["Order"], {"items": items})))
+    assert [c.element.id for c in out] == ["p", "s"]
+
+
+def test_jq_makes_an_item_that_is_not_a_map_a_node_without_properties() -> None:
+    config = {"Order": {"insert": [{"query": "[.a, .b]"}]}}
+    out = run("jq", config, insert(node("o1", ["Order"], {"a": 5, "b": {"k": 1}})))
+    assert props(out) == [{}, {"k": 1}]
+
+
 def test_jq_refuses_a_program_that_does_not_compile() -> None:
     with pytest.raises(ConfigError, match=r"Order\.insert\.0\.query: invalid jq program"):
         run("jq", {"Order": {"insert": [{"query": ".["}]}}, insert(node("n", [])))
