@@ -156,6 +156,8 @@ def test_a_null_message_key_needs_configured_key_columns() -> None:
         ({b'{"id":1}': b'{"op": "x", "source": {"table": "t", "ts_ms": 1}}'}, "unknown 'op'"),
         ({b'{"id":1}': b'{"op": "c", "after": {"id": 1}, "source": {"table": "t"}}'},
          "missing or invalid 'source.ts_ms'"),
+        ({b'{"id":1}': b'{"op": "c", "after": {"id": 1}, "source": {"table": "t", "ts_ms": -5}}'},
+         "missing or invalid 'source.ts_ms'"),
         ({b'{"id":1}': b'{"op": "u", "after": {"id": 1}, "source": {"table": "t", "ts_ms": 1}}'},
          "no position in 'source'"),
         ({b'{"id":1}': b'{"op": "c", "after": {"id": 1}, "source": {"ts_ms": 1}}'},
@@ -206,6 +208,11 @@ def test_deltaforge_key_change_deletes_the_old_element_and_inserts_the_new() -> 
     assert (came.op, came.element.id, came.version) == (Op.INSERT, "customers:2", (1, LSN, 1))
     same_key = RowChange("u", "customers", {"id": 2, "name": "A"}, {"id": 2, "name": "B"}, TS, 1)
     assert _only(DELTAFORGE("1-0", deltaforge_fields(same_key))).op is Op.UPDATE
+    # A before image without every key column (only what the replica identity logs) says no
+    # key change: the update stays one update.
+    lines = DeltaForgeDecoder(CdcConfig(keys={"lines": ("order", "line")}))
+    partial = RowChange("u", "lines", {"order": 7}, {"order": 7, "line": 2, "qty": 1}, TS, LSN)
+    assert _only(lines("1-0", deltaforge_fields(partial))).element.id == "lines:7_2"
 
 
 def test_deltaforge_schema_changes_carry_no_change_and_other_shapes_are_refused() -> None:

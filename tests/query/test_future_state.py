@@ -12,7 +12,14 @@ from drasi_ray.model.changes import ZERO_VERSION, Element, ElementDelta, node
 from drasi_ray.query import temporal
 from drasi_ray.query.engine import ContinuousQuery
 from drasi_ray.query.futures import FutureQueue, PushType
-from drasi_ray.query.stateful import FunctionState, decode_value, digest, encode_value
+from drasi_ray.query.stateful import (
+    MISSING,
+    FunctionState,
+    Memo,
+    decode_value,
+    digest,
+    encode_value,
+)
 from drasi_ray.query.values import AWAITING, hashable_key, to_output
 
 KEY = (0, "row")
@@ -151,6 +158,38 @@ def test_a_restarted_query_rebuilds_its_rows_and_fires_a_pending_true_for_once()
     assert restarted.fire_due(14_999) == []
     assert restarted.fire_due(15_000) == [[{"type": "ADD", "data": {"id": "a2", "before": -1}}]]
     assert restarted.fire_due(99_000) == []
+
+
+def test_a_restarted_query_fires_at_the_time_of_the_change_that_scheduled_it() -> None:
+    """A due entry re-evaluates at the transaction time of the change that scheduled it, and
+    at its due time in real time, before a restart as after it."""
+    text = (
+        "MATCH (a:A) WHERE drasi.trueFor(a.on, duration({seconds: 10})) "
+        "RETURN a.id AS id, datetime.transaction() AS t, datetime.realtime() AS r"
+    )
+    query = ContinuousQuery("q", text)
+    element = node("a1", ["A"], {"id": "a1", "on": True}, 1_000)
+    _insert(query, element)
+    restarted = ContinuousQuery("q", text, state=_persisted(query.state))
+    restarted.bootstrap([element])
+    fired = [{"id": "a1", "t": "1970-01-01T00:00:01+00:00", "r": "1970-01-01T00:00:11+00:00"}]
+    assert (
+        restarted.fire_due(11_000)
+        == query.fire_due(11_000)
+        == [[{"type": "ADD", "data": fired[0]}]]
+    )
+
+
+def test_what_is_forgotten_is_written_as_a_deletion() -> None:
+    state = FunctionState()
+    state.set_value(0, "key", 5)
+    state.remember(0, "row", Memo("arguments", 1))
+    written = state.take_changes()
+    assert len(written) == 2
+    state.set_value(0, "key", MISSING)
+    state.forget(0, "row")
+    assert state.take_changes() == dict.fromkeys(written)
+    assert state.take_changes() == {}
 
 
 def test_a_change_missed_while_down_is_applied_when_the_query_rebuilds() -> None:
