@@ -88,6 +88,14 @@ def control_event(op: str = "i", db: str = "Drasi", **data: Any) -> Event:
     }
 
 
+def on_both_paths(entry_id: str, fields: dict[bytes, bytes]) -> DecodedEntry:
+    """``decode_entry``'s result, checked to be what the checked path alone gives (the typed
+    path answers most entries, so a rule of the checked path needs this to be tested)."""
+    decoded = decode_entry(entry_id, fields)
+    assert decode._checked_entry(entry_id, fields) == decoded
+    return decoded
+
+
 def only_change(decoded: DecodedEntry) -> ElementChange:
     assert decoded.controls == ()
     assert len(decoded.changes) == 1
@@ -125,7 +133,7 @@ def test_node_update_reads_after_with_new_labels() -> None:
 def test_node_delete_reads_before() -> None:
     event = node_event("d", properties={})
     event["payload"]["after"] = {"id": "other", "labels": ["X"], "properties": {}}
-    change = only_change(decode_entry("5-0", entry(event)))
+    change = only_change(on_both_paths("5-0", entry(event)))
     assert change.op is Op.DELETE
     assert change.element.id == "room-7"
     assert change.element.properties == {}
@@ -410,7 +418,7 @@ def test_one_malformed_event_rejects_the_whole_entry() -> None:
 def test_delete_may_omit_properties() -> None:
     event = node_event("d")
     del event["payload"]["before"]["properties"]
-    assert only_change(decode_entry("1-0", entry(event))).element.properties == {}
+    assert only_change(on_both_paths("1-0", entry(event))).element.properties == {}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -473,6 +481,38 @@ def test_integers_beyond_i64_become_floats_at_any_depth(big: int) -> None:
     assert type(properties["ok"]) is int
 
 
+@pytest.mark.parametrize("big", [2**63, -(2**63) - 1])
+def test_a_row_of_one_integer_beyond_i64_holds_a_float(big: int) -> None:
+    """The row has nothing nested: the integer alone makes it a row to convert."""
+    raw = orjson.dumps({"data": [node_event(properties={"n": 1})]}).replace(
+        b'"n":1', b'"n":%d' % big
+    )
+    value = only_change(on_both_paths("1-0", {b"data": raw})).element.properties["n"]
+    assert type(value) is float and value == float(big)
+
+
+def _with_number(event: Event, placeholder: str, number: int) -> dict[bytes, bytes]:
+    """An entry of ``event`` whose string ``placeholder`` is replaced by ``number`` (orjson
+    writes no integer beyond 64 bits)."""
+    text = orjson.dumps({"data": [event]})
+    return {b"data": text.replace(f'"{placeholder}"'.encode(), str(number).encode())}
+
+
+def test_numbers_beyond_u64_in_times() -> None:
+    """A ``ts_ns`` beyond u64 is refused on both paths; a reactivator time beyond it is
+    ignored, as any invalid one."""
+    event = node_event()
+    event["payload"]["source"]["ts_ns"] = "TS"
+    assert reason_of(_with_number(event, "TS", 2**64)) == (
+        "missing or invalid 'payload.source.ts_ns' field"
+    )
+    assert decode._typed_changes("1-0", _with_number(event, "TS", 2**64)) is None
+    event = node_event()
+    event["reactivatorStart_ns"] = "START"
+    timing = only_change(on_both_paths("1-0", _with_number(event, "START", 2**64))).timing
+    assert timing == Timing(TS, None, None)
+
+
 def test_properties_are_immutable() -> None:
     element = only_change(decode_entry("1-0", entry(node_event()))).element
     with pytest.raises(TypeError):
@@ -496,7 +536,7 @@ def test_invalid_reactivator_timing_is_ignored(bad: Any) -> None:
     event = node_event()
     event["reactivatorStart_ns"] = bad
     event["reactivatorEnd_ns"] = 5
-    assert only_change(decode_entry("1-0", entry(event))).timing == Timing(TS, None, 5)
+    assert only_change(on_both_paths("1-0", entry(event))).timing == Timing(TS, None, 5)
 
 
 # ---------------------------------------------------------------------------------------------
