@@ -103,6 +103,9 @@ def test_lsn_text_round_trips() -> None:
     [
         (values.BOOL, "t", True),
         (values.BOOL, "f", False),
+        (values.BOOL, "true", True),  # the snapshot's column::text
+        (values.INT2, "7", 7),
+        (values.OID, "16384", 16384),
         (values.INT8, "-9223372036854775808", -9223372036854775808),
         (values.FLOAT8, "1.5", 1.5),
         (values.FLOAT4, "NaN", None),
@@ -127,7 +130,9 @@ def test_lsn_text_round_trips() -> None:
     ],
 )
 def test_drasi_s_type_mapping(type_oid: int, text: str, value: object) -> None:
-    assert ValueReader("s").read(type_oid, text, "t.c") == value
+    read = ValueReader("s").read(type_oid, text, "t.c")
+    assert read == value
+    assert type(read) is type(value)  # 7 == 7.0: an integer column must not become a float
 
 
 def test_a_column_without_a_mapping_is_text_with_one_warning(

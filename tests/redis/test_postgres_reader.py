@@ -112,7 +112,7 @@ TYPES = """
 CREATE TABLE kinds (
     id int PRIMARY KEY, flag bool, small smallint, big bigint, real_ real, dbl float8,
     amount numeric(12, 3), txt text, var varchar(10), fixed char(4), uid uuid, ts timestamp,
-    tstz timestamptz, day date, tod time, doc json, docb jsonb, raw bytea, tags text[]
+    tstz timestamptz, day date, tod time, doc json, docb jsonb, raw bytea, tags text[], o oid
 );
 CREATE PUBLICATION drasi_publication FOR TABLE kinds;
 """
@@ -120,14 +120,14 @@ ROW = (
     "(%s, true, 7, 9007199254740993, 1.5, 2.25, 12.345, 'hé', 'v', 'ab', "
     "'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11', '2024-01-02 10:00:00.25', "
     "'2024-01-02 12:00:00+02', '2024-01-02', '10:30:00', '{\"n\": [1, 2.5]}', '{\"k\": true}', "
-    "'\\x00ff', '{a,b}')"
+    "'\\x00ff', '{a,b}', 16384)"
 )
 EXPECTED = {
     "flag": True, "small": 7, "big": 9007199254740993, "real_": 1.5, "dbl": 2.25,
     "amount": 12.345, "txt": "hé", "var": "v", "fixed": "ab",
     "uid": "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11", "ts": "2024-01-02 10:00:00.25",
     "tstz": "2024-01-02T10:00:00+00:00", "day": "2024-01-02", "tod": "10:30:00",
-    "doc": {"n": [1, 2.5]}, "docb": {"k": True}, "raw": "AP8=", "tags": "{a,b}",
+    "doc": {"n": [1, 2.5]}, "docb": {"k": True}, "raw": "AP8=", "tags": "{a,b}", "o": 16384,
 }  # fmt: skip
 
 
@@ -150,6 +150,8 @@ def test_snapshot_and_stream_map_every_type_alike_then_resume_without_repeats(
     snapshot, streamed, nulled = _changes(redis_url, "kinds")
     for change, key in ((snapshot, 1), (streamed, 2)):
         assert dict(change.element.properties) == {"id": key, **EXPECTED}
+        kinds = {name: type(value) for name, value in change.element.properties.items()}
+        assert kinds == {"id": int, **{name: type(value) for name, value in EXPECTED.items()}}
     assert snapshot.version[0] < streamed.version[0] < nulled.version[0]
     assert nulled.element.properties["txt"] is None
     assert report.text_columns == ["kinds.tags"] and report.snapshots == 1
