@@ -99,6 +99,28 @@ LIST_HELPERS = [
     FunctionCase("drasi.listMax([date('2024-01-01'), date('2023-01-01')])", "2024-01-01"),
     FunctionCase("drasi.listMin([date('2024-01-01'), 'x'])", "2024-01-01"),
     FunctionCase("drasi.listMax([duration({days: 1}), duration({days: 2})])", "PT172800S"),
+    # across temporal types only a lower rank is "less": listMin finds it, listMax never moves
+    FunctionCase(
+        "drasi.listMin([datetime('2024-01-01T00:00:00Z'), time('10:00:00Z')])", "10:00:00"
+    ),
+    FunctionCase(
+        "drasi.listMin([time('10:00:00Z'), localdatetime('2024-01-01T00:00:00')])",
+        "2024-01-01 00:00:00",
+    ),
+    FunctionCase(
+        "drasi.listMin([localdatetime('2024-01-01T00:00:00'), localtime('10:00')])", "10:00:00"
+    ),
+    FunctionCase(
+        "drasi.listMin([duration({days: 1}), datetime('2024-01-01T00:00:00Z')])",
+        "2024-01-01T00:00:00+00:00",
+    ),
+    FunctionCase("drasi.listMin([localtime('10:00'), date('2024-01-01')])", "2024-01-01"),
+    # a time by its clock time alone, its offset ignored
+    FunctionCase("drasi.listMax([time('10:00:00+02:00'), time('09:00:00Z')])", "10:00:00"),
+    FunctionCase("drasi.listMin([time('09:00:00Z'), time('10:00:00+02:00')])", "09:00:00"),
+    # Integers exactly, beyond a double's 53 bits
+    FunctionCase("drasi.listMax([9007199254740992, 9007199254740993])", 9007199254740993),
+    FunctionCase("drasi.listMin([9007199254740993, 9007199254740992])", 9007199254740992),
     FunctionCase("drasi.listMax([[1], [2]])", [1]),
     FunctionCase("drasi.listMax([{a: 1}, {a: 2}])", {"a": 1}),
     FunctionCase("drasi.listMax([1, 2], 5)", 2),
