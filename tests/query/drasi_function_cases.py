@@ -309,6 +309,33 @@ TRUNCATION = [
         "date.truncate('month', datetime('2024-03-15T10:11:12Z'))", "2024-03-01T00:00:00+00:00"
     ),
     FunctionCase("datetime.truncate('month', date('2024-03-15'))", "2024-03-01"),
+    # a zoned datetime is truncated on its local clock (here a day and an hour the UTC clock
+    # would put elsewhere)
+    FunctionCase(
+        "datetime.truncate('day', datetime('2024-03-31T01:11:12[Europe/Paris]'))",
+        "2024-03-31T00:00:00+01:00",
+    ),
+    FunctionCase(
+        "datetime.truncate('hour', datetime('2024-05-15T01:30:00[Asia/Kolkata]'))",
+        "2024-05-15T01:00:00+05:30",
+    ),
+    # weekYear takes dayOfWeek and no time fields; the unit timezone keeps the time and adds them
+    FunctionCase(
+        "datetime.truncate('weekYear', datetime('2024-05-15T10:30:00Z'), {hour: 5})",
+        "2024-01-01T00:00:00+00:00",
+    ),
+    FunctionCase("date.truncate('weekYear', date('2024-05-15'), {dayOfWeek: 3})", "2024-01-03"),
+    FunctionCase("time.truncate('timezone', time('10:30:15+02:00'), {hour: 1})", "11:30:15"),
+    # a time keeps its offset
+    FunctionCase("time.truncate('hour', time('10:30:00+02:00')) = time('10:00:00+02:00')", True),
+    FunctionCase("time.truncate('hour', time('10:30:00+02:00')) = time('10:00:00Z')", False),
+    FunctionCase(
+        "localtime.truncate('second', localtime('10:00:00'), {nanosecond: 1000000000})", REFUSED
+    ),
+    FunctionCase(
+        "localtime.truncate('second', localtime('10:00:00'), {millisecond: 1000})", REFUSED
+    ),
+    FunctionCase("date.truncate('month', date('2024-05-15'), {day: true})", REFUSED),
     FunctionCase("date.truncate('bogus', date('2024-06-02'))", REFUSED),
     FunctionCase("date.truncate('month', date('2024-06-17'), {month: 13})", REFUSED),
     FunctionCase("localtime.truncate('timezone', localtime('12:31:14'))", REFUSED),
