@@ -430,8 +430,9 @@ def last(value: Any) -> Any:
 
 def to_integer(value: Any) -> int | None:
     """As Drasi: a Float (or a Float's text) is floored, not truncated (``-4.5`` -> ``-5``),
-    and saturates at the i64 bounds (NaN gives 0) as Rust's ``as i64`` does; text that is
-    no number gives null (see :func:`_parse_integer`)."""
+    and saturates at the i64 bounds as Rust's ``as i64`` does; text that is no number gives
+    null (see :func:`_parse_integer`). An infinity saturates too and NaN gives 0, where Drasi
+    stops the query (docs/conformance.md)."""
     if value is None:
         return None
     if isinstance(value, bool):

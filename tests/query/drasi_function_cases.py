@@ -167,6 +167,19 @@ TEXT = [
         "toStringOrNull(date('2024-01-02'))", "2024-01-02", drasi=ERROR, note="as toString"
     ),
     FunctionCase("toStringOrNull(duration({days: 1}))", "P1D", drasi=ERROR, note="as toString"),
+    # toInteger of a Float beyond the i64 bounds saturates, in both engines; of an infinity
+    # or NaN, Drasi stops the query where drasi_ray saturates too (NaN gives 0, as Rust's
+    # ``as i64``)
+    FunctionCase("toInteger(n.big)", -(2**63), {"big": -1e300}),
+    FunctionCase("toInteger(toFloat('inf'))", 2**63 - 1, drasi=ERROR, note="Drasi stops the query"),
+    FunctionCase("toInteger(toFloat('NaN'))", 0, drasi=ERROR, note="Drasi stops the query"),
+    # toFloat and toInteger read a number's text as Rust parses it: no spaces, no '_'
+    FunctionCase("toFloat(' 1.5')", None),
+    FunctionCase("toFloat('1_000.5')", None),
+    FunctionCase("toInteger(' 7')", None),
+    # split at a list of delimiters drops the empty pieces
+    FunctionCase("split('a,,b;c', [',', ';'])", ["a", "b", "c"]),
+    FunctionCase("split(',a,', [','])", ["a"]),
 ]
 
 TRIGONOMETRY = [
